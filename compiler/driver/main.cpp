@@ -1,0 +1,216 @@
+// tilec's command line: parse options, run the pipeline (frontend -> Tile IR passes ->
+// output), map failures to exit codes: 0 ok, 1 user error, 2 internal compiler error.
+// The pipeline runs on a thread with a large stack so no input can overflow it.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "driver/pipeline.h"
+#include "support/diagnostics.h"
+
+#ifndef TILEC_VERSION
+#define TILEC_VERSION "0.0.0"
+#endif
+#ifndef TILEC_STDLIB_DIR
+#define TILEC_STDLIB_DIR ""
+#endif
+
+namespace {
+
+const char* kDescription = R"(tilec: the tile language compiler.
+
+Compiles .tile kernels (the data flow of one thread block over tiles) ahead of time.
+Today tilec parses, checks and lowers every export to Tile IR; the CPU and GPU
+backends (objects, headers) come next.
+
+Examples:
+  tilec stdlib/kernels/gemm.tile --emit=tir          print the Tile IR of each export
+  tilec gemm.tile -D BM=64 --emit=tir                override a compile-time default
+  tilec attn.tile -I include/ --emit=ast             print the syntax tree
+  tilec gemm.tile --print-after-all                  print the IR after every pass
+  tilec gemm.tile --emit=tir -o gemm.tir -MD         write the IR and a depfile gemm.tir.d
+)";
+
+struct Args {
+    std::vector<std::string> inputs;
+    std::string output;
+    std::string emit;
+    std::vector<std::string> defines;
+    std::vector<std::string> include_dirs;
+    std::vector<std::string> targets;
+    std::string stdlib_dir = TILEC_STDLIB_DIR;
+    bool md = false;
+    std::string mf;
+    unsigned error_limit = 20;
+    bool werror = false;
+    bool no_warnings = false;
+    std::string color = "auto";
+    bool print_after_all = false;
+    std::vector<std::string> print_after;
+    bool time_passes = false;
+    bool no_verify = false;
+};
+
+struct ThreadJob {
+    int argc;
+    char** argv;
+    int rc = 0;
+};
+
+std::string stdlib_near_executable(const char* argv0) {
+    // An installed tilec finds the stdlib at <prefix>/share/tilec/stdlib.
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) return "";
+    buf[n] = '\0';
+    std::string exe(buf);
+    auto slash = exe.rfind('/');
+    if (slash == std::string::npos) return "";
+    std::string candidate = exe.substr(0, slash) + "/../share/tilec/stdlib";
+    std::ifstream probe(candidate + "/std/math.tile");
+    return probe ? candidate : "";
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{kDescription, "tilec"};
+    Args a;
+    app.add_option("files", a.inputs, "Input .tile files")->required()->type_name("FILE...");
+    app.add_option("-o", a.output, "Write the output to FILE (default: standard output for text stages)")
+        ->type_name("FILE");
+    app.add_option("--emit", a.emit,
+                   "What to produce:\n"
+                   "  ast  the syntax tree of each input file\n"
+                   "  tir  the Tile IR of each export after the pass pipeline\n"
+                   "  (default: check only; nothing is written)\n"
+                   "e.g. --emit=tir")
+        ->check(CLI::IsMember({"ast", "tir"}))
+        ->type_name("STAGE");
+    app.add_option("-D", a.defines,
+                   "Override the default of compile-time parameter NAME in every kernel,\n"
+                   "e.g. -D BM=64 -D T=bf16 -D CAUSAL=true (export arguments still win)")
+        ->type_name("NAME=VALUE");
+    app.add_option("-I", a.include_dirs,
+                   "Add DIR to the import search path (after the importing file's\n"
+                   "directory, before the stdlib), e.g. -I third_party/kernels")
+        ->type_name("DIR");
+    app.add_option("--target", a.targets,
+                   "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
+                   "(accepted and checked now; code generation comes with the backends)")
+        ->delimiter(',')
+        ->type_name("LIST");
+    app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
+        ->type_name("DIR");
+    app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported file");
+    app.add_option("--MF", a.mf, "Name of the depfile (default: OUTPUT.d)")->type_name("FILE");
+    app.add_option("--error-limit", a.error_limit, "Stop after N errors (0: no limit; default 20)")
+        ->type_name("N");
+    app.add_flag("--Werror", a.werror, "Treat warnings as errors (also: -Werror)");
+    app.add_flag("-w", a.no_warnings, "Do not print warnings");
+    app.add_option("--color", a.color, "Colour diagnostics: auto (on a terminal), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->type_name("WHEN");
+    app.add_flag("--print-after-all", a.print_after_all, "Print the Tile IR after every pass (to standard error)");
+    app.add_option("--print-after", a.print_after, "Print the Tile IR after pass NAME, e.g. --print-after=simplify")
+        ->type_name("NAME");
+    app.add_flag("--time-passes", a.time_passes, "Print the time spent in each pass (to standard error)");
+    app.add_flag("--no-verify", a.no_verify, "Skip the IR verifier between passes (for debugging the compiler)");
+    app.set_version_flag("--version", std::string("tilec ") + TILEC_VERSION);
+    app.footer("Exit status: 0 success, 1 errors in the input, 2 internal compiler error.\n"
+               "Docs: docs/cli.md (options), docs/language.md (the language).");
+
+    // Accept the common spellings -Werror and --emit tir / -DNAME=V.
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        std::string s = argv[i];
+        // Compiler spellings CLI11 cannot declare (multi-letter single-dash options).
+        if (s == "-Werror") s = "--Werror";
+        else if (s == "-MD") s = "--MD";
+        else if (s == "-MF") s = "--MF";
+        args.push_back(s);
+    }
+    std::reverse(args.begin(), args.end());
+    try {
+        app.parse(args);
+    } catch (const CLI::CallForHelp& e) {
+        std::cout << app.help();
+        return 0;
+    } catch (const CLI::CallForAllHelp& e) {
+        std::cout << app.help();
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::cout << "tilec " << TILEC_VERSION << "\n";
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "tilec: error: " << e.what() << "\n"
+                  << "Run 'tilec --help' for the options.\n";
+        return 1;
+    }
+
+    tilec::driver::Options opt;
+    opt.inputs = a.inputs;
+    opt.output = a.output;
+    opt.emit = a.emit;
+    opt.include_dirs = a.include_dirs;
+    opt.targets = a.targets;
+    opt.stdlib_dir = a.stdlib_dir;
+    if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
+    for (auto& d : a.defines) {
+        auto eq = d.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            std::cerr << "tilec: error: -D " << d << ": expected NAME=VALUE, e.g. -D BM=64\n";
+            return 1;
+        }
+        opt.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
+    }
+    opt.depfile = a.md || !a.mf.empty();
+    opt.depfile_path = a.mf;
+    opt.error_limit = a.error_limit;
+    opt.werror = a.werror;
+    opt.warnings = !a.no_warnings;
+    opt.color = a.color == "always" || (a.color == "auto" && isatty(STDERR_FILENO));
+    opt.print_after_all = a.print_after_all;
+    opt.print_after = a.print_after;
+    opt.time_passes = a.time_passes;
+    opt.verify = !a.no_verify;
+    return tilec::driver::compile(opt);
+}
+
+void* thread_main(void* p) {
+    auto* job = static_cast<ThreadJob*>(p);
+    try {
+        job->rc = run(job->argc, job->argv);
+    } catch (const tilec::InternalError& e) {
+        std::cerr << "tilec: internal compiler error";
+        if (!e.pass.empty()) std::cerr << " in pass '" << e.pass << "'";
+        std::cerr << ": " << e.what() << " (at " << e.file << ":" << e.line << ")\n"
+                  << "This is a bug in tilec, not in your kernel; please report it with the input.\n";
+        job->rc = 2;
+    } catch (const std::exception& e) {
+        std::cerr << "tilec: internal compiler error: unexpected exception: " << e.what() << "\n";
+        job->rc = 2;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    ThreadJob job{argc, argv};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 512u << 20);  // 512 MiB of address space, touched only as used
+    pthread_t t;
+    if (pthread_create(&t, &attr, thread_main, &job) != 0) {
+        thread_main(&job);
+    } else {
+        pthread_join(t, nullptr);
+    }
+    pthread_attr_destroy(&attr);
+    std::cout.flush();
+    return job.rc;
+}

@@ -1,0 +1,34 @@
+// The compiler pipeline as one readable function (like Halide's Lower.cpp): load and
+// check the program, elaborate exports to Tile IR, run the pass list, write outputs.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tilec::driver {
+
+struct Options {
+    std::vector<std::string> inputs;
+    std::string output;
+    std::string emit;  // "", "ast", "tir"
+    std::vector<std::string> include_dirs;
+    std::vector<std::string> targets;
+    std::string stdlib_dir;
+    std::vector<std::pair<std::string, std::string>> defines;
+    bool depfile = false;
+    std::string depfile_path;
+    unsigned error_limit = 20;
+    bool werror = false;
+    bool warnings = true;
+    bool color = false;
+    bool print_after_all = false;
+    std::vector<std::string> print_after;
+    bool time_passes = false;
+    bool verify = true;
+};
+
+// Runs the whole compilation; returns the exit status (0, 1). Internal errors throw
+// tilec::InternalError, which the caller maps to exit status 2.
+int compile(const Options& options);
+
+}  // namespace tilec::driver

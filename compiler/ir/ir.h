@@ -1,0 +1,574 @@
+// Tile IR: the compiler's one intermediate form, a small tree of immutable statements
+// and expressions. It holds both levels: tile level (buffers with scopes, tile ops) as
+// the frontend lowers it, and thread level (thread indices, registers, barriers, later
+// target ops) after tile ops are lowered. Nodes are shared, never mutated: a pass builds
+// new nodes where something changes (see visitor.h: IRMutator).
+//
+// Identity: a Var and a Buffer are identified by their pointer, never by their name
+// (two distinct Vars may share a name; the printer disambiguates).
+//
+// Integer semantics: every integer op wraps at its type's width (two's complement);
+// IntImm values are stored normalised to their type (sign-extended for Int, zero-
+// extended for UInt, 0/1 for Bool). The language's integer `/` and `%` are FloorDiv
+// and FloorMod; Div and Mod are float-only. Index arithmetic (type index() = i64) is
+// assumed never to overflow, which lets the simplifier use exact-integer identities.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "support/source.h"
+
+namespace tilec::ir {
+
+// ---------------------------------------------------------------------------------
+// Types
+
+enum class TypeKind : uint8_t { Int, UInt, Float, BFloat, Float8E4M3, Float8E5M2, Bool };
+
+struct DataType {
+    TypeKind kind = TypeKind::Int;
+    uint8_t bits = 64;
+    uint16_t lanes = 1;
+
+    constexpr DataType() = default;
+    constexpr DataType(TypeKind k, int b, int l = 1)
+        : kind(k), bits(static_cast<uint8_t>(b)), lanes(static_cast<uint16_t>(l)) {}
+
+    static constexpr DataType i4() { return {TypeKind::Int, 4}; }
+    static constexpr DataType i8() { return {TypeKind::Int, 8}; }
+    static constexpr DataType i16() { return {TypeKind::Int, 16}; }
+    static constexpr DataType i32() { return {TypeKind::Int, 32}; }
+    static constexpr DataType i64() { return {TypeKind::Int, 64}; }
+    static constexpr DataType u4() { return {TypeKind::UInt, 4}; }
+    static constexpr DataType u8() { return {TypeKind::UInt, 8}; }
+    static constexpr DataType u16() { return {TypeKind::UInt, 16}; }
+    static constexpr DataType u32() { return {TypeKind::UInt, 32}; }
+    static constexpr DataType u64() { return {TypeKind::UInt, 64}; }
+    static constexpr DataType f16() { return {TypeKind::Float, 16}; }
+    static constexpr DataType bf16() { return {TypeKind::BFloat, 16}; }
+    static constexpr DataType f32() { return {TypeKind::Float, 32}; }
+    static constexpr DataType f64() { return {TypeKind::Float, 64}; }
+    static constexpr DataType f8e4m3() { return {TypeKind::Float8E4M3, 8}; }
+    static constexpr DataType f8e5m2() { return {TypeKind::Float8E5M2, 8}; }
+    static constexpr DataType boolean() { return {TypeKind::Bool, 1}; }
+    // The type of sizes, loop variables and block indices.
+    static constexpr DataType index() { return i64(); }
+
+    // Integer includes Int and UInt, not Bool.
+    constexpr bool is_int() const { return kind == TypeKind::Int; }
+    constexpr bool is_uint() const { return kind == TypeKind::UInt; }
+    constexpr bool is_integer() const { return is_int() || is_uint(); }
+    // Any float: f16, bf16, f32, f64, f8e4m3, f8e5m2.
+    constexpr bool is_float() const {
+        return kind == TypeKind::Float || kind == TypeKind::BFloat ||
+               kind == TypeKind::Float8E4M3 || kind == TypeKind::Float8E5M2;
+    }
+    constexpr bool is_bool() const { return kind == TypeKind::Bool; }
+    constexpr bool is_scalar() const { return lanes == 1; }
+    constexpr DataType with_lanes(int l) const { return {kind, bits, l}; }
+    constexpr DataType element_of() const { return with_lanes(1); }
+
+    // "f16", "bf16", "i4", "bool", "f8e4m3"; vectors as "f16x8".
+    std::string str() const;
+    // Parses an element type name (as in the language); nullopt if unknown.
+    static std::optional<DataType> from_name(std::string_view name);
+
+    // Smallest / largest value of an integer or bool type (bool: 0, 1).
+    int64_t min_value() const;
+    int64_t max_value() const;
+
+    friend constexpr bool operator==(const DataType& a, const DataType& b) {
+        return a.kind == b.kind && a.bits == b.bits && a.lanes == b.lanes;
+    }
+    friend constexpr bool operator!=(const DataType& a, const DataType& b) { return !(a == b); }
+};
+
+// Wraps an integer to the width and signedness of `t` (Bool: v != 0).
+int64_t normalize_int(int64_t v, DataType t);
+
+// ---------------------------------------------------------------------------------
+// Enums
+
+// Where a buffer lives. Register is thread-level (explicit per-thread registers).
+enum class Scope : uint8_t { Global, Shared, Fragment, Local, Register };
+// Direction of a global tensor parameter.
+enum class Access : uint8_t { In, Out, InOut };
+// Who introduced a variable. Size: a run-time size argument (M, N); Scalar: a scalar
+// parameter; Let / Loop: bound by LetStmt / For; BlockIdx / ThreadIdx: hardware indices
+// with `dim` 0..2 (x, y, z).
+enum class VarKind : uint8_t { Size, Scalar, Let, Loop, BlockIdx, ThreadIdx };
+enum class ForKind : uint8_t { Serial, Unroll, Parallel, Pipelined };
+enum class ReduceKind : uint8_t { Sum, Max, Min, AbsMax };
+enum class ParamKind : uint8_t { Tensor, Size, Scalar };
+
+enum class BinaryOp : uint8_t {
+    Add, Sub, Mul,
+    Div,       // float division
+    FloorDiv,  // integer floor division (the language's integer `/`)
+    FloorMod,  // integer floor modulo (the language's integer `%`), sign of the divisor
+    Mod,       // float fmod
+    Min, Max,
+    EQ, NE, LT, LE, GT, GE,  // yield bool
+    And, Or,                 // logical, on bools
+    BitAnd, BitOr, BitXor, Shl, Shr,
+};
+enum class UnaryOp : uint8_t { Neg, Not, BitNot };
+// Builtin math functions. Target ops (mma, cp.async, shuffles) are added here or as
+// statements at thread level.
+enum class CallOp : uint8_t { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Sigmoid, Abs, Floor, Ceil, Pow };
+
+const char* scope_name(Scope s);          // "global", "shared", "fragment", "local", "register"
+const char* access_name(Access a);        // "in", "out", "inout"
+const char* var_kind_name(VarKind k);     // "size", "scalar", "let", "loop", "block_idx", "thread_idx"
+const char* for_kind_name(ForKind k);     // "serial", "unroll", "parallel", "pipelined"
+const char* reduce_kind_name(ReduceKind k);  // "sum", "max", "min", "absmax"
+const char* binary_op_name(BinaryOp op);  // "+", "-", "*", "/", "/", "%", "fmod", "min", ... "&&"
+const char* unary_op_name(UnaryOp op);    // "-", "!", "~"
+const char* call_op_name(CallOp op);      // "exp", "exp2", ...
+bool is_comparison(BinaryOp op);          // EQ..GE
+bool is_logical(BinaryOp op);             // And, Or
+bool is_commutative(BinaryOp op);         // Add Mul Min Max EQ NE And Or BitAnd BitOr BitXor
+
+// ---------------------------------------------------------------------------------
+// Expressions
+
+enum class ExprKind : uint8_t { IntImm, FloatImm, StringImm, Var, Binary, Unary, Select, Cast, Call, Load };
+
+struct ExprNode;
+struct VarNode;
+struct BufferNode;
+using Expr = std::shared_ptr<const ExprNode>;
+using Var = std::shared_ptr<const VarNode>;
+using Buffer = std::shared_ptr<const BufferNode>;
+
+struct ExprNode {
+    ExprKind kind;
+    DataType type;
+    SourceLoc loc;
+
+    ExprNode(ExprKind k, DataType t, SourceLoc l) : kind(k), type(t), loc(l) {}
+    // The node as a T (e.g. `e->as<BinaryNode>()`), or nullptr if it is another kind.
+    template <typename T>
+    const T* as() const {
+        return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
+    }
+    template <typename T>
+    bool is() const {
+        return kind == T::kKind;
+    }
+};
+
+// Integer or bool constant (bool: value 0 or 1, type boolean()).
+struct IntImmNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::IntImm;
+    int64_t value;
+    IntImmNode(int64_t v, DataType t, SourceLoc l) : ExprNode(kKind, t, l), value(v) {}
+};
+
+struct FloatImmNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::FloatImm;
+    double value;
+    FloatImmNode(double v, DataType t, SourceLoc l) : ExprNode(kKind, t, l), value(v) {}
+};
+
+// A string (print formats only). Its type is i8 (nothing computes with it).
+struct StringImmNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::StringImm;
+    std::string value;
+    StringImmNode(std::string v, SourceLoc l)
+        : ExprNode(kKind, DataType::i8(), l), value(std::move(v)) {}
+};
+
+struct VarNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Var;
+    std::string name;
+    VarKind var_kind;
+    int dim;  // 0..2 for BlockIdx / ThreadIdx, else -1
+    VarNode(std::string n, DataType t, VarKind k, int d, SourceLoc l)
+        : ExprNode(kKind, t, l), name(std::move(n)), var_kind(k), dim(d) {}
+};
+
+struct BinaryNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Binary;
+    BinaryOp op;
+    Expr a, b;
+    BinaryNode(BinaryOp o, Expr x, Expr y, DataType t, SourceLoc l)
+        : ExprNode(kKind, t, l), op(o), a(std::move(x)), b(std::move(y)) {}
+};
+
+struct UnaryNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Unary;
+    UnaryOp op;
+    Expr a;
+    UnaryNode(UnaryOp o, Expr x, DataType t, SourceLoc l) : ExprNode(kKind, t, l), op(o), a(std::move(x)) {}
+};
+
+// cond ? t : f (both sides are evaluated-free: the IR has no side effects in exprs).
+struct SelectNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Select;
+    Expr cond, t, f;
+    SelectNode(Expr c, Expr x, Expr y, DataType ty, SourceLoc l)
+        : ExprNode(kKind, ty, l), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {}
+};
+
+// Conversion to `type` (float->int truncates toward zero; int->int wraps).
+struct CastNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Cast;
+    Expr value;
+    CastNode(DataType t, Expr v, SourceLoc l) : ExprNode(kKind, t, l), value(std::move(v)) {}
+};
+
+struct CallNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Call;
+    CallOp op;
+    std::vector<Expr> args;
+    CallNode(CallOp o, std::vector<Expr> a, DataType t, SourceLoc l)
+        : ExprNode(kKind, t, l), op(o), args(std::move(a)) {}
+};
+
+// buffer[indices...]; one index per dimension (none for a rank-0 buffer).
+struct LoadNode : ExprNode {
+    static constexpr ExprKind kKind = ExprKind::Load;
+    Buffer buffer;
+    std::vector<Expr> indices;
+    LoadNode(Buffer b, std::vector<Expr> i, DataType t, SourceLoc l)
+        : ExprNode(kKind, t, l), buffer(std::move(b)), indices(std::move(i)) {}
+};
+
+// The node as a shared_ptr<const T>, or null if `e` is null or of another kind.
+template <typename T>
+std::shared_ptr<const T> expr_as(const Expr& e) {
+    if (!e || e->kind != T::kKind) return nullptr;
+    return std::static_pointer_cast<const T>(e);
+}
+
+// ---------------------------------------------------------------------------------
+// Buffers and regions
+
+struct BufferNode {
+    std::string name;
+    DataType dtype;
+    std::vector<Expr> shape;    // rank 0 allowed (a `var` scalar is a rank-0 Local buffer)
+    std::vector<Expr> strides;  // empty = row-major (contiguous)
+    Scope scope = Scope::Global;
+    Access access = Access::InOut;  // meaningful for Global tensors
+    std::string layout_hint;        // from @layout annotations, "" if none
+    SourceLoc loc;
+
+    size_t rank() const { return shape.size(); }
+};
+
+// A box of a buffer: full-rank start and extent. A whole buffer: start all 0, extent =
+// shape (see full_region).
+struct Region {
+    Buffer buffer;
+    std::vector<Expr> start;
+    std::vector<Expr> extent;
+};
+
+// ---------------------------------------------------------------------------------
+// Statements
+
+enum class StmtKind : uint8_t {
+    Seq, For, If, LetStmt, Allocate, Store, Evaluate,
+    Copy, Gemm, Fill, Reduce, Cumsum, AtomicAdd,
+    Print, Assert, Barrier,
+};
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct StmtNode {
+    StmtKind kind;
+    SourceLoc loc;
+    StmtNode(StmtKind k, SourceLoc l) : kind(k), loc(l) {}
+    template <typename T>
+    const T* as() const {
+        return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
+    }
+    template <typename T>
+    bool is() const {
+        return kind == T::kKind;
+    }
+};
+
+template <typename T>
+std::shared_ptr<const T> stmt_as(const Stmt& s) {
+    if (!s || s->kind != T::kKind) return nullptr;
+    return std::static_pointer_cast<const T>(s);
+}
+
+// Statements in order. Never directly nested (make_seq flattens); may be empty.
+struct SeqNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Seq;
+    std::vector<Stmt> stmts;
+    SeqNode(std::vector<Stmt> s, SourceLoc l) : StmtNode(kKind, l), stmts(std::move(s)) {}
+};
+
+// for var in [min, min + extent). `stages` is the pipeline depth of a Pipelined loop
+// (0 otherwise). `var` is defined in `body` only.
+struct ForNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::For;
+    Var var;
+    Expr min, extent;
+    ForKind for_kind;
+    int stages;
+    Stmt body;
+    ForNode(Var v, Expr mn, Expr ext, ForKind k, int st, Stmt b, SourceLoc l)
+        : StmtNode(kKind, l), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
+          for_kind(k), stages(st), body(std::move(b)) {}
+};
+
+struct IfNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::If;
+    Expr cond;
+    Stmt then_case;
+    Stmt else_case;  // may be null
+    IfNode(Expr c, Stmt t, Stmt e, SourceLoc l)
+        : StmtNode(kKind, l), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+};
+
+// let var = value in body.
+struct LetStmtNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::LetStmt;
+    Var var;
+    Expr value;
+    Stmt body;
+    LetStmtNode(Var v, Expr val, Stmt b, SourceLoc l)
+        : StmtNode(kKind, l), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+};
+
+// Declares a non-global buffer (shared, fragment, local, register), live in `body`.
+struct AllocateNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Allocate;
+    Buffer buffer;
+    Stmt body;
+    AllocateNode(Buffer b, Stmt bd, SourceLoc l) : StmtNode(kKind, l), buffer(std::move(b)), body(std::move(bd)) {}
+};
+
+// buffer[indices...] = value.
+struct StoreNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Store;
+    Buffer buffer;
+    std::vector<Expr> indices;
+    Expr value;
+    StoreNode(Buffer b, std::vector<Expr> i, Expr v, SourceLoc l)
+        : StmtNode(kKind, l), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
+};
+
+struct EvaluateNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Evaluate;
+    Expr value;
+    EvaluateNode(Expr v, SourceLoc l) : StmtNode(kKind, l), value(std::move(v)) {}
+};
+
+// copy(src -> dst): element-wise, converts dtypes, masks against the bounds of global
+// buffers; source elements out of bounds read as `pad` (of src's dtype, never null).
+struct CopyNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Copy;
+    Region src, dst;
+    Expr pad;
+    CopyNode(Region s, Region d, Expr p, SourceLoc l)
+        : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), pad(std::move(p)) {}
+};
+
+// c (+)= op(a) @ op(b); `clear` zeroes c first.
+struct GemmNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Gemm;
+    Region a, b, c;
+    bool trans_a, trans_b, clear;
+    GemmNode(Region a_, Region b_, Region c_, bool ta, bool tb, bool cl, SourceLoc l)
+        : StmtNode(kKind, l), a(std::move(a_)), b(std::move(b_)), c(std::move(c_)),
+          trans_a(ta), trans_b(tb), clear(cl) {}
+};
+
+struct FillNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Fill;
+    Region dst;
+    Expr value;  // of dst's dtype
+    FillNode(Region d, Expr v, SourceLoc l) : StmtNode(kKind, l), dst(std::move(d)), value(std::move(v)) {}
+};
+
+// dst = reduce(src, over dimension `dim`) (0 <= dim < rank(src), already normalised);
+// dst's extents are src's without `dim` (or with it as 1). !clear: combine with dst.
+struct ReduceNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Reduce;
+    ReduceKind reduce_kind;
+    Region src, dst;
+    int dim;
+    bool clear;
+    ReduceNode(ReduceKind k, Region s, Region d, int dm, bool cl, SourceLoc l)
+        : StmtNode(kKind, l), reduce_kind(k), src(std::move(s)), dst(std::move(d)), dim(dm), clear(cl) {}
+};
+
+struct CumsumNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Cumsum;
+    Region src, dst;
+    int dim;
+    bool reverse;
+    CumsumNode(Region s, Region d, int dm, bool rev, SourceLoc l)
+        : StmtNode(kKind, l), src(std::move(s)), dst(std::move(d)), dim(dm), reverse(rev) {}
+};
+
+// dst += src, atomically per element.
+struct AtomicAddNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::AtomicAdd;
+    Region dst, src;
+    AtomicAddNode(Region d, Region s, SourceLoc l) : StmtNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
+};
+
+struct PrintNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Print;
+    std::string fmt;
+    std::vector<Expr> args;
+    PrintNode(std::string f, std::vector<Expr> a, SourceLoc l)
+        : StmtNode(kKind, l), fmt(std::move(f)), args(std::move(a)) {}
+};
+
+struct AssertNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Assert;
+    Expr cond;
+    std::string msg;
+    AssertNode(Expr c, std::string m, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), msg(std::move(m)) {}
+};
+
+// Block-wide barrier (__syncthreads); thread level.
+struct BarrierNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::Barrier;
+    explicit BarrierNode(SourceLoc l) : StmtNode(kKind, l) {}
+};
+
+// ---------------------------------------------------------------------------------
+// Functions and modules
+
+struct Param {
+    ParamKind kind = ParamKind::Tensor;
+    Buffer buffer;  // Tensor: a Global buffer
+    Var var;        // Size (VarKind::Size, i64) / Scalar (VarKind::Scalar)
+};
+
+// One exported kernel specialisation: one C entry point.
+struct PrimFunc {
+    std::string name;                  // exported C symbol, e.g. "gemm_f16"
+    std::string kernel;                // source kernel name, e.g. "gemm"
+    std::vector<Param> params;         // in C argument order
+    std::vector<Expr> grid;            // 1..3 dims (index type)
+    int64_t threads = 0;               // threads per block
+    std::array<Var, 3> block_idx;      // VarKind::BlockIdx, dims 0..2; see make_block_idx_vars
+    std::vector<std::pair<std::string, std::string>> constants;  // {"BM","128"}, {"T","f16"}
+    std::vector<std::pair<std::string, std::string>> attrs;      // {"rasterize","8"}
+    Stmt body;
+    SourceLoc loc;
+};
+
+struct Module {
+    std::vector<PrimFunc> funcs;
+};
+
+// ---------------------------------------------------------------------------------
+// Factories. Types follow these rules (the frontend checks the source types; the
+// verifier checks the IR): comparisons, And, Or, Not yield bool; other binary/unary ops
+// yield the type of their first operand; Select yields t's type.
+
+Expr make_int(int64_t value, DataType type = DataType::index(), SourceLoc loc = {});
+Expr make_bool(bool value, SourceLoc loc = {});
+Expr make_float(double value, DataType type = DataType::f32(), SourceLoc loc = {});
+// Zero of `type` (IntImm or FloatImm).
+Expr make_zero(DataType type, SourceLoc loc = {});
+Expr make_string(std::string value, SourceLoc loc = {});
+Var make_var(std::string name, DataType type, VarKind kind, SourceLoc loc = {}, int dim = -1);
+// Shorthands: a loop variable, a let variable, a size (i64).
+Var make_loop_var(std::string name, SourceLoc loc = {}, DataType type = DataType::index());
+Var make_let_var(std::string name, DataType type, SourceLoc loc = {});
+Var make_size_var(std::string name, SourceLoc loc = {});
+// block.x, block.y, block.z (VarKind::BlockIdx, index type).
+std::array<Var, 3> make_block_idx_vars(SourceLoc loc = {});
+// thread.x (VarKind::ThreadIdx), for thread-level IR.
+Var make_thread_idx_var(int dim, SourceLoc loc = {});
+
+Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
+Expr make_unary(UnaryOp op, Expr a, SourceLoc loc = {});
+Expr make_select(Expr cond, Expr t, Expr f, SourceLoc loc = {});
+Expr make_cast(DataType type, Expr value, SourceLoc loc = {});
+// Result type: the first argument's.
+Expr make_call(CallOp op, std::vector<Expr> args, SourceLoc loc = {});
+Expr make_call(CallOp op, std::vector<Expr> args, DataType type, SourceLoc loc);
+Expr make_load(Buffer buffer, std::vector<Expr> indices, SourceLoc loc = {});
+
+// Shorthands for make_binary (loc = a's loc).
+Expr add(Expr a, Expr b);
+Expr sub(Expr a, Expr b);
+Expr mul(Expr a, Expr b);
+Expr floordiv(Expr a, Expr b);
+Expr floormod(Expr a, Expr b);
+// (Not min/max: std::min would win overload resolution for Var arguments via ADL.)
+Expr minimum(Expr a, Expr b);
+Expr maximum(Expr a, Expr b);
+Expr lt(Expr a, Expr b);
+Expr le(Expr a, Expr b);
+Expr gt(Expr a, Expr b);
+Expr ge(Expr a, Expr b);
+Expr eq(Expr a, Expr b);
+Expr ne(Expr a, Expr b);
+Expr logical_and(Expr a, Expr b);
+Expr logical_or(Expr a, Expr b);
+Expr logical_not(Expr a);
+// floordiv(a + b - 1, b): the language's cdiv for b > 0.
+Expr cdiv(Expr a, Expr b);
+
+Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape, Scope scope,
+                   SourceLoc loc = {});
+// A global tensor parameter (strides empty = row-major).
+Buffer make_tensor(std::string name, DataType dtype, std::vector<Expr> shape, Access access,
+                   SourceLoc loc = {}, std::vector<Expr> strides = {});
+// Any buffer, all fields given.
+Buffer make_buffer(BufferNode node);
+
+// The whole buffer: start all 0, extent = shape.
+Region full_region(const Buffer& buffer);
+Region make_region(Buffer buffer, std::vector<Expr> start, std::vector<Expr> extent);
+// True if start is all constant 0 and extent structurally equals the shape.
+bool is_full_region(const Region& r);
+
+// Flattens nested Seqs and drops null statements; a single statement is returned as
+// itself; none gives an empty Seq.
+Stmt make_seq(std::vector<Stmt> stmts, SourceLoc loc = {});
+Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body, SourceLoc loc = {},
+              int stages = 0);
+Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr, SourceLoc loc = {});
+Stmt make_let(Var var, Expr value, Stmt body, SourceLoc loc = {});
+Stmt make_allocate(Buffer buffer, Stmt body, SourceLoc loc = {});
+Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
+Stmt make_evaluate(Expr value, SourceLoc loc = {});
+// `pad` null means zero of src's dtype.
+Stmt make_copy(Region src, Region dst, Expr pad = nullptr, SourceLoc loc = {});
+Stmt make_gemm(Region a, Region b, Region c, bool trans_a = false, bool trans_b = false,
+               bool clear = false, SourceLoc loc = {});
+Stmt make_fill(Region dst, Expr value, SourceLoc loc = {});
+Stmt make_reduce(ReduceKind kind, Region src, Region dst, int dim, bool clear = true,
+                 SourceLoc loc = {});
+Stmt make_cumsum(Region src, Region dst, int dim, bool reverse = false, SourceLoc loc = {});
+Stmt make_atomic_add(Region dst, Region src, SourceLoc loc = {});
+Stmt make_print(std::string fmt, std::vector<Expr> args, SourceLoc loc = {});
+Stmt make_assert(Expr cond, std::string msg, SourceLoc loc = {});
+Stmt make_barrier(SourceLoc loc = {});
+// True for an empty Seq (a no-op).
+bool is_no_op(const Stmt& s);
+
+// ---------------------------------------------------------------------------------
+// Queries
+
+// The value of an IntImm (including bool), else nullopt.
+std::optional<int64_t> as_const_int(const Expr& e);
+bool is_const_int(const Expr& e, int64_t v);
+// Structural equality: same tree, same types, same Var/Buffer pointers.
+bool structural_equal(const Expr& a, const Expr& b);
+bool structural_equal(const std::vector<Expr>& a, const std::vector<Expr>& b);
+
+}  // namespace tilec::ir

@@ -1,0 +1,524 @@
+// The Tile IR verifier. It walks a function once with the scopes of vars and buffers,
+// collecting every violation rather than stopping at the first, so one dump shows all.
+#include "ir/verifier.h"
+
+#include <unordered_set>
+
+#include "ir/printer.h"
+#include "ir/visitor.h"
+
+namespace tilec::ir {
+
+namespace {
+
+class Verifier : public IRVisitor {
+public:
+    explicit Verifier(const PrimFunc& f) : f_(f) {}
+
+    std::vector<std::string> run() {
+        check_function();
+        return std::move(errors_);
+    }
+
+    using IRVisitor::visit;
+
+private:
+    // ---- reporting ----------------------------------------------------------------
+    void error(SourceLoc loc, const std::string& msg) {
+        std::string s;
+        if (loc.valid()) s = std::to_string(loc.line) + ":" + std::to_string(loc.col) + ": ";
+        errors_.push_back(s + msg);
+    }
+
+    static std::string quoted(const std::string& name) { return "'" + name + "'"; }
+
+    // ---- definitions --------------------------------------------------------------
+    void define_var(const Var& v, SourceLoc loc) {
+        if (!v) {
+            error(loc, "null variable definition");
+            return;
+        }
+        if (!ever_vars_.insert(v.get()).second) error(loc, "variable " + quoted(v->name) + " is defined twice");
+        live_vars_.insert(v.get());
+    }
+    void undefine_var(const Var& v) {
+        if (v) live_vars_.erase(v.get());
+    }
+    void define_buffer(const Buffer& b, SourceLoc loc) {
+        if (!ever_buffers_.insert(b.get()).second) error(loc, "buffer " + quoted(b->name) + " is defined twice");
+        live_buffers_.insert(b.get());
+    }
+
+    // ---- expressions --------------------------------------------------------------
+    void check_integer(const Expr& e, const std::string& what) {
+        if (!e) {
+            error({}, "null expression for " + what);
+            return;
+        }
+        if (!e->type.is_integer() || !e->type.is_scalar())
+            error(e->loc, what + " must be an integer, not " + e->type.str() + " (" + print(e) + ")");
+    }
+    void check_bool(const Expr& e, const std::string& what) {
+        if (!e) {
+            error({}, "null expression for " + what);
+            return;
+        }
+        if (!e->type.is_bool()) error(e->loc, what + " must be bool, not " + e->type.str() + " (" + print(e) + ")");
+    }
+
+    void visit_var(const VarNode* op) override {
+        if (live_vars_.count(op)) return;
+        if (op->var_kind == VarKind::BlockIdx) {
+            for (const auto& b : f_.block_idx)
+                if (b.get() == op) return;
+            error(op->loc, "block index " + quoted(op->name) + " is not one of the function's block indices");
+            return;
+        }
+        if (op->var_kind == VarKind::ThreadIdx) return;
+        error(op->loc, "use of undefined variable " + quoted(op->name));
+    }
+
+    void visit_binary(const BinaryNode* op) override {
+        IRVisitor::visit_binary(op);
+        if (!op->a || !op->b) {
+            error(op->loc, std::string("null operand of ") + binary_op_name(op->op));
+            return;
+        }
+        DataType ta = op->a->type, tb = op->b->type;
+        std::string name = quoted(binary_op_name(op->op));
+        if (ta != tb)
+            error(op->loc, "operands of " + name + " have different types " + ta.str() + " and " + tb.str() + " (" +
+                               print(Expr(op->a)) + ", " + print(Expr(op->b)) + ")");
+        bool want_bool_result = is_comparison(op->op) || is_logical(op->op);
+        if (want_bool_result && !op->type.is_bool()) error(op->loc, name + " must yield bool");
+        if (!want_bool_result && op->type != ta) error(op->loc, name + " must yield its operands' type");
+        switch (op->op) {
+            case BinaryOp::And:
+            case BinaryOp::Or:
+                if (!ta.is_bool()) error(op->loc, "operands of " + name + " must be bool, not " + ta.str());
+                break;
+            case BinaryOp::FloorDiv:
+            case BinaryOp::FloorMod:
+            case BinaryOp::Shl:
+            case BinaryOp::Shr:
+                if (!ta.is_integer()) error(op->loc, "operands of " + name + " must be integers, not " + ta.str());
+                break;
+            case BinaryOp::BitAnd:
+            case BinaryOp::BitOr:
+            case BinaryOp::BitXor:
+                if (!ta.is_integer() && !ta.is_bool())
+                    error(op->loc, "operands of " + name + " must be integers, not " + ta.str());
+                break;
+            case BinaryOp::Div:
+            case BinaryOp::Mod:
+                if (!ta.is_float()) error(op->loc, "operands of " + name + " must be floats, not " + ta.str());
+                break;
+            case BinaryOp::Add:
+            case BinaryOp::Sub:
+            case BinaryOp::Mul:
+            case BinaryOp::Min:
+            case BinaryOp::Max:
+                if (ta.is_bool()) error(op->loc, "operands of " + name + " must be numbers, not bool");
+                break;
+            default:
+                break;
+        }
+    }
+
+    void visit_unary(const UnaryNode* op) override {
+        IRVisitor::visit_unary(op);
+        if (!op->a) return;
+        DataType t = op->a->type;
+        switch (op->op) {
+            case UnaryOp::Neg:
+                if (t.is_bool()) error(op->loc, "operand of '-' must be a number, not bool");
+                break;
+            case UnaryOp::Not:
+                if (!t.is_bool()) error(op->loc, "operand of '!' must be bool, not " + t.str());
+                break;
+            case UnaryOp::BitNot:
+                if (!t.is_integer()) error(op->loc, "operand of '~' must be an integer, not " + t.str());
+                break;
+        }
+    }
+
+    void visit_select(const SelectNode* op) override {
+        IRVisitor::visit_select(op);
+        check_bool(op->cond, "select condition");
+        if (op->t && op->f && op->t->type != op->f->type)
+            error(op->loc, "select branches have different types " + op->t->type.str() + " and " + op->f->type.str());
+    }
+
+    void visit_call(const CallNode* op) override {
+        IRVisitor::visit_call(op);
+        size_t want = op->op == CallOp::Pow ? 2 : 1;
+        if (op->args.size() != want) {
+            error(op->loc, std::string(call_op_name(op->op)) + " takes " + std::to_string(want) + " argument(s), got " +
+                               std::to_string(op->args.size()));
+            return;
+        }
+        for (const auto& a : op->args) {
+            if (!a) continue;
+            bool ok = a->type.is_float() || (op->op == CallOp::Abs && a->type.is_integer());
+            if (!ok) error(op->loc, std::string("argument of ") + call_op_name(op->op) + " must be a float, not " +
+                                        a->type.str());
+        }
+    }
+
+    void check_buffer_live(const Buffer& b, SourceLoc loc) {
+        if (!b) {
+            error(loc, "null buffer");
+            return;
+        }
+        if (!live_buffers_.count(b.get()))
+            error(loc, "use of buffer " + quoted(b->name) + " outside its allocation (or not a parameter)");
+    }
+
+    void check_indices(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
+        if (!b) return;
+        if (indices.size() != b->rank())
+            error(loc, "buffer " + quoted(b->name) + " of rank " + std::to_string(b->rank()) + " indexed with " +
+                           std::to_string(indices.size()) + " indices");
+        for (const auto& i : indices) check_integer(i, "index of " + quoted(b->name));
+    }
+
+    void visit_load(const LoadNode* op) override {
+        check_buffer_live(op->buffer, op->loc);
+        IRVisitor::visit_load(op);
+        check_indices(op->buffer, op->indices, op->loc);
+        if (op->buffer && op->type != op->buffer->dtype)
+            error(op->loc, "load from " + quoted(op->buffer->name) + " has type " + op->type.str() + ", not " +
+                               op->buffer->dtype.str());
+    }
+
+    // ---- regions ------------------------------------------------------------------
+    void check_region(const Region& r, SourceLoc loc, const char* what, bool written) {
+        if (!r.buffer) {
+            error(loc, std::string("null buffer in ") + what);
+            return;
+        }
+        check_buffer_live(r.buffer, loc);
+        visit_region(r);
+        const Buffer& b = r.buffer;
+        std::string name = quoted(b->name);
+        if (r.start.size() != b->rank() || r.extent.size() != b->rank()) {
+            error(loc, std::string(what) + ": region of " + name + " has " + std::to_string(r.start.size()) +
+                           " starts and " + std::to_string(r.extent.size()) + " extents for rank " +
+                           std::to_string(b->rank()));
+            return;
+        }
+        for (size_t i = 0; i < b->rank(); ++i) {
+            check_integer(r.start[i], std::string(what) + " region start");
+            check_integer(r.extent[i], std::string(what) + " region extent");
+            auto ext = as_const_int(r.extent[i]);
+            if (ext && *ext <= 0)
+                error(loc, std::string(what) + ": region of " + name + " has a non-positive extent " +
+                               std::to_string(*ext));
+            if (b->scope == Scope::Global) continue;
+            if (!ext) {
+                error(loc, std::string(what) + ": region of " + scope_name(b->scope) + " buffer " + name +
+                               " has a non-constant extent " + print(r.extent[i]));
+                continue;
+            }
+            auto st = as_const_int(r.start[i]);
+            auto dim = as_const_int(b->shape[i]);
+            if (st && dim && (*st < 0 || *st + *ext > *dim))
+                error(loc, std::string(what) + ": region [" + std::to_string(*st) + ", " + std::to_string(*st + *ext) +
+                               ") of " + name + " exceeds dimension " + std::to_string(i) + " of size " +
+                               std::to_string(*dim));
+        }
+        if (written) check_writable(b, loc, what);
+    }
+
+    void check_writable(const Buffer& b, SourceLoc loc, const char* what) {
+        if (b && b->scope == Scope::Global && b->access == Access::In)
+            error(loc, std::string(what) + " writes to input tensor " + quoted(b->name));
+    }
+
+    // Extents with unit dimensions dropped; nullopt if any extent is not constant.
+    static std::optional<std::vector<int64_t>> squeezed(const Region& r) {
+        std::vector<int64_t> out;
+        for (const auto& e : r.extent) {
+            auto c = as_const_int(e);
+            if (!c) return std::nullopt;
+            if (*c != 1) out.push_back(*c);
+        }
+        return out;
+    }
+
+    static std::string shape_str(const std::vector<int64_t>& s) {
+        std::string out = "[";
+        for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+        return out + "]";
+    }
+
+    void check_same_extents(const Region& a, const Region& b, SourceLoc loc, const char* what) {
+        auto sa = squeezed(a), sb = squeezed(b);
+        if (sa && sb && *sa != *sb)
+            error(loc, std::string(what) + ": extents " + shape_str(*sa) + " of " + quoted(a.buffer->name) +
+                           " and " + shape_str(*sb) + " of " + quoted(b.buffer->name) + " differ");
+    }
+
+    // ---- statements ---------------------------------------------------------------
+    void visit_for(const ForNode* op) override {
+        visit(op->min);
+        visit(op->extent);
+        check_integer(op->min, "loop start");
+        check_integer(op->extent, "loop extent");
+        if (op->var) {
+            if (op->var->var_kind != VarKind::Loop)
+                error(op->loc, "loop variable " + quoted(op->var->name) + " has kind " + var_kind_name(op->var->var_kind));
+            if (!op->var->type.is_integer())
+                error(op->loc, "loop variable " + quoted(op->var->name) + " must be an integer");
+        }
+        if (op->for_kind == ForKind::Pipelined && op->stages < 1)
+            error(op->loc, "pipelined loop with " + std::to_string(op->stages) + " stages");
+        if (!op->body) error(op->loc, "loop without a body");
+        define_var(op->var, op->loc);
+        visit(op->body);
+        undefine_var(op->var);
+    }
+
+    void visit_let(const LetStmtNode* op) override {
+        visit(op->value);
+        if (op->var) {
+            if (op->var->var_kind != VarKind::Let)
+                error(op->loc, "let variable " + quoted(op->var->name) + " has kind " + var_kind_name(op->var->var_kind));
+            if (op->value && op->value->type != op->var->type)
+                error(op->loc, "let " + quoted(op->var->name) + " of type " + op->var->type.str() +
+                                   " bound to a value of type " + op->value->type.str());
+        }
+        if (!op->body) error(op->loc, "let without a body");
+        define_var(op->var, op->loc);
+        visit(op->body);
+        undefine_var(op->var);
+    }
+
+    void visit_allocate(const AllocateNode* op) override {
+        const Buffer& b = op->buffer;
+        if (!b) {
+            error(op->loc, "allocate of a null buffer");
+            return;
+        }
+        if (b->scope == Scope::Global) error(op->loc, "allocate of global buffer " + quoted(b->name));
+        for (size_t i = 0; i < b->rank(); ++i) {
+            auto c = as_const_int(b->shape[i]);
+            if (!c || *c <= 0)
+                error(op->loc, "allocated buffer " + quoted(b->name) + " has dimension " + std::to_string(i) +
+                                   " of size " + print(b->shape[i]) + "; must be a positive constant");
+        }
+        define_buffer(b, op->loc);
+        if (!op->body) error(op->loc, "allocate without a body");
+        visit(op->body);
+        live_buffers_.erase(b.get());
+    }
+
+    void visit_store(const StoreNode* op) override {
+        check_buffer_live(op->buffer, op->loc);
+        IRVisitor::visit_store(op);
+        check_indices(op->buffer, op->indices, op->loc);
+        if (op->buffer && op->value && op->value->type != op->buffer->dtype)
+            error(op->loc, "store of " + op->value->type.str() + " into " + quoted(op->buffer->name) + " of " +
+                               op->buffer->dtype.str());
+        check_writable(op->buffer, op->loc, "store");
+    }
+
+    void visit_if(const IfNode* op) override {
+        check_bool(op->cond, "if condition");
+        if (!op->then_case) error(op->loc, "if without a then branch");
+        IRVisitor::visit_if(op);
+    }
+
+    void visit_assert(const AssertNode* op) override {
+        check_bool(op->cond, "assert condition");
+        IRVisitor::visit_assert(op);
+    }
+
+    void visit_evaluate(const EvaluateNode* op) override {
+        if (!op->value) error(op->loc, "evaluate of a null expression");
+        IRVisitor::visit_evaluate(op);
+    }
+
+    void visit_copy(const CopyNode* op) override {
+        check_region(op->src, op->loc, "copy", false);
+        check_region(op->dst, op->loc, "copy", true);
+        visit(op->pad);
+        if (!op->pad) {
+            error(op->loc, "copy without a pad value");
+        } else if (op->src.buffer && op->pad->type != op->src.buffer->dtype) {
+            error(op->loc, "copy pad of type " + op->pad->type.str() + " for a source of " +
+                               op->src.buffer->dtype.str());
+        }
+        if (op->src.buffer && op->dst.buffer) check_same_extents(op->src, op->dst, op->loc, "copy");
+    }
+
+    void visit_gemm(const GemmNode* op) override {
+        check_region(op->a, op->loc, "gemm", false);
+        check_region(op->b, op->loc, "gemm", false);
+        check_region(op->c, op->loc, "gemm", true);
+        if (!op->a.buffer || !op->b.buffer || !op->c.buffer) return;
+        if (op->c.buffer->scope != Scope::Fragment)
+            error(op->loc, "gemm accumulator " + quoted(op->c.buffer->name) + " must be a fragment, not " +
+                               scope_name(op->c.buffer->scope));
+        if (op->a.extent.size() != 2 || op->b.extent.size() != 2 || op->c.extent.size() != 2) {
+            error(op->loc, "gemm operands must be 2-D");
+            return;
+        }
+        auto dim = [](const Region& r, size_t i) { return as_const_int(r.extent[i]); };
+        auto m_a = dim(op->a, op->trans_a ? 1 : 0), k_a = dim(op->a, op->trans_a ? 0 : 1);
+        auto k_b = dim(op->b, op->trans_b ? 1 : 0), n_b = dim(op->b, op->trans_b ? 0 : 1);
+        auto m_c = dim(op->c, 0), n_c = dim(op->c, 1);
+        auto mismatch = [&](const char* which, std::optional<int64_t> x, std::optional<int64_t> y) {
+            if (x && y && *x != *y)
+                error(op->loc, std::string("gemm ") + which + " mismatch: " + std::to_string(*x) + " vs " +
+                                   std::to_string(*y));
+        };
+        mismatch("M", m_a, m_c);
+        mismatch("N", n_b, n_c);
+        mismatch("K", k_a, k_b);
+    }
+
+    void visit_fill(const FillNode* op) override {
+        check_region(op->dst, op->loc, "fill", true);
+        visit(op->value);
+        if (!op->value) {
+            error(op->loc, "fill without a value");
+        } else if (op->dst.buffer && op->value->type != op->dst.buffer->dtype) {
+            error(op->loc, "fill of " + quoted(op->dst.buffer->name) + " (" + op->dst.buffer->dtype.str() +
+                               ") with a value of type " + op->value->type.str());
+        }
+    }
+
+    void visit_reduce(const ReduceNode* op) override {
+        check_region(op->src, op->loc, "reduce", false);
+        check_region(op->dst, op->loc, "reduce", true);
+        size_t rank = op->src.extent.size();
+        if (op->dim < 0 || static_cast<size_t>(op->dim) >= rank) {
+            error(op->loc, "reduce dim " + std::to_string(op->dim) + " out of range for rank " + std::to_string(rank));
+            return;
+        }
+        // dst extents: src's without `dim`, or with it as 1.
+        std::vector<Expr> want;
+        for (size_t i = 0; i < rank; ++i)
+            if (i != static_cast<size_t>(op->dim)) want.push_back(op->src.extent[i]);
+        const auto& got = op->dst.extent;
+        bool ok = false;
+        auto same = [](const Expr& a, const Expr& b) {
+            auto x = as_const_int(a), y = as_const_int(b);
+            return (x && y) ? *x == *y : structural_equal(a, b);
+        };
+        if (got.size() + 1 == rank) {
+            ok = true;
+            for (size_t i = 0; i < want.size(); ++i) ok = ok && same(want[i], got[i]);
+        } else if (got.size() == rank) {
+            ok = is_const_int(got[op->dim], 1);
+            for (size_t i = 0, j = 0; i < rank; ++i)
+                if (i != static_cast<size_t>(op->dim)) ok = ok && same(want[j++], got[i]);
+        }
+        if (!ok)
+            error(op->loc, "reduce destination " + quoted(op->dst.buffer ? op->dst.buffer->name : "?") +
+                               " does not match the source with dim " + std::to_string(op->dim) + " removed");
+    }
+
+    void visit_cumsum(const CumsumNode* op) override {
+        check_region(op->src, op->loc, "cumsum", false);
+        check_region(op->dst, op->loc, "cumsum", true);
+        if (op->dim < 0 || static_cast<size_t>(op->dim) >= op->src.extent.size())
+            error(op->loc, "cumsum dim " + std::to_string(op->dim) + " out of range");
+        if (op->src.buffer && op->dst.buffer) check_same_extents(op->src, op->dst, op->loc, "cumsum");
+    }
+
+    void visit_atomic_add(const AtomicAddNode* op) override {
+        check_region(op->dst, op->loc, "atomic_add", true);
+        check_region(op->src, op->loc, "atomic_add", false);
+        if (op->src.buffer && op->dst.buffer) check_same_extents(op->src, op->dst, op->loc, "atomic_add");
+    }
+
+    void visit_seq(const SeqNode* op) override {
+        for (const auto& s : op->stmts)
+            if (!s) error(op->loc, "null statement in a sequence");
+        IRVisitor::visit_seq(op);
+    }
+
+    // ---- the function -------------------------------------------------------------
+    void check_function() {
+        SourceLoc loc = f_.loc;
+        if (f_.name.empty()) error(loc, "function without a name");
+        for (int d = 0; d < 3; ++d) {
+            const Var& v = f_.block_idx[d];
+            if (!v) {
+                error(loc, "missing block index variable " + std::to_string(d));
+            } else if (v->var_kind != VarKind::BlockIdx || v->dim != d) {
+                error(loc, "block index " + std::to_string(d) + " has kind " + var_kind_name(v->var_kind) + " and dim " +
+                               std::to_string(v->dim));
+            }
+        }
+        // Define every parameter first: tensor shapes may name sizes that come later.
+        for (const auto& p : f_.params) {
+            switch (p.kind) {
+                case ParamKind::Tensor:
+                    if (!p.buffer) {
+                        error(loc, "tensor parameter without a buffer");
+                        break;
+                    }
+                    if (p.buffer->scope != Scope::Global)
+                        error(p.buffer->loc, "tensor parameter " + quoted(p.buffer->name) + " is not global");
+                    define_buffer(p.buffer, p.buffer->loc);
+                    break;
+                case ParamKind::Size:
+                case ParamKind::Scalar: {
+                    if (!p.var) {
+                        error(loc, "parameter without a variable");
+                        break;
+                    }
+                    VarKind want = p.kind == ParamKind::Size ? VarKind::Size : VarKind::Scalar;
+                    if (p.var->var_kind != want)
+                        error(p.var->loc, "parameter " + quoted(p.var->name) + " has kind " +
+                                              var_kind_name(p.var->var_kind) + ", expected " + var_kind_name(want));
+                    if (p.kind == ParamKind::Size && !p.var->type.is_integer())
+                        error(p.var->loc, "size parameter " + quoted(p.var->name) + " must be an integer");
+                    define_var(p.var, p.var->loc);
+                    break;
+                }
+            }
+        }
+        for (const auto& p : f_.params) {
+            if (p.kind != ParamKind::Tensor || !p.buffer) continue;
+            for (const auto& e : p.buffer->shape) {
+                visit(e);
+                check_integer(e, "dimension of " + quoted(p.buffer->name));
+            }
+            for (const auto& e : p.buffer->strides) {
+                visit(e);
+                check_integer(e, "stride of " + quoted(p.buffer->name));
+            }
+            if (!p.buffer->strides.empty() && p.buffer->strides.size() != p.buffer->rank())
+                error(p.buffer->loc, "tensor " + quoted(p.buffer->name) + " has " +
+                                         std::to_string(p.buffer->strides.size()) + " strides for rank " +
+                                         std::to_string(p.buffer->rank()));
+        }
+        if (f_.grid.empty() || f_.grid.size() > 3)
+            error(loc, "grid has " + std::to_string(f_.grid.size()) + " dimensions; expected 1 to 3");
+        for (const auto& g : f_.grid) {
+            visit(g);
+            check_integer(g, "grid dimension");
+        }
+        if (f_.threads <= 0) error(loc, "threads per block must be positive, not " + std::to_string(f_.threads));
+        if (!f_.body) {
+            error(loc, "function without a body");
+            return;
+        }
+        visit(f_.body);
+    }
+
+    const PrimFunc& f_;
+    std::vector<std::string> errors_;
+    std::unordered_set<const VarNode*> live_vars_, ever_vars_;
+    std::unordered_set<const BufferNode*> live_buffers_, ever_buffers_;
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const PrimFunc& f) { return Verifier(f).run(); }
+
+}  // namespace tilec::ir
