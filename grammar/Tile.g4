@@ -56,10 +56,13 @@ stmt
     | 'break' ';'                                             # breakStmt
     | 'continue' ';'                                          # continueStmt
     | '@' name=ID ('(' argList? ')')? ';'?                    # annotationStmt
-    | target=postfixExpr op=('=' | '+=' | '-=' | '*=' | '/=' | '%=' | '&=' | '|=' | '^=' | '<<=' | '>>=') expr ';'  # assignStmt
-    | expr ';'                                                # exprStmt
+    // One alternative for assignments and calls keeps prediction to one token, so a
+    // missing ';' is reported where it is missing. The builder checks the target.
+    | target=expr (op=assignOp value=expr)? ';'               # exprStmt
     | ';'                                                     # emptyStmt
     ;
+
+assignOp : '=' | '+=' | '-=' | '*=' | '/=' | '%=' | '&=' | '|=' | '^=' | '<<=' | '>>=' ;
 
 argList : arg (',' arg)* ','? ;
 arg     : (name=ID '=')? expr ;

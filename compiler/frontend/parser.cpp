@@ -3,6 +3,7 @@
 #include "frontend/parser.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -52,6 +53,11 @@ public:
     unsigned errors = 0;
 
 protected:
+    // ANTLR's loop-entry resync reports a stray token at the start of the next line when
+    // a ';' is missing after a call; without it the error surfaces at the failed match,
+    // where reportMissingToken words it as "expected ';' after statement".
+    void sync(antlr4::Parser*) override {}
+
     void reportNoViableAlternative(antlr4::Parser* p, const antlr4::NoViableAltException& e) override {
         Token* t = e.getOffendingToken();
         report(p, t, unexpected(t) + expected_suffix(p, p->getExpectedTokens()));
@@ -81,7 +87,9 @@ protected:
         // Point just after the previous token when the next one is on a later line,
         // as clang does for a forgotten ';'.
         Token* prev = previous_token(p);
-        if (prev && t && (t->getLine() != prev->getLine() || t->getType() == Token::EOF)) {
+        if (t && t->getType() == Token::EOF && unmatched_brace(p)) {
+            report(p, t, msg);
+        } else if (prev && t && (t->getLine() != prev->getLine() || t->getType() == Token::EOF)) {
             emit(after_token(file_, prev), msg);
         } else {
             emit(token_range(file_, t), msg + " before " + display(t));
@@ -169,7 +177,51 @@ private:
         return out;
     }
 
-    void report(antlr4::Parser* p, Token* t, const std::string& msg) { emit(token_range(file_, t), msg); }
+    void report(antlr4::Parser* p, Token* t, std::string msg) {
+        if (t && t->getType() == TileLexer::UNKNOWN_CHAR) {
+            emit(token_range(file_, t), unexpected(t));
+            return;
+        }
+        if (!t || t->getType() == Token::EOF) {
+            // At the end of the file, point just after the last token, and name the
+            // bracket that is still open.
+            Token* last = last_real_token(p);
+            SourceRange where = last ? after_token(file_, last) : token_range(file_, t);
+            if (Token* open = unmatched_brace(p)) {
+                std::string close = open->getText() == "{" ? "}" : open->getText() == "(" ? ")" : "]";
+                if (!seen_.insert({where.begin.line, where.begin.col}).second) return;
+                ++errors;
+                diags_.error(where, "expected '" + close + "' at end of file")
+                    .note(token_range(file_, open), "to match this '" + open->getText() + "'");
+                return;
+            }
+            emit(where, msg);
+            return;
+        }
+        emit(token_range(file_, t), msg);
+    }
+
+    Token* last_real_token(antlr4::Parser* p) {
+        auto* stream = dynamic_cast<antlr4::BufferedTokenStream*>(p->getTokenStream());
+        if (!stream) return nullptr;
+        Token* last = nullptr;
+        for (Token* t : stream->getTokens())
+            if (t->getType() != Token::EOF && t->getChannel() == Token::DEFAULT_CHANNEL) last = t;
+        return last;
+    }
+
+    Token* unmatched_brace(antlr4::Parser* p) {
+        auto* stream = dynamic_cast<antlr4::BufferedTokenStream*>(p->getTokenStream());
+        if (!stream) return nullptr;
+        std::vector<Token*> open;
+        for (Token* t : stream->getTokens()) {
+            std::string s = t->getText();
+            if (t->getType() == Token::EOF) break;
+            if (s == "{" || s == "(" || s == "[") open.push_back(t);
+            else if ((s == "}" || s == ")" || s == "]") && !open.empty()) open.pop_back();
+        }
+        return open.empty() ? nullptr : open.back();
+    }
 
     void emit(SourceRange r, const std::string& msg) {
         // ANTLR may report the same spot twice while recovering; say it once.
@@ -429,17 +481,17 @@ private:
             args(c->argList(), s->args);
             return s;
         }
-        if (auto* c = dynamic_cast<TileParser::AssignStmtContext*>(ctx)) {
-            auto s = std::make_unique<ast::Stmt>(K::Assign, r);
-            s->target = postfix(c->target);
-            s->assign_op = c->op->getText();
-            s->op_range = trange(c->op);
-            s->value = expr(c->expr());
-            return s;
-        }
         if (auto* c = dynamic_cast<TileParser::ExprStmtContext*>(ctx)) {
+            if (c->op) {
+                auto s = std::make_unique<ast::Stmt>(K::Assign, r);
+                s->target = expr(c->target);
+                s->assign_op = c->op->getText();
+                s->op_range = range(c->op);
+                s->value = expr(c->value);
+                return s;
+            }
             auto s = std::make_unique<ast::Stmt>(K::Expr, r);
-            s->value = expr(c->expr());
+            s->value = expr(c->target);
             return s;
         }
         return std::make_unique<ast::Stmt>(K::Empty, r);
@@ -658,9 +710,38 @@ bool check_nesting(uint32_t file, antlr4::CommonTokenStream& tokens, DiagnosticE
     return true;
 }
 
+// ANTLR decodes its input as UTF-8 and throws on malformed bytes; report the first
+// bad byte as a located error instead.
+bool check_utf8(uint32_t file, const std::string& text, DiagnosticEngine& diags) {
+    uint32_t line = 1, col = 1;
+    for (size_t i = 0; i < text.size();) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        bool ok = len != 0 && i + len <= text.size();
+        for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+        if (ok && len == 2) ok = c >= 0xC2;  // no overlong encodings
+        if (!ok) {
+            SourceLoc at{file, line, col};
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "0x%02x", c);
+            diags.error(SourceRange(at), std::string("invalid UTF-8 byte ") + hex + " in source file");
+            return false;
+        }
+        if (c == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            col += static_cast<uint32_t>(len);
+        }
+        i += len;
+    }
+    return true;
+}
+
 }  // namespace
 
 std::unique_ptr<ast::File> parse_file(uint32_t file_id, const SourceManager& sources, DiagnosticEngine& diags) {
+    if (!check_utf8(file_id, sources.contents(file_id), diags)) return nullptr;
     antlr4::ANTLRInputStream input(sources.contents(file_id));
     TileLexer lexer(&input);
     lexer.removeErrorListeners();
