@@ -54,6 +54,7 @@ struct Args {
     std::vector<std::string> print_after;
     bool time_passes = false;
     bool no_verify = false;
+    bool debug_ice = false;
 };
 
 struct ThreadJob {
@@ -105,8 +106,8 @@ int run(int argc, char** argv) {
         ->type_name("LIST");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
-    app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported file");
-    app.add_option("--MF", a.mf, "Name of the depfile (default: OUTPUT.d)")->type_name("FILE");
+    app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported\nfile (also spelled -MD)");
+    app.add_option("--MF", a.mf, "Name of the depfile (default: OUTPUT.d; also spelled -MF)")->type_name("FILE");
     app.add_option("--error-limit", a.error_limit, "Stop after N errors (0: no limit; default 20)")
         ->type_name("N");
     app.add_flag("--Werror", a.werror, "Treat warnings as errors (also: -Werror)");
@@ -119,6 +120,8 @@ int run(int argc, char** argv) {
         ->type_name("NAME");
     app.add_flag("--time-passes", a.time_passes, "Print the time spent in each pass (to standard error)");
     app.add_flag("--no-verify", a.no_verify, "Skip the IR verifier between passes (for debugging the compiler)");
+    // Hidden: makes a pass raise an internal error, to test how tilec reports its own bugs.
+    app.add_flag("--debug-internal-error", a.debug_ice)->group("");
     app.set_version_flag("--version", std::string("tilec ") + TILEC_VERSION);
     app.footer("Exit status: 0 success, 1 errors in the input, 2 internal compiler error.\n"
                "Docs: docs/cli.md (options), docs/language.md (the language).");
@@ -177,6 +180,7 @@ int run(int argc, char** argv) {
     opt.print_after = a.print_after;
     opt.time_passes = a.time_passes;
     opt.verify = !a.no_verify;
+    opt.debug_internal_error = a.debug_ice;
     return tilec::driver::compile(opt);
 }
 

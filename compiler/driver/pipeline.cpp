@@ -100,6 +100,10 @@ int compile(const Options& options) {
         pmo.time_passes = options.time_passes;
         ir::PassManager pm(pmo);
         add_tile_passes(pm);
+        if (options.debug_internal_error)
+            pm.add("debug-internal-error", [](const ir::PrimFunc&, ir::PassContext&) -> ir::PrimFunc {
+                TILEC_ICE("deliberate internal error (--debug-internal-error)");
+            });
         for (auto& name : options.print_after) {
             bool found = false;
             for (auto& p : pm.passes()) found |= p.name == name;

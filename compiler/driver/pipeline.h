@@ -25,6 +25,7 @@ struct Options {
     std::vector<std::string> print_after;
     bool time_passes = false;
     bool verify = true;
+    bool debug_internal_error = false;  // adds a pass that fails with an internal error
 };
 
 // Runs the whole compilation; returns the exit status (0, 1). Internal errors throw

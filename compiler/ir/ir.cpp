@@ -14,13 +14,13 @@ namespace tilec::ir {
 std::string DataType::str() const {
     std::string s;
     switch (kind) {
-        case TypeKind::Int: s = "i" + std::to_string(bits); break;
-        case TypeKind::UInt: s = "u" + std::to_string(bits); break;
-        case TypeKind::Float: s = "f" + std::to_string(bits); break;
-        case TypeKind::BFloat: s = "bf" + std::to_string(bits); break;
-        case TypeKind::Float8E4M3: s = "f8e4m3"; break;
-        case TypeKind::Float8E5M2: s = "f8e5m2"; break;
-        case TypeKind::Bool: s = "bool"; break;
+    case TypeKind::Int: s = "i" + std::to_string(bits); break;
+    case TypeKind::UInt: s = "u" + std::to_string(bits); break;
+    case TypeKind::Float: s = "f" + std::to_string(bits); break;
+    case TypeKind::BFloat: s = "bf" + std::to_string(bits); break;
+    case TypeKind::Float8E4M3: s = "f8e4m3"; break;
+    case TypeKind::Float8E5M2: s = "f8e5m2"; break;
+    case TypeKind::Bool: s = "bool"; break;
     }
     if (lanes != 1) s += "x" + std::to_string(lanes);
     return s;
@@ -28,12 +28,12 @@ std::string DataType::str() const {
 
 std::optional<DataType> DataType::from_name(std::string_view name) {
     static constexpr std::pair<std::string_view, DataType> kTypes[] = {
-        {"f16", DataType::f16()},   {"bf16", DataType::bf16()},     {"f32", DataType::f32()},
-        {"f64", DataType::f64()},   {"i8", DataType::i8()},         {"u8", DataType::u8()},
-        {"i16", DataType::i16()},   {"u16", DataType::u16()},       {"i32", DataType::i32()},
-        {"u32", DataType::u32()},   {"i64", DataType::i64()},       {"u64", DataType::u64()},
+        {"f16", DataType::f16()},      {"bf16", DataType::bf16()},     {"f32", DataType::f32()},
+        {"f64", DataType::f64()},      {"i8", DataType::i8()},         {"u8", DataType::u8()},
+        {"i16", DataType::i16()},      {"u16", DataType::u16()},       {"i32", DataType::i32()},
+        {"u32", DataType::u32()},      {"i64", DataType::i64()},       {"u64", DataType::u64()},
         {"bool", DataType::boolean()}, {"f8e4m3", DataType::f8e4m3()}, {"f8e5m2", DataType::f8e5m2()},
-        {"i4", DataType::i4()},     {"u4", DataType::u4()},
+        {"i4", DataType::i4()},        {"u4", DataType::u4()},
     };
     for (const auto& [n, t] : kTypes)
         if (n == name) return t;
@@ -69,107 +69,107 @@ int64_t normalize_int(int64_t v, DataType t) {
 
 const char* scope_name(Scope s) {
     switch (s) {
-        case Scope::Global: return "global";
-        case Scope::Shared: return "shared";
-        case Scope::Fragment: return "fragment";
-        case Scope::Local: return "local";
-        case Scope::Register: return "register";
+    case Scope::Global: return "global";
+    case Scope::Shared: return "shared";
+    case Scope::Fragment: return "fragment";
+    case Scope::Local: return "local";
+    case Scope::Register: return "register";
     }
     return "?";
 }
 
 const char* access_name(Access a) {
     switch (a) {
-        case Access::In: return "in";
-        case Access::Out: return "out";
-        case Access::InOut: return "inout";
+    case Access::In: return "in";
+    case Access::Out: return "out";
+    case Access::InOut: return "inout";
     }
     return "?";
 }
 
 const char* var_kind_name(VarKind k) {
     switch (k) {
-        case VarKind::Size: return "size";
-        case VarKind::Scalar: return "scalar";
-        case VarKind::Let: return "let";
-        case VarKind::Loop: return "loop";
-        case VarKind::BlockIdx: return "block_idx";
-        case VarKind::ThreadIdx: return "thread_idx";
+    case VarKind::Size: return "size";
+    case VarKind::Scalar: return "scalar";
+    case VarKind::Let: return "let";
+    case VarKind::Loop: return "loop";
+    case VarKind::BlockIdx: return "block_idx";
+    case VarKind::ThreadIdx: return "thread_idx";
     }
     return "?";
 }
 
 const char* for_kind_name(ForKind k) {
     switch (k) {
-        case ForKind::Serial: return "serial";
-        case ForKind::Unroll: return "unroll";
-        case ForKind::Parallel: return "parallel";
-        case ForKind::Pipelined: return "pipelined";
+    case ForKind::Serial: return "serial";
+    case ForKind::Unroll: return "unroll";
+    case ForKind::Parallel: return "parallel";
+    case ForKind::Pipelined: return "pipelined";
     }
     return "?";
 }
 
 const char* reduce_kind_name(ReduceKind k) {
     switch (k) {
-        case ReduceKind::Sum: return "sum";
-        case ReduceKind::Max: return "max";
-        case ReduceKind::Min: return "min";
-        case ReduceKind::AbsMax: return "absmax";
+    case ReduceKind::Sum: return "sum";
+    case ReduceKind::Max: return "max";
+    case ReduceKind::Min: return "min";
+    case ReduceKind::AbsMax: return "absmax";
     }
     return "?";
 }
 
 const char* binary_op_name(BinaryOp op) {
     switch (op) {
-        case BinaryOp::Add: return "+";
-        case BinaryOp::Sub: return "-";
-        case BinaryOp::Mul: return "*";
-        case BinaryOp::Div: return "/";
-        case BinaryOp::FloorDiv: return "/";
-        case BinaryOp::FloorMod: return "%";
-        case BinaryOp::Mod: return "fmod";
-        case BinaryOp::Min: return "min";
-        case BinaryOp::Max: return "max";
-        case BinaryOp::EQ: return "==";
-        case BinaryOp::NE: return "!=";
-        case BinaryOp::LT: return "<";
-        case BinaryOp::LE: return "<=";
-        case BinaryOp::GT: return ">";
-        case BinaryOp::GE: return ">=";
-        case BinaryOp::And: return "&&";
-        case BinaryOp::Or: return "||";
-        case BinaryOp::BitAnd: return "&";
-        case BinaryOp::BitOr: return "|";
-        case BinaryOp::BitXor: return "^";
-        case BinaryOp::Shl: return "<<";
-        case BinaryOp::Shr: return ">>";
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    case BinaryOp::FloorDiv: return "/";
+    case BinaryOp::FloorMod: return "%";
+    case BinaryOp::Mod: return "fmod";
+    case BinaryOp::Min: return "min";
+    case BinaryOp::Max: return "max";
+    case BinaryOp::EQ: return "==";
+    case BinaryOp::NE: return "!=";
+    case BinaryOp::LT: return "<";
+    case BinaryOp::LE: return "<=";
+    case BinaryOp::GT: return ">";
+    case BinaryOp::GE: return ">=";
+    case BinaryOp::And: return "&&";
+    case BinaryOp::Or: return "||";
+    case BinaryOp::BitAnd: return "&";
+    case BinaryOp::BitOr: return "|";
+    case BinaryOp::BitXor: return "^";
+    case BinaryOp::Shl: return "<<";
+    case BinaryOp::Shr: return ">>";
     }
     return "?";
 }
 
 const char* unary_op_name(UnaryOp op) {
     switch (op) {
-        case UnaryOp::Neg: return "-";
-        case UnaryOp::Not: return "!";
-        case UnaryOp::BitNot: return "~";
+    case UnaryOp::Neg: return "-";
+    case UnaryOp::Not: return "!";
+    case UnaryOp::BitNot: return "~";
     }
     return "?";
 }
 
 const char* call_op_name(CallOp op) {
     switch (op) {
-        case CallOp::Exp: return "exp";
-        case CallOp::Exp2: return "exp2";
-        case CallOp::Log: return "log";
-        case CallOp::Log2: return "log2";
-        case CallOp::Sqrt: return "sqrt";
-        case CallOp::Rsqrt: return "rsqrt";
-        case CallOp::Tanh: return "tanh";
-        case CallOp::Sigmoid: return "sigmoid";
-        case CallOp::Abs: return "abs";
-        case CallOp::Floor: return "floor";
-        case CallOp::Ceil: return "ceil";
-        case CallOp::Pow: return "pow";
+    case CallOp::Exp: return "exp";
+    case CallOp::Exp2: return "exp2";
+    case CallOp::Log: return "log";
+    case CallOp::Log2: return "log2";
+    case CallOp::Sqrt: return "sqrt";
+    case CallOp::Rsqrt: return "rsqrt";
+    case CallOp::Tanh: return "tanh";
+    case CallOp::Sigmoid: return "sigmoid";
+    case CallOp::Abs: return "abs";
+    case CallOp::Floor: return "floor";
+    case CallOp::Ceil: return "ceil";
+    case CallOp::Pow: return "pow";
     }
     return "?";
 }
@@ -179,16 +179,24 @@ bool is_comparison(BinaryOp op) {
            op == BinaryOp::GT || op == BinaryOp::GE;
 }
 
-bool is_logical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or; }
+bool is_logical(BinaryOp op) {
+    return op == BinaryOp::And || op == BinaryOp::Or;
+}
 
 bool is_commutative(BinaryOp op) {
     switch (op) {
-        case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Min: case BinaryOp::Max:
-        case BinaryOp::EQ: case BinaryOp::NE: case BinaryOp::And: case BinaryOp::Or:
-        case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor:
-            return true;
-        default:
-            return false;
+    case BinaryOp::Add:
+    case BinaryOp::Mul:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::EQ:
+    case BinaryOp::NE:
+    case BinaryOp::And:
+    case BinaryOp::Or:
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor: return true;
+    default: return false;
     }
 }
 
@@ -297,22 +305,70 @@ Expr make_load(Buffer buffer, std::vector<Expr> indices, SourceLoc loc) {
     return std::make_shared<LoadNode>(std::move(buffer), std::move(indices), t, loc);
 }
 
-Expr add(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::Add, std::move(a), std::move(b), l); }
-Expr sub(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::Sub, std::move(a), std::move(b), l); }
-Expr mul(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::Mul, std::move(a), std::move(b), l); }
-Expr floordiv(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::FloorDiv, std::move(a), std::move(b), l); }
-Expr floormod(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::FloorMod, std::move(a), std::move(b), l); }
-Expr minimum(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::Min, std::move(a), std::move(b), l); }
-Expr maximum(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::Max, std::move(a), std::move(b), l); }
-Expr lt(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::LT, std::move(a), std::move(b), l); }
-Expr le(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::LE, std::move(a), std::move(b), l); }
-Expr gt(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::GT, std::move(a), std::move(b), l); }
-Expr ge(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::GE, std::move(a), std::move(b), l); }
-Expr eq(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::EQ, std::move(a), std::move(b), l); }
-Expr ne(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::NE, std::move(a), std::move(b), l); }
-Expr logical_and(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::And, std::move(a), std::move(b), l); }
-Expr logical_or(Expr a, Expr b) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_binary(BinaryOp::Or, std::move(a), std::move(b), l); }
-Expr logical_not(Expr a) { SourceLoc l = a ? a->loc : SourceLoc{}; return make_unary(UnaryOp::Not, std::move(a), l); }
+Expr add(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::Add, std::move(a), std::move(b), l);
+}
+Expr sub(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::Sub, std::move(a), std::move(b), l);
+}
+Expr mul(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::Mul, std::move(a), std::move(b), l);
+}
+Expr floordiv(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::FloorDiv, std::move(a), std::move(b), l);
+}
+Expr floormod(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::FloorMod, std::move(a), std::move(b), l);
+}
+Expr minimum(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::Min, std::move(a), std::move(b), l);
+}
+Expr maximum(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::Max, std::move(a), std::move(b), l);
+}
+Expr lt(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::LT, std::move(a), std::move(b), l);
+}
+Expr le(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::LE, std::move(a), std::move(b), l);
+}
+Expr gt(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::GT, std::move(a), std::move(b), l);
+}
+Expr ge(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::GE, std::move(a), std::move(b), l);
+}
+Expr eq(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::EQ, std::move(a), std::move(b), l);
+}
+Expr ne(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::NE, std::move(a), std::move(b), l);
+}
+Expr logical_and(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::And, std::move(a), std::move(b), l);
+}
+Expr logical_or(Expr a, Expr b) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_binary(BinaryOp::Or, std::move(a), std::move(b), l);
+}
+Expr logical_not(Expr a) {
+    SourceLoc l = a ? a->loc : SourceLoc{};
+    return make_unary(UnaryOp::Not, std::move(a), l);
+}
 
 Expr cdiv(Expr a, Expr b) {
     check_nonnull(a, "cdiv");
@@ -400,7 +456,9 @@ void check_region(const Region& r, const char* what) {
     for (const auto& e : r.start) check_nonnull(e, what);
     for (const auto& e : r.extent) check_nonnull(e, what);
 }
-Stmt body_or_empty(Stmt s) { return s ? std::move(s) : make_seq({}); }
+Stmt body_or_empty(Stmt s) {
+    return s ? std::move(s) : make_seq({});
+}
 }  // namespace
 
 Stmt make_seq(std::vector<Stmt> stmts, SourceLoc loc) {
@@ -422,13 +480,15 @@ Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body, SourceLoc
 
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case, SourceLoc loc) {
     check_nonnull(cond, "if");
-    return std::make_shared<IfNode>(std::move(cond), body_or_empty(std::move(then_case)), std::move(else_case), loc);
+    return std::make_shared<IfNode>(std::move(cond), body_or_empty(std::move(then_case)),
+                                    std::move(else_case), loc);
 }
 
 Stmt make_let(Var var, Expr value, Stmt body, SourceLoc loc) {
     TILEC_CHECK(var != nullptr, "let without a variable");
     check_nonnull(value, "let value");
-    return std::make_shared<LetStmtNode>(std::move(var), std::move(value), body_or_empty(std::move(body)), loc);
+    return std::make_shared<LetStmtNode>(std::move(var), std::move(value), body_or_empty(std::move(body)),
+                                         loc);
 }
 
 Stmt make_allocate(Buffer buffer, Stmt body, SourceLoc loc) {
@@ -496,7 +556,9 @@ Stmt make_assert(Expr cond, std::string msg, SourceLoc loc) {
     return std::make_shared<AssertNode>(std::move(cond), std::move(msg), loc);
 }
 
-Stmt make_barrier(SourceLoc loc) { return std::make_shared<BarrierNode>(loc); }
+Stmt make_barrier(SourceLoc loc) {
+    return std::make_shared<BarrierNode>(loc);
+}
 
 bool is_no_op(const Stmt& s) {
     if (!s) return true;
@@ -530,35 +592,35 @@ bool structural_equal(const Expr& a, const Expr& b) {
     if (!a || !b) return false;
     if (a->kind != b->kind || a->type != b->type) return false;
     switch (a->kind) {
-        case ExprKind::IntImm: return a->as<IntImmNode>()->value == b->as<IntImmNode>()->value;
-        case ExprKind::FloatImm: {
-            double x = a->as<FloatImmNode>()->value, y = b->as<FloatImmNode>()->value;
-            return x == y ? std::signbit(x) == std::signbit(y) : (std::isnan(x) && std::isnan(y));
-        }
-        case ExprKind::StringImm: return a->as<StringImmNode>()->value == b->as<StringImmNode>()->value;
-        case ExprKind::Var: return false;  // identity only, and a != b
-        case ExprKind::Binary: {
-            auto x = a->as<BinaryNode>(), y = b->as<BinaryNode>();
-            return x->op == y->op && structural_equal(x->a, y->a) && structural_equal(x->b, y->b);
-        }
-        case ExprKind::Unary: {
-            auto x = a->as<UnaryNode>(), y = b->as<UnaryNode>();
-            return x->op == y->op && structural_equal(x->a, y->a);
-        }
-        case ExprKind::Select: {
-            auto x = a->as<SelectNode>(), y = b->as<SelectNode>();
-            return structural_equal(x->cond, y->cond) && structural_equal(x->t, y->t) &&
-                   structural_equal(x->f, y->f);
-        }
-        case ExprKind::Cast: return structural_equal(a->as<CastNode>()->value, b->as<CastNode>()->value);
-        case ExprKind::Call: {
-            auto x = a->as<CallNode>(), y = b->as<CallNode>();
-            return x->op == y->op && structural_equal(x->args, y->args);
-        }
-        case ExprKind::Load: {
-            auto x = a->as<LoadNode>(), y = b->as<LoadNode>();
-            return x->buffer == y->buffer && structural_equal(x->indices, y->indices);
-        }
+    case ExprKind::IntImm: return a->as<IntImmNode>()->value == b->as<IntImmNode>()->value;
+    case ExprKind::FloatImm: {
+        double x = a->as<FloatImmNode>()->value, y = b->as<FloatImmNode>()->value;
+        return x == y ? std::signbit(x) == std::signbit(y) : (std::isnan(x) && std::isnan(y));
+    }
+    case ExprKind::StringImm: return a->as<StringImmNode>()->value == b->as<StringImmNode>()->value;
+    case ExprKind::Var: return false;  // identity only, and a != b
+    case ExprKind::Binary: {
+        auto x = a->as<BinaryNode>(), y = b->as<BinaryNode>();
+        return x->op == y->op && structural_equal(x->a, y->a) && structural_equal(x->b, y->b);
+    }
+    case ExprKind::Unary: {
+        auto x = a->as<UnaryNode>(), y = b->as<UnaryNode>();
+        return x->op == y->op && structural_equal(x->a, y->a);
+    }
+    case ExprKind::Select: {
+        auto x = a->as<SelectNode>(), y = b->as<SelectNode>();
+        return structural_equal(x->cond, y->cond) && structural_equal(x->t, y->t) &&
+               structural_equal(x->f, y->f);
+    }
+    case ExprKind::Cast: return structural_equal(a->as<CastNode>()->value, b->as<CastNode>()->value);
+    case ExprKind::Call: {
+        auto x = a->as<CallNode>(), y = b->as<CallNode>();
+        return x->op == y->op && structural_equal(x->args, y->args);
+    }
+    case ExprKind::Load: {
+        auto x = a->as<LoadNode>(), y = b->as<LoadNode>();
+        return x->buffer == y->buffer && structural_equal(x->indices, y->indices);
+    }
     }
     return false;
 }

@@ -66,8 +66,8 @@ struct DataType {
     constexpr bool is_integer() const { return is_int() || is_uint(); }
     // Any float: f16, bf16, f32, f64, f8e4m3, f8e5m2.
     constexpr bool is_float() const {
-        return kind == TypeKind::Float || kind == TypeKind::BFloat ||
-               kind == TypeKind::Float8E4M3 || kind == TypeKind::Float8E5M2;
+        return kind == TypeKind::Float || kind == TypeKind::BFloat || kind == TypeKind::Float8E4M3 ||
+               kind == TypeKind::Float8E5M2;
     }
     constexpr bool is_bool() const { return kind == TypeKind::Bool; }
     constexpr bool is_scalar() const { return lanes == 1; }
@@ -108,32 +108,48 @@ enum class ReduceKind : uint8_t { Sum, Max, Min, AbsMax };
 enum class ParamKind : uint8_t { Tensor, Size, Scalar };
 
 enum class BinaryOp : uint8_t {
-    Add, Sub, Mul,
+    Add,
+    Sub,
+    Mul,
     Div,       // float division
     FloorDiv,  // integer floor division (the language's integer `/`)
     FloorMod,  // integer floor modulo (the language's integer `%`), sign of the divisor
     Mod,       // float fmod
-    Min, Max,
-    EQ, NE, LT, LE, GT, GE,  // yield bool
-    And, Or,                 // logical, on bools
-    BitAnd, BitOr, BitXor, Shl, Shr,
+    Min,
+    Max,
+    // Comparisons: yield bool.
+    EQ,
+    NE,
+    LT,
+    LE,
+    GT,
+    GE,
+    // Logical, on bools.
+    And,
+    Or,
+    // Bitwise, on integers (and bools for And/Or/Xor).
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 };
 enum class UnaryOp : uint8_t { Neg, Not, BitNot };
 // Builtin math functions. Target ops (mma, cp.async, shuffles) are added here or as
 // statements at thread level.
 enum class CallOp : uint8_t { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Sigmoid, Abs, Floor, Ceil, Pow };
 
-const char* scope_name(Scope s);          // "global", "shared", "fragment", "local", "register"
-const char* access_name(Access a);        // "in", "out", "inout"
-const char* var_kind_name(VarKind k);     // "size", "scalar", "let", "loop", "block_idx", "thread_idx"
-const char* for_kind_name(ForKind k);     // "serial", "unroll", "parallel", "pipelined"
+const char* scope_name(Scope s);             // "global", "shared", "fragment", "local", "register"
+const char* access_name(Access a);           // "in", "out", "inout"
+const char* var_kind_name(VarKind k);        // "size", "scalar", "let", "loop", "block_idx", "thread_idx"
+const char* for_kind_name(ForKind k);        // "serial", "unroll", "parallel", "pipelined"
 const char* reduce_kind_name(ReduceKind k);  // "sum", "max", "min", "absmax"
-const char* binary_op_name(BinaryOp op);  // "+", "-", "*", "/", "/", "%", "fmod", "min", ... "&&"
-const char* unary_op_name(UnaryOp op);    // "-", "!", "~"
-const char* call_op_name(CallOp op);      // "exp", "exp2", ...
-bool is_comparison(BinaryOp op);          // EQ..GE
-bool is_logical(BinaryOp op);             // And, Or
-bool is_commutative(BinaryOp op);         // Add Mul Min Max EQ NE And Or BitAnd BitOr BitXor
+const char* binary_op_name(BinaryOp op);     // "+", "-", "*", "/", "/", "%", "fmod", "min", ... "&&"
+const char* unary_op_name(UnaryOp op);       // "-", "!", "~"
+const char* call_op_name(CallOp op);         // "exp", "exp2", ...
+bool is_comparison(BinaryOp op);             // EQ..GE
+bool is_logical(BinaryOp op);                // And, Or
+bool is_commutative(BinaryOp op);            // Add Mul Min Max EQ NE And Or BitAnd BitOr BitXor
 
 // ---------------------------------------------------------------------------------
 // Expressions
@@ -181,8 +197,7 @@ struct FloatImmNode : ExprNode {
 struct StringImmNode : ExprNode {
     static constexpr ExprKind kKind = ExprKind::StringImm;
     std::string value;
-    StringImmNode(std::string v, SourceLoc l)
-        : ExprNode(kKind, DataType::i8(), l), value(std::move(v)) {}
+    StringImmNode(std::string v, SourceLoc l) : ExprNode(kKind, DataType::i8(), l), value(std::move(v)) {}
 };
 
 struct VarNode : ExprNode {
@@ -276,9 +291,22 @@ struct Region {
 // Statements
 
 enum class StmtKind : uint8_t {
-    Seq, For, If, LetStmt, Allocate, Store, Evaluate,
-    Copy, Gemm, Fill, Reduce, Cumsum, AtomicAdd,
-    Print, Assert, Barrier,
+    Seq,
+    For,
+    If,
+    LetStmt,
+    Allocate,
+    Store,
+    Evaluate,
+    Copy,
+    Gemm,
+    Fill,
+    Reduce,
+    Cumsum,
+    AtomicAdd,
+    Print,
+    Assert,
+    Barrier,
 };
 
 struct StmtNode;
@@ -321,8 +349,13 @@ struct ForNode : StmtNode {
     int stages;
     Stmt body;
     ForNode(Var v, Expr mn, Expr ext, ForKind k, int st, Stmt b, SourceLoc l)
-        : StmtNode(kKind, l), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
-          for_kind(k), stages(st), body(std::move(b)) {}
+        : StmtNode(kKind, l),
+          var(std::move(v)),
+          min(std::move(mn)),
+          extent(std::move(ext)),
+          for_kind(k),
+          stages(st),
+          body(std::move(b)) {}
 };
 
 struct IfNode : StmtNode {
@@ -349,7 +382,8 @@ struct AllocateNode : StmtNode {
     static constexpr StmtKind kKind = StmtKind::Allocate;
     Buffer buffer;
     Stmt body;
-    AllocateNode(Buffer b, Stmt bd, SourceLoc l) : StmtNode(kKind, l), buffer(std::move(b)), body(std::move(bd)) {}
+    AllocateNode(Buffer b, Stmt bd, SourceLoc l)
+        : StmtNode(kKind, l), buffer(std::move(b)), body(std::move(bd)) {}
 };
 
 // buffer[indices...] = value.
@@ -384,8 +418,13 @@ struct GemmNode : StmtNode {
     Region a, b, c;
     bool trans_a, trans_b, clear;
     GemmNode(Region a_, Region b_, Region c_, bool ta, bool tb, bool cl, SourceLoc l)
-        : StmtNode(kKind, l), a(std::move(a_)), b(std::move(b_)), c(std::move(c_)),
-          trans_a(ta), trans_b(tb), clear(cl) {}
+        : StmtNode(kKind, l),
+          a(std::move(a_)),
+          b(std::move(b_)),
+          c(std::move(c_)),
+          trans_a(ta),
+          trans_b(tb),
+          clear(cl) {}
 };
 
 struct FillNode : StmtNode {
@@ -420,7 +459,8 @@ struct CumsumNode : StmtNode {
 struct AtomicAddNode : StmtNode {
     static constexpr StmtKind kKind = StmtKind::AtomicAdd;
     Region dst, src;
-    AtomicAddNode(Region d, Region s, SourceLoc l) : StmtNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
+    AtomicAddNode(Region d, Region s, SourceLoc l)
+        : StmtNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
 };
 
 struct PrintNode : StmtNode {
@@ -435,7 +475,8 @@ struct AssertNode : StmtNode {
     static constexpr StmtKind kKind = StmtKind::Assert;
     Expr cond;
     std::string msg;
-    AssertNode(Expr c, std::string m, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), msg(std::move(m)) {}
+    AssertNode(Expr c, std::string m, SourceLoc l)
+        : StmtNode(kKind, l), cond(std::move(c)), msg(std::move(m)) {}
 };
 
 // Block-wide barrier (__syncthreads); thread level.
@@ -455,12 +496,12 @@ struct Param {
 
 // One exported kernel specialisation: one C entry point.
 struct PrimFunc {
-    std::string name;                  // exported C symbol, e.g. "gemm_f16"
-    std::string kernel;                // source kernel name, e.g. "gemm"
-    std::vector<Param> params;         // in C argument order
-    std::vector<Expr> grid;            // 1..3 dims (index type)
-    int64_t threads = 0;               // threads per block
-    std::array<Var, 3> block_idx;      // VarKind::BlockIdx, dims 0..2; see make_block_idx_vars
+    std::string name;              // exported C symbol, e.g. "gemm_f16"
+    std::string kernel;            // source kernel name, e.g. "gemm"
+    std::vector<Param> params;     // in C argument order
+    std::vector<Expr> grid;        // 1..3 dims (index type)
+    int64_t threads = 0;           // threads per block
+    std::array<Var, 3> block_idx;  // VarKind::BlockIdx, dims 0..2; see make_block_idx_vars
     std::vector<std::pair<std::string, std::string>> constants;  // {"BM","128"}, {"T","f16"}
     std::vector<std::pair<std::string, std::string>> attrs;      // {"rasterize","8"}
     Stmt body;
@@ -539,8 +580,7 @@ bool is_full_region(const Region& r);
 // Flattens nested Seqs and drops null statements; a single statement is returned as
 // itself; none gives an empty Seq.
 Stmt make_seq(std::vector<Stmt> stmts, SourceLoc loc = {});
-Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body, SourceLoc loc = {},
-              int stages = 0);
+Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body, SourceLoc loc = {}, int stages = 0);
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr, SourceLoc loc = {});
 Stmt make_let(Var var, Expr value, Stmt body, SourceLoc loc = {});
 Stmt make_allocate(Buffer buffer, Stmt body, SourceLoc loc = {});
@@ -548,11 +588,10 @@ Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value, SourceLoc 
 Stmt make_evaluate(Expr value, SourceLoc loc = {});
 // `pad` null means zero of src's dtype.
 Stmt make_copy(Region src, Region dst, Expr pad = nullptr, SourceLoc loc = {});
-Stmt make_gemm(Region a, Region b, Region c, bool trans_a = false, bool trans_b = false,
-               bool clear = false, SourceLoc loc = {});
+Stmt make_gemm(Region a, Region b, Region c, bool trans_a = false, bool trans_b = false, bool clear = false,
+               SourceLoc loc = {});
 Stmt make_fill(Region dst, Expr value, SourceLoc loc = {});
-Stmt make_reduce(ReduceKind kind, Region src, Region dst, int dim, bool clear = true,
-                 SourceLoc loc = {});
+Stmt make_reduce(ReduceKind kind, Region src, Region dst, int dim, bool clear = true, SourceLoc loc = {});
 Stmt make_cumsum(Region src, Region dst, int dim, bool reverse = false, SourceLoc loc = {});
 Stmt make_atomic_add(Region dst, Region src, SourceLoc loc = {});
 Stmt make_print(std::string fmt, std::vector<Expr> args, SourceLoc loc = {});

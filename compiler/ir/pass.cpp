@@ -42,7 +42,8 @@ void PassManager::add(std::string name, std::function<PrimFunc(const PrimFunc&, 
 
 bool PassManager::should_print(const std::string& pass) const {
     if (options_.print_after_all) return true;
-    return std::find(options_.print_after.begin(), options_.print_after.end(), pass) != options_.print_after.end();
+    return std::find(options_.print_after.begin(), options_.print_after.end(), pass) !=
+           options_.print_after.end();
 }
 
 std::optional<PrimFunc> PassManager::run_one(const PrimFunc& input, PassContext& ctx) {
@@ -107,15 +108,19 @@ void PassManager::print_timings(std::ostream& os) const {
     auto ms = [](std::chrono::nanoseconds ns) { return static_cast<double>(ns.count()) / 1e6; };
     char buf[256];
     os << "===-- pass timing (wall) --===\n";
-    std::snprintf(buf, sizeof buf, "  %-*s %12s %8s %6s\n", static_cast<int>(width), "pass", "ms", "%", "runs");
+    std::snprintf(buf, sizeof buf, "  %-*s %12s %8s %6s\n", static_cast<int>(width), "pass", "ms", "%",
+                  "runs");
     os << buf;
     for (const auto& t : timings_) {
-        double pct = total.count() > 0 ? 100.0 * static_cast<double>(t.time.count()) / static_cast<double>(total.count()) : 0.0;
+        double pct = total.count() > 0
+                         ? 100.0 * static_cast<double>(t.time.count()) / static_cast<double>(total.count())
+                         : 0.0;
         std::snprintf(buf, sizeof buf, "  %-*s %12.3f %7.1f%% %6d\n", static_cast<int>(width), t.pass.c_str(),
                       ms(t.time), pct, t.runs);
         os << buf;
     }
-    std::snprintf(buf, sizeof buf, "  %-*s %12.3f %7.1f%%\n", static_cast<int>(width), "total", ms(total), 100.0);
+    std::snprintf(buf, sizeof buf, "  %-*s %12.3f %7.1f%%\n", static_cast<int>(width), "total", ms(total),
+                  100.0);
     os << buf;
 }
 

@@ -31,12 +31,12 @@ struct Pass {
 };
 
 struct PassManagerOptions {
-    bool verify = true;                     // verify the input and after every pass
+    bool verify = true;  // verify the input and after every pass
     bool print_after_all = false;
-    std::vector<std::string> print_after;   // pass names
-    std::ostream* print_stream = nullptr;   // default std::cerr
+    std::vector<std::string> print_after;  // pass names
+    std::ostream* print_stream = nullptr;  // default std::cerr
     bool time_passes = false;
-    std::ostream* time_stream = nullptr;    // default std::cerr
+    std::ostream* time_stream = nullptr;  // default std::cerr
 };
 
 class PassManager {

@@ -14,24 +14,45 @@ namespace {
 
 // Precedence levels, loosest first; a child binds at least as tight as its slot needs.
 enum Prec : int {
-    kSelect = 1, kOr, kAnd, kBitOr, kBitXor, kBitAnd, kEquality, kRelational, kShift,
-    kAdditive, kMultiplicative, kUnary, kPrimary,
+    kSelect = 1,
+    kOr,
+    kAnd,
+    kBitOr,
+    kBitXor,
+    kBitAnd,
+    kEquality,
+    kRelational,
+    kShift,
+    kAdditive,
+    kMultiplicative,
+    kUnary,
+    kPrimary,
 };
 
 int binary_prec(BinaryOp op) {
     switch (op) {
-        case BinaryOp::Or: return kOr;
-        case BinaryOp::And: return kAnd;
-        case BinaryOp::BitOr: return kBitOr;
-        case BinaryOp::BitXor: return kBitXor;
-        case BinaryOp::BitAnd: return kBitAnd;
-        case BinaryOp::EQ: case BinaryOp::NE: return kEquality;
-        case BinaryOp::LT: case BinaryOp::LE: case BinaryOp::GT: case BinaryOp::GE: return kRelational;
-        case BinaryOp::Shl: case BinaryOp::Shr: return kShift;
-        case BinaryOp::Add: case BinaryOp::Sub: return kAdditive;
-        case BinaryOp::Mul: case BinaryOp::Div: case BinaryOp::FloorDiv: case BinaryOp::FloorMod:
-            return kMultiplicative;
-        case BinaryOp::Min: case BinaryOp::Max: case BinaryOp::Mod: return kPrimary;  // function form
+    case BinaryOp::Or: return kOr;
+    case BinaryOp::And: return kAnd;
+    case BinaryOp::BitOr: return kBitOr;
+    case BinaryOp::BitXor: return kBitXor;
+    case BinaryOp::BitAnd: return kBitAnd;
+    case BinaryOp::EQ:
+    case BinaryOp::NE: return kEquality;
+    case BinaryOp::LT:
+    case BinaryOp::LE:
+    case BinaryOp::GT:
+    case BinaryOp::GE: return kRelational;
+    case BinaryOp::Shl:
+    case BinaryOp::Shr: return kShift;
+    case BinaryOp::Add:
+    case BinaryOp::Sub: return kAdditive;
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::FloorDiv:
+    case BinaryOp::FloorMod: return kMultiplicative;
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::Mod: return kPrimary;  // function form
     }
     return kPrimary;
 }
@@ -40,20 +61,20 @@ std::string escape(const std::string& s) {
     std::string out = "\"";
     for (unsigned char c : s) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            default:
-                if (c < 0x20 || c == 0x7f) {
-                    static const char* kHex = "0123456789abcdef";
-                    out += "\\x";
-                    out += kHex[c >> 4];
-                    out += kHex[c & 15];
-                } else {
-                    out += static_cast<char>(c);
-                }
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                static const char* kHex = "0123456789abcdef";
+                out += "\\x";
+                out += kHex[c >> 4];
+                out += kHex[c & 15];
+            } else {
+                out += static_cast<char>(c);
+            }
         }
     }
     return out + "\"";
@@ -84,7 +105,9 @@ public:
         return names_.emplace(key, n).first->second;
     }
     const std::string& var_name(const VarNode* v) { return name_of(v, v->name); }
-    const std::string& buffer_name(const Buffer& b) { return name_of(b.get(), b->name.empty() ? "buf" : b->name); }
+    const std::string& buffer_name(const Buffer& b) {
+        return name_of(b.get(), b->name.empty() ? "buf" : b->name);
+    }
 
     // ---- expressions --------------------------------------------------------------
     std::string expr(const Expr& e, int min_prec = 0) {
@@ -106,57 +129,58 @@ public:
 
     std::string expr_body(const Expr& e, int* prec) {
         switch (e->kind) {
-            case ExprKind::IntImm: {
-                int64_t v = e->as<IntImmNode>()->value;
-                if (v < 0) *prec = kUnary;
-                if (e->type.is_bool()) return v ? "true" : "false";
-                std::string s = std::to_string(v);
-                if (e->type != DataType::index()) s += e->type.str();
+        case ExprKind::IntImm: {
+            int64_t v = e->as<IntImmNode>()->value;
+            if (v < 0) *prec = kUnary;
+            if (e->type.is_bool()) return v ? "true" : "false";
+            std::string s = std::to_string(v);
+            if (e->type != DataType::index()) s += e->type.str();
+            return s;
+        }
+        case ExprKind::FloatImm: {
+            double v = e->as<FloatImmNode>()->value;
+            std::string s = format_double(v);
+            if (e->type == DataType::f32()) {
+                if (s[0] == '-') *prec = kUnary;
                 return s;
             }
-            case ExprKind::FloatImm: {
-                double v = e->as<FloatImmNode>()->value;
-                std::string s = format_double(v);
-                if (e->type == DataType::f32()) {
-                    if (s[0] == '-') *prec = kUnary;
-                    return s;
-                }
-                if (std::isinf(v) || std::isnan(v)) return "cast<" + e->type.str() + ">(" + s + ")";
-                if (s[0] == '-') *prec = kUnary;
-                return s + e->type.str();
-            }
-            case ExprKind::StringImm: return escape(e->as<StringImmNode>()->value);
-            case ExprKind::Var: return var_name(e->as<VarNode>());
-            case ExprKind::Binary: {
-                auto op = e->as<BinaryNode>();
-                int p = binary_prec(op->op);
-                *prec = p;
-                if (op->op == BinaryOp::Min || op->op == BinaryOp::Max || op->op == BinaryOp::Mod)
-                    return std::string(binary_op_name(op->op)) + "(" + expr(op->a) + ", " + expr(op->b) + ")";
-                return expr(op->a, p) + " " + binary_op_name(op->op) + " " + expr(op->b, p + 1);
-            }
-            case ExprKind::Unary: {
-                auto op = e->as<UnaryNode>();
-                *prec = kUnary;
-                return unary_op_name(op->op) + expr(op->a, kPrimary);
-            }
-            case ExprKind::Select: {
-                auto op = e->as<SelectNode>();
-                *prec = kSelect;
-                return expr(op->cond, kSelect + 1) + " ? " + expr(op->t, kSelect + 1) + " : " + expr(op->f, kSelect);
-            }
-            case ExprKind::Cast: {
-                auto op = e->as<CastNode>();
-                return "cast<" + op->type.str() + ">(" + expr(op->value) + ")";
-            }
-            case ExprKind::Call: {
-                auto op = e->as<CallNode>();
-                return std::string(call_op_name(op->op)) + "(" + exprs(op->args) + ")";
-            }
-            case ExprKind::Load: {
-                auto op = e->as<LoadNode>();
-                return buffer_name(op->buffer) + "[" + exprs(op->indices) + "]";
-            }
+            if (std::isinf(v) || std::isnan(v)) return "cast<" + e->type.str() + ">(" + s + ")";
+            if (s[0] == '-') *prec = kUnary;
+            return s + e->type.str();
+        }
+        case ExprKind::StringImm: return escape(e->as<StringImmNode>()->value);
+        case ExprKind::Var: return var_name(e->as<VarNode>());
+        case ExprKind::Binary: {
+            auto op = e->as<BinaryNode>();
+            int p = binary_prec(op->op);
+            *prec = p;
+            if (op->op == BinaryOp::Min || op->op == BinaryOp::Max || op->op == BinaryOp::Mod)
+                return std::string(binary_op_name(op->op)) + "(" + expr(op->a) + ", " + expr(op->b) + ")";
+            return expr(op->a, p) + " " + binary_op_name(op->op) + " " + expr(op->b, p + 1);
+        }
+        case ExprKind::Unary: {
+            auto op = e->as<UnaryNode>();
+            *prec = kUnary;
+            return unary_op_name(op->op) + expr(op->a, kPrimary);
+        }
+        case ExprKind::Select: {
+            auto op = e->as<SelectNode>();
+            *prec = kSelect;
+            return expr(op->cond, kSelect + 1) + " ? " + expr(op->t, kSelect + 1) + " : " +
+                   expr(op->f, kSelect);
+        }
+        case ExprKind::Cast: {
+            auto op = e->as<CastNode>();
+            return "cast<" + op->type.str() + ">(" + expr(op->value) + ")";
+        }
+        case ExprKind::Call: {
+            auto op = e->as<CallNode>();
+            return std::string(call_op_name(op->op)) + "(" + exprs(op->args) + ")";
+        }
+        case ExprKind::Load: {
+            auto op = e->as<LoadNode>();
+            return buffer_name(op->buffer) + "[" + exprs(op->indices) + "]";
+        }
         }
         return "<?>";
     }
@@ -191,18 +215,18 @@ public:
 
     std::string param(const Param& p) {
         switch (p.kind) {
-            case ParamKind::Tensor: {
-                if (!p.buffer) return "<null>";
-                std::string s = buffer_name(p.buffer) + ": " + scope_name(p.buffer->scope);
-                if (p.buffer->scope == Scope::Global) s += std::string(" ") + access_name(p.buffer->access);
-                return s + " " + buffer_type(p.buffer);
-            }
-            case ParamKind::Size:
-                if (!p.var) return "<null>";
-                return var_name(p.var.get()) + ": size " + p.var->type.str();
-            case ParamKind::Scalar:
-                if (!p.var) return "<null>";
-                return var_name(p.var.get()) + ": " + p.var->type.str();
+        case ParamKind::Tensor: {
+            if (!p.buffer) return "<null>";
+            std::string s = buffer_name(p.buffer) + ": " + scope_name(p.buffer->scope);
+            if (p.buffer->scope == Scope::Global) s += std::string(" ") + access_name(p.buffer->access);
+            return s + " " + buffer_type(p.buffer);
+        }
+        case ParamKind::Size:
+            if (!p.var) return "<null>";
+            return var_name(p.var.get()) + ": size " + p.var->type.str();
+        case ParamKind::Scalar:
+            if (!p.var) return "<null>";
+            return var_name(p.var.get()) + ": " + p.var->type.str();
         }
         return "<?>";
     }
@@ -217,7 +241,8 @@ public:
     void block(const Stmt& s, int indent) {
         if (!s) return;
         if (auto seq = s->as<SeqNode>()) {
-            for (size_t i = 0; i < seq->stmts.size(); ++i) stmt(seq->stmts[i], indent, i + 1 == seq->stmts.size());
+            for (size_t i = 0; i < seq->stmts.size(); ++i)
+                stmt(seq->stmts[i], indent, i + 1 == seq->stmts.size());
             return;
         }
         stmt(s, indent, true);
@@ -241,112 +266,109 @@ public:
             return;
         }
         switch (s->kind) {
-            case StmtKind::Seq:
-                line(indent, "{");
-                block(s, indent + 1);
-                line(indent, "}");
-                return;
-            case StmtKind::For: {
-                auto op = s->as<ForNode>();
-                std::string h = "for " + var_name(op->var.get()) + " in " + for_kind_name(op->for_kind) + "(" +
-                                expr(op->min) + ", " + expr(op->extent);
-                if (op->for_kind == ForKind::Pipelined) h += ", stages=" + std::to_string(op->stages);
-                line(indent, h + ") {");
-                block(op->body, indent + 1);
-                line(indent, "}");
-                return;
-            }
-            case StmtKind::If: {
-                auto op = s->as<IfNode>();
-                line(indent, "if " + expr(op->cond) + " {");
-                block(op->then_case, indent + 1);
-                const IfNode* cur = op;
-                while (cur->else_case) {
-                    if (auto elif = cur->else_case->as<IfNode>()) {
-                        line(indent, "} else if " + expr(elif->cond) + " {");
-                        block(elif->then_case, indent + 1);
-                        cur = elif;
-                        continue;
-                    }
-                    line(indent, "} else {");
-                    block(cur->else_case, indent + 1);
-                    break;
+        case StmtKind::Seq:
+            line(indent, "{");
+            block(s, indent + 1);
+            line(indent, "}");
+            return;
+        case StmtKind::For: {
+            auto op = s->as<ForNode>();
+            std::string h = "for " + var_name(op->var.get()) + " in " + for_kind_name(op->for_kind) + "(" +
+                            expr(op->min) + ", " + expr(op->extent);
+            if (op->for_kind == ForKind::Pipelined) h += ", stages=" + std::to_string(op->stages);
+            line(indent, h + ") {");
+            block(op->body, indent + 1);
+            line(indent, "}");
+            return;
+        }
+        case StmtKind::If: {
+            auto op = s->as<IfNode>();
+            line(indent, "if " + expr(op->cond) + " {");
+            block(op->then_case, indent + 1);
+            const IfNode* cur = op;
+            while (cur->else_case) {
+                if (auto elif = cur->else_case->as<IfNode>()) {
+                    line(indent, "} else if " + expr(elif->cond) + " {");
+                    block(elif->then_case, indent + 1);
+                    cur = elif;
+                    continue;
                 }
-                line(indent, "}");
-                return;
+                line(indent, "} else {");
+                block(cur->else_case, indent + 1);
+                break;
             }
-            case StmtKind::LetStmt: {
-                auto op = s->as<LetStmtNode>();
-                std::string value = expr(op->value);  // the value cannot see the var
-                std::string h = "let " + var_name(op->var.get());
-                if (op->var->type != DataType::index()) h += ": " + op->var->type.str();
-                scoped(h + " = " + value, op->body, indent, last);
-                return;
-            }
-            case StmtKind::Allocate: {
-                auto op = s->as<AllocateNode>();
-                scoped("alloc " + buffer_decl(op->buffer), op->body, indent, last);
-                return;
-            }
-            case StmtKind::Store: {
-                auto op = s->as<StoreNode>();
-                line(indent, buffer_name(op->buffer) + "[" + exprs(op->indices) + "] = " + expr(op->value));
-                return;
-            }
-            case StmtKind::Evaluate:
-                line(indent, "eval " + expr(s->as<EvaluateNode>()->value));
-                return;
-            case StmtKind::Copy: {
-                auto op = s->as<CopyNode>();
-                line(indent, "copy(" + region(op->src) + " -> " + region(op->dst) + ", pad=" + expr(op->pad) + ")");
-                return;
-            }
-            case StmtKind::Gemm: {
-                auto op = s->as<GemmNode>();
-                auto b = [](bool v) { return v ? "true" : "false"; };
-                line(indent, "gemm(" + region(op->a) + ", " + region(op->b) + ", " + region(op->c) +
-                                 ", trans_a=" + b(op->trans_a) + ", trans_b=" + b(op->trans_b) +
-                                 ", clear=" + b(op->clear) + ")");
-                return;
-            }
-            case StmtKind::Fill: {
-                auto op = s->as<FillNode>();
-                line(indent, "fill(" + region(op->dst) + ", " + expr(op->value) + ")");
-                return;
-            }
-            case StmtKind::Reduce: {
-                auto op = s->as<ReduceNode>();
-                line(indent, std::string("reduce_") + reduce_kind_name(op->reduce_kind) + "(" + region(op->src) +
-                                 " -> " + region(op->dst) + ", dim=" + std::to_string(op->dim) +
-                                 ", clear=" + (op->clear ? "true" : "false") + ")");
-                return;
-            }
-            case StmtKind::Cumsum: {
-                auto op = s->as<CumsumNode>();
-                line(indent, "cumsum(" + region(op->src) + " -> " + region(op->dst) + ", dim=" +
-                                 std::to_string(op->dim) + ", reverse=" + (op->reverse ? "true" : "false") + ")");
-                return;
-            }
-            case StmtKind::AtomicAdd: {
-                auto op = s->as<AtomicAddNode>();
-                line(indent, "atomic_add(" + region(op->src) + " -> " + region(op->dst) + ")");
-                return;
-            }
-            case StmtKind::Print: {
-                auto op = s->as<PrintNode>();
-                std::string h = "print(" + escape(op->fmt);
-                for (const auto& a : op->args) h += ", " + expr(a);
-                line(indent, h + ")");
-                return;
-            }
-            case StmtKind::Assert: {
-                auto op = s->as<AssertNode>();
-                line(indent, "assert(" + expr(op->cond) + ", " + escape(op->msg) + ")");
-                return;
-            }
-            case StmtKind::Barrier:
-                line(indent, "barrier()");
-                return;
+            line(indent, "}");
+            return;
+        }
+        case StmtKind::LetStmt: {
+            auto op = s->as<LetStmtNode>();
+            std::string value = expr(op->value);  // the value cannot see the var
+            std::string h = "let " + var_name(op->var.get());
+            if (op->var->type != DataType::index()) h += ": " + op->var->type.str();
+            scoped(h + " = " + value, op->body, indent, last);
+            return;
+        }
+        case StmtKind::Allocate: {
+            auto op = s->as<AllocateNode>();
+            scoped("alloc " + buffer_decl(op->buffer), op->body, indent, last);
+            return;
+        }
+        case StmtKind::Store: {
+            auto op = s->as<StoreNode>();
+            line(indent, buffer_name(op->buffer) + "[" + exprs(op->indices) + "] = " + expr(op->value));
+            return;
+        }
+        case StmtKind::Evaluate: line(indent, "eval " + expr(s->as<EvaluateNode>()->value)); return;
+        case StmtKind::Copy: {
+            auto op = s->as<CopyNode>();
+            line(indent,
+                 "copy(" + region(op->src) + " -> " + region(op->dst) + ", pad=" + expr(op->pad) + ")");
+            return;
+        }
+        case StmtKind::Gemm: {
+            auto op = s->as<GemmNode>();
+            auto b = [](bool v) { return v ? "true" : "false"; };
+            line(indent, "gemm(" + region(op->a) + ", " + region(op->b) + ", " + region(op->c) +
+                             ", trans_a=" + b(op->trans_a) + ", trans_b=" + b(op->trans_b) +
+                             ", clear=" + b(op->clear) + ")");
+            return;
+        }
+        case StmtKind::Fill: {
+            auto op = s->as<FillNode>();
+            line(indent, "fill(" + region(op->dst) + ", " + expr(op->value) + ")");
+            return;
+        }
+        case StmtKind::Reduce: {
+            auto op = s->as<ReduceNode>();
+            line(indent, std::string("reduce_") + reduce_kind_name(op->reduce_kind) + "(" + region(op->src) +
+                             " -> " + region(op->dst) + ", dim=" + std::to_string(op->dim) +
+                             ", clear=" + (op->clear ? "true" : "false") + ")");
+            return;
+        }
+        case StmtKind::Cumsum: {
+            auto op = s->as<CumsumNode>();
+            line(indent, "cumsum(" + region(op->src) + " -> " + region(op->dst) + ", dim=" +
+                             std::to_string(op->dim) + ", reverse=" + (op->reverse ? "true" : "false") + ")");
+            return;
+        }
+        case StmtKind::AtomicAdd: {
+            auto op = s->as<AtomicAddNode>();
+            line(indent, "atomic_add(" + region(op->src) + " -> " + region(op->dst) + ")");
+            return;
+        }
+        case StmtKind::Print: {
+            auto op = s->as<PrintNode>();
+            std::string h = "print(" + escape(op->fmt);
+            for (const auto& a : op->args) h += ", " + expr(a);
+            line(indent, h + ")");
+            return;
+        }
+        case StmtKind::Assert: {
+            auto op = s->as<AssertNode>();
+            line(indent, "assert(" + expr(op->cond) + ", " + escape(op->msg) + ")");
+            return;
+        }
+        case StmtKind::Barrier: line(indent, "barrier()"); return;
         }
     }
 

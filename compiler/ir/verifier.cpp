@@ -38,14 +38,16 @@ private:
             error(loc, "null variable definition");
             return;
         }
-        if (!ever_vars_.insert(v.get()).second) error(loc, "variable " + quoted(v->name) + " is defined twice");
+        if (!ever_vars_.insert(v.get()).second)
+            error(loc, "variable " + quoted(v->name) + " is defined twice");
         live_vars_.insert(v.get());
     }
     void undefine_var(const Var& v) {
         if (v) live_vars_.erase(v.get());
     }
     void define_buffer(const Buffer& b, SourceLoc loc) {
-        if (!ever_buffers_.insert(b.get()).second) error(loc, "buffer " + quoted(b->name) + " is defined twice");
+        if (!ever_buffers_.insert(b.get()).second)
+            error(loc, "buffer " + quoted(b->name) + " is defined twice");
         live_buffers_.insert(b.get());
     }
 
@@ -63,7 +65,8 @@ private:
             error({}, "null expression for " + what);
             return;
         }
-        if (!e->type.is_bool()) error(e->loc, what + " must be bool, not " + e->type.str() + " (" + print(e) + ")");
+        if (!e->type.is_bool())
+            error(e->loc, what + " must be bool, not " + e->type.str() + " (" + print(e) + ")");
     }
 
     void visit_var(const VarNode* op) override {
@@ -87,41 +90,41 @@ private:
         DataType ta = op->a->type, tb = op->b->type;
         std::string name = quoted(binary_op_name(op->op));
         if (ta != tb)
-            error(op->loc, "operands of " + name + " have different types " + ta.str() + " and " + tb.str() + " (" +
-                               print(Expr(op->a)) + ", " + print(Expr(op->b)) + ")");
+            error(op->loc, "operands of " + name + " have different types " + ta.str() + " and " + tb.str() +
+                               " (" + print(Expr(op->a)) + ", " + print(Expr(op->b)) + ")");
         bool want_bool_result = is_comparison(op->op) || is_logical(op->op);
         if (want_bool_result && !op->type.is_bool()) error(op->loc, name + " must yield bool");
         if (!want_bool_result && op->type != ta) error(op->loc, name + " must yield its operands' type");
         switch (op->op) {
-            case BinaryOp::And:
-            case BinaryOp::Or:
-                if (!ta.is_bool()) error(op->loc, "operands of " + name + " must be bool, not " + ta.str());
-                break;
-            case BinaryOp::FloorDiv:
-            case BinaryOp::FloorMod:
-            case BinaryOp::Shl:
-            case BinaryOp::Shr:
-                if (!ta.is_integer()) error(op->loc, "operands of " + name + " must be integers, not " + ta.str());
-                break;
-            case BinaryOp::BitAnd:
-            case BinaryOp::BitOr:
-            case BinaryOp::BitXor:
-                if (!ta.is_integer() && !ta.is_bool())
-                    error(op->loc, "operands of " + name + " must be integers, not " + ta.str());
-                break;
-            case BinaryOp::Div:
-            case BinaryOp::Mod:
-                if (!ta.is_float()) error(op->loc, "operands of " + name + " must be floats, not " + ta.str());
-                break;
-            case BinaryOp::Add:
-            case BinaryOp::Sub:
-            case BinaryOp::Mul:
-            case BinaryOp::Min:
-            case BinaryOp::Max:
-                if (ta.is_bool()) error(op->loc, "operands of " + name + " must be numbers, not bool");
-                break;
-            default:
-                break;
+        case BinaryOp::And:
+        case BinaryOp::Or:
+            if (!ta.is_bool()) error(op->loc, "operands of " + name + " must be bool, not " + ta.str());
+            break;
+        case BinaryOp::FloorDiv:
+        case BinaryOp::FloorMod:
+        case BinaryOp::Shl:
+        case BinaryOp::Shr:
+            if (!ta.is_integer())
+                error(op->loc, "operands of " + name + " must be integers, not " + ta.str());
+            break;
+        case BinaryOp::BitAnd:
+        case BinaryOp::BitOr:
+        case BinaryOp::BitXor:
+            if (!ta.is_integer() && !ta.is_bool())
+                error(op->loc, "operands of " + name + " must be integers, not " + ta.str());
+            break;
+        case BinaryOp::Div:
+        case BinaryOp::Mod:
+            if (!ta.is_float()) error(op->loc, "operands of " + name + " must be floats, not " + ta.str());
+            break;
+        case BinaryOp::Add:
+        case BinaryOp::Sub:
+        case BinaryOp::Mul:
+        case BinaryOp::Min:
+        case BinaryOp::Max:
+            if (ta.is_bool()) error(op->loc, "operands of " + name + " must be numbers, not bool");
+            break;
+        default: break;
         }
     }
 
@@ -130,15 +133,15 @@ private:
         if (!op->a) return;
         DataType t = op->a->type;
         switch (op->op) {
-            case UnaryOp::Neg:
-                if (t.is_bool()) error(op->loc, "operand of '-' must be a number, not bool");
-                break;
-            case UnaryOp::Not:
-                if (!t.is_bool()) error(op->loc, "operand of '!' must be bool, not " + t.str());
-                break;
-            case UnaryOp::BitNot:
-                if (!t.is_integer()) error(op->loc, "operand of '~' must be an integer, not " + t.str());
-                break;
+        case UnaryOp::Neg:
+            if (t.is_bool()) error(op->loc, "operand of '-' must be a number, not bool");
+            break;
+        case UnaryOp::Not:
+            if (!t.is_bool()) error(op->loc, "operand of '!' must be bool, not " + t.str());
+            break;
+        case UnaryOp::BitNot:
+            if (!t.is_integer()) error(op->loc, "operand of '~' must be an integer, not " + t.str());
+            break;
         }
     }
 
@@ -146,22 +149,24 @@ private:
         IRVisitor::visit_select(op);
         check_bool(op->cond, "select condition");
         if (op->t && op->f && op->t->type != op->f->type)
-            error(op->loc, "select branches have different types " + op->t->type.str() + " and " + op->f->type.str());
+            error(op->loc,
+                  "select branches have different types " + op->t->type.str() + " and " + op->f->type.str());
     }
 
     void visit_call(const CallNode* op) override {
         IRVisitor::visit_call(op);
         size_t want = op->op == CallOp::Pow ? 2 : 1;
         if (op->args.size() != want) {
-            error(op->loc, std::string(call_op_name(op->op)) + " takes " + std::to_string(want) + " argument(s), got " +
-                               std::to_string(op->args.size()));
+            error(op->loc, std::string(call_op_name(op->op)) + " takes " + std::to_string(want) +
+                               " argument(s), got " + std::to_string(op->args.size()));
             return;
         }
         for (const auto& a : op->args) {
             if (!a) continue;
             bool ok = a->type.is_float() || (op->op == CallOp::Abs && a->type.is_integer());
-            if (!ok) error(op->loc, std::string("argument of ") + call_op_name(op->op) + " must be a float, not " +
-                                        a->type.str());
+            if (!ok)
+                error(op->loc, std::string("argument of ") + call_op_name(op->op) + " must be a float, not " +
+                                   a->type.str());
         }
     }
 
@@ -177,8 +182,8 @@ private:
     void check_indices(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
         if (!b) return;
         if (indices.size() != b->rank())
-            error(loc, "buffer " + quoted(b->name) + " of rank " + std::to_string(b->rank()) + " indexed with " +
-                           std::to_string(indices.size()) + " indices");
+            error(loc, "buffer " + quoted(b->name) + " of rank " + std::to_string(b->rank()) +
+                           " indexed with " + std::to_string(indices.size()) + " indices");
         for (const auto& i : indices) check_integer(i, "index of " + quoted(b->name));
     }
 
@@ -187,8 +192,8 @@ private:
         IRVisitor::visit_load(op);
         check_indices(op->buffer, op->indices, op->loc);
         if (op->buffer && op->type != op->buffer->dtype)
-            error(op->loc, "load from " + quoted(op->buffer->name) + " has type " + op->type.str() + ", not " +
-                               op->buffer->dtype.str());
+            error(op->loc, "load from " + quoted(op->buffer->name) + " has type " + op->type.str() +
+                               ", not " + op->buffer->dtype.str());
     }
 
     // ---- regions ------------------------------------------------------------------
@@ -223,9 +228,9 @@ private:
             auto st = as_const_int(r.start[i]);
             auto dim = as_const_int(b->shape[i]);
             if (st && dim && (*st < 0 || *st + *ext > *dim))
-                error(loc, std::string(what) + ": region [" + std::to_string(*st) + ", " + std::to_string(*st + *ext) +
-                               ") of " + name + " exceeds dimension " + std::to_string(i) + " of size " +
-                               std::to_string(*dim));
+                error(loc, std::string(what) + ": region [" + std::to_string(*st) + ", " +
+                               std::to_string(*st + *ext) + ") of " + name + " exceeds dimension " +
+                               std::to_string(i) + " of size " + std::to_string(*dim));
         }
         if (written) check_writable(b, loc, what);
     }
@@ -267,7 +272,8 @@ private:
         check_integer(op->extent, "loop extent");
         if (op->var) {
             if (op->var->var_kind != VarKind::Loop)
-                error(op->loc, "loop variable " + quoted(op->var->name) + " has kind " + var_kind_name(op->var->var_kind));
+                error(op->loc, "loop variable " + quoted(op->var->name) + " has kind " +
+                                   var_kind_name(op->var->var_kind));
             if (!op->var->type.is_integer())
                 error(op->loc, "loop variable " + quoted(op->var->name) + " must be an integer");
         }
@@ -283,7 +289,8 @@ private:
         visit(op->value);
         if (op->var) {
             if (op->var->var_kind != VarKind::Let)
-                error(op->loc, "let variable " + quoted(op->var->name) + " has kind " + var_kind_name(op->var->var_kind));
+                error(op->loc, "let variable " + quoted(op->var->name) + " has kind " +
+                                   var_kind_name(op->var->var_kind));
             if (op->value && op->value->type != op->var->type)
                 error(op->loc, "let " + quoted(op->var->name) + " of type " + op->var->type.str() +
                                    " bound to a value of type " + op->value->type.str());
@@ -318,8 +325,8 @@ private:
         IRVisitor::visit_store(op);
         check_indices(op->buffer, op->indices, op->loc);
         if (op->buffer && op->value && op->value->type != op->buffer->dtype)
-            error(op->loc, "store of " + op->value->type.str() + " into " + quoted(op->buffer->name) + " of " +
-                               op->buffer->dtype.str());
+            error(op->loc, "store of " + op->value->type.str() + " into " + quoted(op->buffer->name) +
+                               " of " + op->buffer->dtype.str());
         check_writable(op->buffer, op->loc, "store");
     }
 
@@ -394,7 +401,8 @@ private:
         check_region(op->dst, op->loc, "reduce", true);
         size_t rank = op->src.extent.size();
         if (op->dim < 0 || static_cast<size_t>(op->dim) >= rank) {
-            error(op->loc, "reduce dim " + std::to_string(op->dim) + " out of range for rank " + std::to_string(rank));
+            error(op->loc,
+                  "reduce dim " + std::to_string(op->dim) + " out of range for rank " + std::to_string(rank));
             return;
         }
         // dst extents: src's without `dim`, or with it as 1.
@@ -449,37 +457,38 @@ private:
             if (!v) {
                 error(loc, "missing block index variable " + std::to_string(d));
             } else if (v->var_kind != VarKind::BlockIdx || v->dim != d) {
-                error(loc, "block index " + std::to_string(d) + " has kind " + var_kind_name(v->var_kind) + " and dim " +
-                               std::to_string(v->dim));
+                error(loc, "block index " + std::to_string(d) + " has kind " + var_kind_name(v->var_kind) +
+                               " and dim " + std::to_string(v->dim));
             }
         }
         // Define every parameter first: tensor shapes may name sizes that come later.
         for (const auto& p : f_.params) {
             switch (p.kind) {
-                case ParamKind::Tensor:
-                    if (!p.buffer) {
-                        error(loc, "tensor parameter without a buffer");
-                        break;
-                    }
-                    if (p.buffer->scope != Scope::Global)
-                        error(p.buffer->loc, "tensor parameter " + quoted(p.buffer->name) + " is not global");
-                    define_buffer(p.buffer, p.buffer->loc);
-                    break;
-                case ParamKind::Size:
-                case ParamKind::Scalar: {
-                    if (!p.var) {
-                        error(loc, "parameter without a variable");
-                        break;
-                    }
-                    VarKind want = p.kind == ParamKind::Size ? VarKind::Size : VarKind::Scalar;
-                    if (p.var->var_kind != want)
-                        error(p.var->loc, "parameter " + quoted(p.var->name) + " has kind " +
-                                              var_kind_name(p.var->var_kind) + ", expected " + var_kind_name(want));
-                    if (p.kind == ParamKind::Size && !p.var->type.is_integer())
-                        error(p.var->loc, "size parameter " + quoted(p.var->name) + " must be an integer");
-                    define_var(p.var, p.var->loc);
+            case ParamKind::Tensor:
+                if (!p.buffer) {
+                    error(loc, "tensor parameter without a buffer");
                     break;
                 }
+                if (p.buffer->scope != Scope::Global)
+                    error(p.buffer->loc, "tensor parameter " + quoted(p.buffer->name) + " is not global");
+                define_buffer(p.buffer, p.buffer->loc);
+                break;
+            case ParamKind::Size:
+            case ParamKind::Scalar: {
+                if (!p.var) {
+                    error(loc, "parameter without a variable");
+                    break;
+                }
+                VarKind want = p.kind == ParamKind::Size ? VarKind::Size : VarKind::Scalar;
+                if (p.var->var_kind != want)
+                    error(p.var->loc, "parameter " + quoted(p.var->name) + " has kind " +
+                                          var_kind_name(p.var->var_kind) + ", expected " +
+                                          var_kind_name(want));
+                if (p.kind == ParamKind::Size && !p.var->type.is_integer())
+                    error(p.var->loc, "size parameter " + quoted(p.var->name) + " must be an integer");
+                define_var(p.var, p.var->loc);
+                break;
+            }
             }
         }
         for (const auto& p : f_.params) {
@@ -503,7 +512,8 @@ private:
             visit(g);
             check_integer(g, "grid dimension");
         }
-        if (f_.threads <= 0) error(loc, "threads per block must be positive, not " + std::to_string(f_.threads));
+        if (f_.threads <= 0)
+            error(loc, "threads per block must be positive, not " + std::to_string(f_.threads));
         if (!f_.body) {
             error(loc, "function without a body");
             return;
@@ -519,6 +529,8 @@ private:
 
 }  // namespace
 
-std::vector<std::string> verify(const PrimFunc& f) { return Verifier(f).run(); }
+std::vector<std::string> verify(const PrimFunc& f) {
+    return Verifier(f).run();
+}
 
 }  // namespace tilec::ir

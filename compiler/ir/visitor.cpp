@@ -12,38 +12,38 @@ namespace tilec::ir {
 void IRVisitor::visit(const Expr& e) {
     if (!e) return;
     switch (e->kind) {
-        case ExprKind::IntImm: return visit_int_imm(e->as<IntImmNode>());
-        case ExprKind::FloatImm: return visit_float_imm(e->as<FloatImmNode>());
-        case ExprKind::StringImm: return visit_string_imm(e->as<StringImmNode>());
-        case ExprKind::Var: return visit_var(e->as<VarNode>());
-        case ExprKind::Binary: return visit_binary(e->as<BinaryNode>());
-        case ExprKind::Unary: return visit_unary(e->as<UnaryNode>());
-        case ExprKind::Select: return visit_select(e->as<SelectNode>());
-        case ExprKind::Cast: return visit_cast(e->as<CastNode>());
-        case ExprKind::Call: return visit_call(e->as<CallNode>());
-        case ExprKind::Load: return visit_load(e->as<LoadNode>());
+    case ExprKind::IntImm: return visit_int_imm(e->as<IntImmNode>());
+    case ExprKind::FloatImm: return visit_float_imm(e->as<FloatImmNode>());
+    case ExprKind::StringImm: return visit_string_imm(e->as<StringImmNode>());
+    case ExprKind::Var: return visit_var(e->as<VarNode>());
+    case ExprKind::Binary: return visit_binary(e->as<BinaryNode>());
+    case ExprKind::Unary: return visit_unary(e->as<UnaryNode>());
+    case ExprKind::Select: return visit_select(e->as<SelectNode>());
+    case ExprKind::Cast: return visit_cast(e->as<CastNode>());
+    case ExprKind::Call: return visit_call(e->as<CallNode>());
+    case ExprKind::Load: return visit_load(e->as<LoadNode>());
     }
 }
 
 void IRVisitor::visit(const Stmt& s) {
     if (!s) return;
     switch (s->kind) {
-        case StmtKind::Seq: return visit_seq(s->as<SeqNode>());
-        case StmtKind::For: return visit_for(s->as<ForNode>());
-        case StmtKind::If: return visit_if(s->as<IfNode>());
-        case StmtKind::LetStmt: return visit_let(s->as<LetStmtNode>());
-        case StmtKind::Allocate: return visit_allocate(s->as<AllocateNode>());
-        case StmtKind::Store: return visit_store(s->as<StoreNode>());
-        case StmtKind::Evaluate: return visit_evaluate(s->as<EvaluateNode>());
-        case StmtKind::Copy: return visit_copy(s->as<CopyNode>());
-        case StmtKind::Gemm: return visit_gemm(s->as<GemmNode>());
-        case StmtKind::Fill: return visit_fill(s->as<FillNode>());
-        case StmtKind::Reduce: return visit_reduce(s->as<ReduceNode>());
-        case StmtKind::Cumsum: return visit_cumsum(s->as<CumsumNode>());
-        case StmtKind::AtomicAdd: return visit_atomic_add(s->as<AtomicAddNode>());
-        case StmtKind::Print: return visit_print(s->as<PrintNode>());
-        case StmtKind::Assert: return visit_assert(s->as<AssertNode>());
-        case StmtKind::Barrier: return visit_barrier(s->as<BarrierNode>());
+    case StmtKind::Seq: return visit_seq(s->as<SeqNode>());
+    case StmtKind::For: return visit_for(s->as<ForNode>());
+    case StmtKind::If: return visit_if(s->as<IfNode>());
+    case StmtKind::LetStmt: return visit_let(s->as<LetStmtNode>());
+    case StmtKind::Allocate: return visit_allocate(s->as<AllocateNode>());
+    case StmtKind::Store: return visit_store(s->as<StoreNode>());
+    case StmtKind::Evaluate: return visit_evaluate(s->as<EvaluateNode>());
+    case StmtKind::Copy: return visit_copy(s->as<CopyNode>());
+    case StmtKind::Gemm: return visit_gemm(s->as<GemmNode>());
+    case StmtKind::Fill: return visit_fill(s->as<FillNode>());
+    case StmtKind::Reduce: return visit_reduce(s->as<ReduceNode>());
+    case StmtKind::Cumsum: return visit_cumsum(s->as<CumsumNode>());
+    case StmtKind::AtomicAdd: return visit_atomic_add(s->as<AtomicAddNode>());
+    case StmtKind::Print: return visit_print(s->as<PrintNode>());
+    case StmtKind::Assert: return visit_assert(s->as<AssertNode>());
+    case StmtKind::Barrier: return visit_barrier(s->as<BarrierNode>());
     }
 }
 
@@ -57,13 +57,17 @@ void IRVisitor::visit_binary(const BinaryNode* op) {
     visit(op->a);
     visit(op->b);
 }
-void IRVisitor::visit_unary(const UnaryNode* op) { visit(op->a); }
+void IRVisitor::visit_unary(const UnaryNode* op) {
+    visit(op->a);
+}
 void IRVisitor::visit_select(const SelectNode* op) {
     visit(op->cond);
     visit(op->t);
     visit(op->f);
 }
-void IRVisitor::visit_cast(const CastNode* op) { visit(op->value); }
+void IRVisitor::visit_cast(const CastNode* op) {
+    visit(op->value);
+}
 void IRVisitor::visit_call(const CallNode* op) {
     for (const auto& a : op->args) visit(a);
 }
@@ -89,13 +93,17 @@ void IRVisitor::visit_let(const LetStmtNode* op) {
     visit(op->value);
     visit(op->body);
 }
-void IRVisitor::visit_allocate(const AllocateNode* op) { visit(op->body); }
+void IRVisitor::visit_allocate(const AllocateNode* op) {
+    visit(op->body);
+}
 void IRVisitor::visit_store(const StoreNode* op) {
     visit_buffer_use(op->buffer);
     for (const auto& i : op->indices) visit(i);
     visit(op->value);
 }
-void IRVisitor::visit_evaluate(const EvaluateNode* op) { visit(op->value); }
+void IRVisitor::visit_evaluate(const EvaluateNode* op) {
+    visit(op->value);
+}
 void IRVisitor::visit_copy(const CopyNode* op) {
     visit_region(op->src);
     visit_region(op->dst);
@@ -125,7 +133,9 @@ void IRVisitor::visit_atomic_add(const AtomicAddNode* op) {
 void IRVisitor::visit_print(const PrintNode* op) {
     for (const auto& a : op->args) visit(a);
 }
-void IRVisitor::visit_assert(const AssertNode* op) { visit(op->cond); }
+void IRVisitor::visit_assert(const AssertNode* op) {
+    visit(op->cond);
+}
 
 // ---------------------------------------------------------------------------------
 // IRMutator
@@ -133,16 +143,16 @@ void IRVisitor::visit_assert(const AssertNode* op) { visit(op->cond); }
 Expr IRMutator::mutate(const Expr& e) {
     if (!e) return e;
     switch (e->kind) {
-        case ExprKind::IntImm: return mutate_int_imm(e->as<IntImmNode>(), e);
-        case ExprKind::FloatImm: return mutate_float_imm(e->as<FloatImmNode>(), e);
-        case ExprKind::StringImm: return mutate_string_imm(e->as<StringImmNode>(), e);
-        case ExprKind::Var: return mutate_var(e->as<VarNode>(), e);
-        case ExprKind::Binary: return mutate_binary(e->as<BinaryNode>(), e);
-        case ExprKind::Unary: return mutate_unary(e->as<UnaryNode>(), e);
-        case ExprKind::Select: return mutate_select(e->as<SelectNode>(), e);
-        case ExprKind::Cast: return mutate_cast(e->as<CastNode>(), e);
-        case ExprKind::Call: return mutate_call(e->as<CallNode>(), e);
-        case ExprKind::Load: return mutate_load(e->as<LoadNode>(), e);
+    case ExprKind::IntImm: return mutate_int_imm(e->as<IntImmNode>(), e);
+    case ExprKind::FloatImm: return mutate_float_imm(e->as<FloatImmNode>(), e);
+    case ExprKind::StringImm: return mutate_string_imm(e->as<StringImmNode>(), e);
+    case ExprKind::Var: return mutate_var(e->as<VarNode>(), e);
+    case ExprKind::Binary: return mutate_binary(e->as<BinaryNode>(), e);
+    case ExprKind::Unary: return mutate_unary(e->as<UnaryNode>(), e);
+    case ExprKind::Select: return mutate_select(e->as<SelectNode>(), e);
+    case ExprKind::Cast: return mutate_cast(e->as<CastNode>(), e);
+    case ExprKind::Call: return mutate_call(e->as<CallNode>(), e);
+    case ExprKind::Load: return mutate_load(e->as<LoadNode>(), e);
     }
     return e;
 }
@@ -150,22 +160,22 @@ Expr IRMutator::mutate(const Expr& e) {
 Stmt IRMutator::mutate(const Stmt& s) {
     if (!s) return s;
     switch (s->kind) {
-        case StmtKind::Seq: return mutate_seq(s->as<SeqNode>(), s);
-        case StmtKind::For: return mutate_for(s->as<ForNode>(), s);
-        case StmtKind::If: return mutate_if(s->as<IfNode>(), s);
-        case StmtKind::LetStmt: return mutate_let(s->as<LetStmtNode>(), s);
-        case StmtKind::Allocate: return mutate_allocate(s->as<AllocateNode>(), s);
-        case StmtKind::Store: return mutate_store(s->as<StoreNode>(), s);
-        case StmtKind::Evaluate: return mutate_evaluate(s->as<EvaluateNode>(), s);
-        case StmtKind::Copy: return mutate_copy(s->as<CopyNode>(), s);
-        case StmtKind::Gemm: return mutate_gemm(s->as<GemmNode>(), s);
-        case StmtKind::Fill: return mutate_fill(s->as<FillNode>(), s);
-        case StmtKind::Reduce: return mutate_reduce(s->as<ReduceNode>(), s);
-        case StmtKind::Cumsum: return mutate_cumsum(s->as<CumsumNode>(), s);
-        case StmtKind::AtomicAdd: return mutate_atomic_add(s->as<AtomicAddNode>(), s);
-        case StmtKind::Print: return mutate_print(s->as<PrintNode>(), s);
-        case StmtKind::Assert: return mutate_assert(s->as<AssertNode>(), s);
-        case StmtKind::Barrier: return mutate_barrier(s->as<BarrierNode>(), s);
+    case StmtKind::Seq: return mutate_seq(s->as<SeqNode>(), s);
+    case StmtKind::For: return mutate_for(s->as<ForNode>(), s);
+    case StmtKind::If: return mutate_if(s->as<IfNode>(), s);
+    case StmtKind::LetStmt: return mutate_let(s->as<LetStmtNode>(), s);
+    case StmtKind::Allocate: return mutate_allocate(s->as<AllocateNode>(), s);
+    case StmtKind::Store: return mutate_store(s->as<StoreNode>(), s);
+    case StmtKind::Evaluate: return mutate_evaluate(s->as<EvaluateNode>(), s);
+    case StmtKind::Copy: return mutate_copy(s->as<CopyNode>(), s);
+    case StmtKind::Gemm: return mutate_gemm(s->as<GemmNode>(), s);
+    case StmtKind::Fill: return mutate_fill(s->as<FillNode>(), s);
+    case StmtKind::Reduce: return mutate_reduce(s->as<ReduceNode>(), s);
+    case StmtKind::Cumsum: return mutate_cumsum(s->as<CumsumNode>(), s);
+    case StmtKind::AtomicAdd: return mutate_atomic_add(s->as<AtomicAddNode>(), s);
+    case StmtKind::Print: return mutate_print(s->as<PrintNode>(), s);
+    case StmtKind::Assert: return mutate_assert(s->as<AssertNode>(), s);
+    case StmtKind::Barrier: return mutate_barrier(s->as<BarrierNode>(), s);
     }
     return s;
 }
@@ -255,7 +265,8 @@ Stmt IRMutator::mutate_for(const ForNode* op, const Stmt& self) {
     Expr mn = mutate(op->min), ext = mutate(op->extent);
     Stmt body = mutate(op->body);
     if (mn == op->min && ext == op->extent && body == op->body) return self;
-    return make_for(op->var, std::move(mn), std::move(ext), op->for_kind, std::move(body), op->loc, op->stages);
+    return make_for(op->var, std::move(mn), std::move(ext), op->for_kind, std::move(body), op->loc,
+                    op->stages);
 }
 
 Stmt IRMutator::mutate_if(const IfNode* op, const Stmt& self) {

@@ -29,17 +29,27 @@ constexpr W kInf = W(1) << 100;
 constexpr int64_t kNeg = Interval::kNegInf;
 constexpr int64_t kPos = Interval::kPosInf;
 
-W widen(int64_t v) { return v == kNeg ? -kInf : v == kPos ? kInf : W(v); }
-W clampw(W x) { return x >= W(kPos) ? kInf : x <= W(kNeg) ? -kInf : x; }
-int64_t narrow(W x) { return x >= W(kPos) ? kPos : x <= W(kNeg) ? kNeg : static_cast<int64_t>(x); }
-bool is_inf(W x) { return x == kInf || x == -kInf; }
+W widen(int64_t v) {
+    return v == kNeg ? -kInf : v == kPos ? kInf : W(v);
+}
+W clampw(W x) {
+    return x >= W(kPos) ? kInf : x <= W(kNeg) ? -kInf : x;
+}
+int64_t narrow(W x) {
+    return x >= W(kPos) ? kPos : x <= W(kNeg) ? kNeg : static_cast<int64_t>(x);
+}
+bool is_inf(W x) {
+    return x == kInf || x == -kInf;
+}
 
 W addw(W a, W b) {
     if (is_inf(a)) return a;
     if (is_inf(b)) return b;
     return clampw(a + b);
 }
-W negw(W a) { return -a; }
+W negw(W a) {
+    return -a;
+}
 W mulw(W a, W b) {
     if (a == 0 || b == 0) return 0;
     if (is_inf(a) || is_inf(b)) return ((a < 0) != (b < 0)) ? -kInf : kInf;
@@ -58,15 +68,23 @@ struct WI {
     W lo = -kInf, hi = kInf;
     bool bounded() const { return !is_inf(lo) && !is_inf(hi); }
 };
-WI widen(Interval i) { return {widen(i.min), widen(i.max)}; }
-Interval narrow(WI i) { return {narrow(i.lo), narrow(i.hi)}; }
+WI widen(Interval i) {
+    return {widen(i.min), widen(i.max)};
+}
+Interval narrow(WI i) {
+    return {narrow(i.lo), narrow(i.hi)};
+}
 
 // ---------------------------------------------------------------------------------
 // Integer semantics shared by folding and bounds.
 
-bool is_int_scalar(DataType t) { return (t.is_integer() || t.is_bool()) && t.is_scalar(); }
+bool is_int_scalar(DataType t) {
+    return (t.is_integer() || t.is_bool()) && t.is_scalar();
+}
 // 64-bit integer arithmetic is assumed not to overflow (index arithmetic).
-bool assume_no_overflow(DataType t) { return t.is_integer() && t.bits >= 64; }
+bool assume_no_overflow(DataType t) {
+    return t.is_integer() && t.bits >= 64;
+}
 
 WI type_range(DataType t) {
     if (!is_int_scalar(t)) return {};
@@ -96,8 +114,12 @@ int64_t floormod_i64(int64_t a, int64_t b) {
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
 }
-uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
-int64_t s(uint64_t v) { return static_cast<int64_t>(v); }
+uint64_t u(int64_t v) {
+    return static_cast<uint64_t>(v);
+}
+int64_t s(uint64_t v) {
+    return static_cast<int64_t>(v);
+}
 
 // Folds an integer/bool binary op on constants of type `t` (operands normalised);
 // nullopt where the result is undefined (division by zero, overflowing division,
@@ -105,73 +127,71 @@ int64_t s(uint64_t v) { return static_cast<int64_t>(v); }
 std::optional<int64_t> fold_binary(BinaryOp op, int64_t a, int64_t b, DataType t) {
     auto norm = [&](int64_t v) { return normalize_int(v, t); };
     switch (op) {
-        case BinaryOp::Add: return norm(s(u(a) + u(b)));
-        case BinaryOp::Sub: return norm(s(u(a) - u(b)));
-        case BinaryOp::Mul: return norm(s(u(a) * u(b)));
-        case BinaryOp::FloorDiv: {
-            if (b == 0 || (a == kNeg && b == -1)) return std::nullopt;
-            int64_t q = floordiv_i64(a, b);
-            if (normalize_int(q, t) != q) return std::nullopt;  // overflow (e.g. -128 / -1 in i8)
-            return q;
-        }
-        case BinaryOp::FloorMod:
-            if (b == 0) return std::nullopt;
-            if (b == -1) return 0;
-            return norm(floormod_i64(a, b));
-        case BinaryOp::Min: return std::min(a, b);
-        case BinaryOp::Max: return std::max(a, b);
-        case BinaryOp::EQ: return a == b;
-        case BinaryOp::NE: return a != b;
-        case BinaryOp::LT: return a < b;
-        case BinaryOp::LE: return a <= b;
-        case BinaryOp::GT: return a > b;
-        case BinaryOp::GE: return a >= b;
-        case BinaryOp::And: return (a != 0) && (b != 0);
-        case BinaryOp::Or: return (a != 0) || (b != 0);
-        case BinaryOp::BitAnd: return norm(a & b);
-        case BinaryOp::BitOr: return norm(a | b);
-        case BinaryOp::BitXor: return norm(a ^ b);
-        case BinaryOp::Shl:
-            if (b < 0 || b >= t.bits) return std::nullopt;
-            return norm(s(u(a) << b));
-        case BinaryOp::Shr:
-            if (b < 0 || b >= t.bits) return std::nullopt;
-            return norm(a >> b);  // normalised unsigned values are >= 0: logical shift
-        case BinaryOp::Div:
-        case BinaryOp::Mod:
-            return std::nullopt;
+    case BinaryOp::Add: return norm(s(u(a) + u(b)));
+    case BinaryOp::Sub: return norm(s(u(a) - u(b)));
+    case BinaryOp::Mul: return norm(s(u(a) * u(b)));
+    case BinaryOp::FloorDiv: {
+        if (b == 0 || (a == kNeg && b == -1)) return std::nullopt;
+        int64_t q = floordiv_i64(a, b);
+        if (normalize_int(q, t) != q) return std::nullopt;  // overflow (e.g. -128 / -1 in i8)
+        return q;
+    }
+    case BinaryOp::FloorMod:
+        if (b == 0) return std::nullopt;
+        if (b == -1) return 0;
+        return norm(floormod_i64(a, b));
+    case BinaryOp::Min: return std::min(a, b);
+    case BinaryOp::Max: return std::max(a, b);
+    case BinaryOp::EQ: return a == b;
+    case BinaryOp::NE: return a != b;
+    case BinaryOp::LT: return a < b;
+    case BinaryOp::LE: return a <= b;
+    case BinaryOp::GT: return a > b;
+    case BinaryOp::GE: return a >= b;
+    case BinaryOp::And: return (a != 0) && (b != 0);
+    case BinaryOp::Or: return (a != 0) || (b != 0);
+    case BinaryOp::BitAnd: return norm(a & b);
+    case BinaryOp::BitOr: return norm(a | b);
+    case BinaryOp::BitXor: return norm(a ^ b);
+    case BinaryOp::Shl:
+        if (b < 0 || b >= t.bits) return std::nullopt;
+        return norm(s(u(a) << b));
+    case BinaryOp::Shr:
+        if (b < 0 || b >= t.bits) return std::nullopt;
+        return norm(a >> b);  // normalised unsigned values are >= 0: logical shift
+    case BinaryOp::Div:
+    case BinaryOp::Mod: return std::nullopt;
     }
     return std::nullopt;
 }
 
 std::optional<bool> decide_compare(BinaryOp op, WI a, WI b) {
     switch (op) {
-        case BinaryOp::LT:
-            if (a.hi < b.lo) return true;
-            if (a.lo >= b.hi) return false;
-            break;
-        case BinaryOp::LE:
-            if (a.hi <= b.lo) return true;
-            if (a.lo > b.hi) return false;
-            break;
-        case BinaryOp::GT:
-            if (a.lo > b.hi) return true;
-            if (a.hi <= b.lo) return false;
-            break;
-        case BinaryOp::GE:
-            if (a.lo >= b.hi) return true;
-            if (a.hi < b.lo) return false;
-            break;
-        case BinaryOp::EQ:
-            if (a.lo == a.hi && b.lo == b.hi && a.lo == b.lo && !is_inf(a.lo)) return true;
-            if (a.hi < b.lo || b.hi < a.lo) return false;
-            break;
-        case BinaryOp::NE:
-            if (a.lo == a.hi && b.lo == b.hi && a.lo == b.lo && !is_inf(a.lo)) return false;
-            if (a.hi < b.lo || b.hi < a.lo) return true;
-            break;
-        default:
-            break;
+    case BinaryOp::LT:
+        if (a.hi < b.lo) return true;
+        if (a.lo >= b.hi) return false;
+        break;
+    case BinaryOp::LE:
+        if (a.hi <= b.lo) return true;
+        if (a.lo > b.hi) return false;
+        break;
+    case BinaryOp::GT:
+        if (a.lo > b.hi) return true;
+        if (a.hi <= b.lo) return false;
+        break;
+    case BinaryOp::GE:
+        if (a.lo >= b.hi) return true;
+        if (a.hi < b.lo) return false;
+        break;
+    case BinaryOp::EQ:
+        if (a.lo == a.hi && b.lo == b.hi && a.lo == b.lo && !is_inf(a.lo)) return true;
+        if (a.hi < b.lo || b.hi < a.lo) return false;
+        break;
+    case BinaryOp::NE:
+        if (a.lo == a.hi && b.lo == b.hi && a.lo == b.lo && !is_inf(a.lo)) return false;
+        if (a.hi < b.lo || b.hi < a.lo) return true;
+        break;
+    default: break;
     }
     return std::nullopt;
 }
@@ -195,82 +215,84 @@ WI bound_binary(const BinaryNode* op, const RangeMap& known) {
     }
     WI a = bound(op->a, known), b = bound(op->b, known);
     switch (op->op) {
-        case BinaryOp::Add: return fit({addw(a.lo, b.lo), addw(a.hi, b.hi)}, t);
-        case BinaryOp::Sub: return fit({addw(a.lo, negw(b.hi)), addw(a.hi, negw(b.lo))}, t);
-        case BinaryOp::Mul: {
-            W c[4] = {mulw(a.lo, b.lo), mulw(a.lo, b.hi), mulw(a.hi, b.lo), mulw(a.hi, b.hi)};
-            return fit({*std::min_element(c, c + 4), *std::max_element(c, c + 4)}, t);
+    case BinaryOp::Add: return fit({addw(a.lo, b.lo), addw(a.hi, b.hi)}, t);
+    case BinaryOp::Sub: return fit({addw(a.lo, negw(b.hi)), addw(a.hi, negw(b.lo))}, t);
+    case BinaryOp::Mul: {
+        W c[4] = {mulw(a.lo, b.lo), mulw(a.lo, b.hi), mulw(a.hi, b.lo), mulw(a.hi, b.hi)};
+        return fit({*std::min_element(c, c + 4), *std::max_element(c, c + 4)}, t);
+    }
+    case BinaryOp::FloorDiv: {
+        if (b.lo > 0) {
+            W lo = a.lo >= 0 ? floordivw(a.lo, b.hi) : floordivw(a.lo, b.lo);
+            W hi = a.hi >= 0 ? floordivw(a.hi, b.lo) : floordivw(a.hi, b.hi);
+            return fit({lo, hi}, t);
         }
-        case BinaryOp::FloorDiv: {
-            if (b.lo > 0) {
-                W lo = a.lo >= 0 ? floordivw(a.lo, b.hi) : floordivw(a.lo, b.lo);
-                W hi = a.hi >= 0 ? floordivw(a.hi, b.lo) : floordivw(a.hi, b.hi);
-                return fit({lo, hi}, t);
-            }
-            if (b.hi < 0 && b.lo == b.hi && !is_inf(b.lo)) {  // constant negative divisor
-                W c = -b.lo;  // floor(x / -c) = -ceil(x / c) = floor(-x / c)
-                return fit({floordivw(negw(a.hi), c), floordivw(negw(a.lo), c)}, t);
-            }
-            return type_range(t);
+        if (b.hi < 0 && b.lo == b.hi && !is_inf(b.lo)) {  // constant negative divisor
+            W c = -b.lo;                                  // floor(x / -c) = -ceil(x / c) = floor(-x / c)
+            return fit({floordivw(negw(a.hi), c), floordivw(negw(a.lo), c)}, t);
         }
-        case BinaryOp::FloorMod: {
-            if (b.lo > 0) {
-                if (b.lo == b.hi && a.bounded() && floordivw(a.lo, b.lo) == floordivw(a.hi, b.lo)) {
-                    W base = floordivw(a.lo, b.lo) * b.lo;
-                    return {a.lo - base, a.hi - base};
-                }
-                W hi = is_inf(b.hi) ? kInf : b.hi - 1;
-                if (a.lo >= 0) hi = std::min(hi, a.hi);
-                return {0, hi};
+        return type_range(t);
+    }
+    case BinaryOp::FloorMod: {
+        if (b.lo > 0) {
+            if (b.lo == b.hi && a.bounded() && floordivw(a.lo, b.lo) == floordivw(a.hi, b.lo)) {
+                W base = floordivw(a.lo, b.lo) * b.lo;
+                return {a.lo - base, a.hi - base};
             }
-            if (b.hi < 0) {
-                W lo = is_inf(b.lo) ? -kInf : b.lo + 1;
-                return {lo, 0};
-            }
-            return type_range(t);
+            W hi = is_inf(b.hi) ? kInf : b.hi - 1;
+            if (a.lo >= 0) hi = std::min(hi, a.hi);
+            return {0, hi};
         }
-        case BinaryOp::Min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-        case BinaryOp::Max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-        case BinaryOp::EQ: case BinaryOp::NE: case BinaryOp::LT:
-        case BinaryOp::LE: case BinaryOp::GT: case BinaryOp::GE:
-            return bool_range(decide_compare(op->op, a, b));
-        case BinaryOp::And:
-            if (a.hi == 0 || b.hi == 0) return {0, 0};
-            if (a.lo == 1 && b.lo == 1) return {1, 1};
-            return {0, 1};
-        case BinaryOp::Or:
-            if (a.lo == 1 || b.lo == 1) return {1, 1};
-            if (a.hi == 0 && b.hi == 0) return {0, 0};
-            return {0, 1};
-        case BinaryOp::BitAnd:
-            if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
-            if (a.lo >= 0) return {0, a.hi};
-            if (b.lo >= 0) return {0, b.hi};
-            return type_range(t);
-        case BinaryOp::BitOr:
-        case BinaryOp::BitXor:
-            if (a.lo >= 0 && b.lo >= 0 && a.bounded() && b.bounded()) {
-                W m = std::max(a.hi, b.hi), p = 1;
-                while (p <= m) p <<= 1;
-                return fit({0, p - 1}, t);
-            }
-            return type_range(t);
-        case BinaryOp::Shl:
-            if (b.lo == b.hi && b.lo >= 0 && b.lo < ot.bits) {
-                W f = W(1) << static_cast<int>(b.lo);
-                return fit({mulw(a.lo, f), mulw(a.hi, f)}, t);
-            }
-            return type_range(t);
-        case BinaryOp::Shr:
-            if (b.lo == b.hi && b.lo >= 0 && b.lo < ot.bits) {
-                W f = W(1) << static_cast<int>(b.lo);
-                return {floordivw(a.lo, f), floordivw(a.hi, f)};
-            }
-            if (a.lo >= 0 && b.lo >= 0) return {0, a.hi};
-            return type_range(t);
-        case BinaryOp::Div:
-        case BinaryOp::Mod:
-            return {};
+        if (b.hi < 0) {
+            W lo = is_inf(b.lo) ? -kInf : b.lo + 1;
+            return {lo, 0};
+        }
+        return type_range(t);
+    }
+    case BinaryOp::Min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+    case BinaryOp::Max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    case BinaryOp::EQ:
+    case BinaryOp::NE:
+    case BinaryOp::LT:
+    case BinaryOp::LE:
+    case BinaryOp::GT:
+    case BinaryOp::GE: return bool_range(decide_compare(op->op, a, b));
+    case BinaryOp::And:
+        if (a.hi == 0 || b.hi == 0) return {0, 0};
+        if (a.lo == 1 && b.lo == 1) return {1, 1};
+        return {0, 1};
+    case BinaryOp::Or:
+        if (a.lo == 1 || b.lo == 1) return {1, 1};
+        if (a.hi == 0 && b.hi == 0) return {0, 0};
+        return {0, 1};
+    case BinaryOp::BitAnd:
+        if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
+        if (a.lo >= 0) return {0, a.hi};
+        if (b.lo >= 0) return {0, b.hi};
+        return type_range(t);
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+        if (a.lo >= 0 && b.lo >= 0 && a.bounded() && b.bounded()) {
+            W m = std::max(a.hi, b.hi), p = 1;
+            while (p <= m) p <<= 1;
+            return fit({0, p - 1}, t);
+        }
+        return type_range(t);
+    case BinaryOp::Shl:
+        if (b.lo == b.hi && b.lo >= 0 && b.lo < ot.bits) {
+            W f = W(1) << static_cast<int>(b.lo);
+            return fit({mulw(a.lo, f), mulw(a.hi, f)}, t);
+        }
+        return type_range(t);
+    case BinaryOp::Shr:
+        if (b.lo == b.hi && b.lo >= 0 && b.lo < ot.bits) {
+            W f = W(1) << static_cast<int>(b.lo);
+            return {floordivw(a.lo, f), floordivw(a.hi, f)};
+        }
+        if (a.lo >= 0 && b.lo >= 0) return {0, a.hi};
+        return type_range(t);
+    case BinaryOp::Div:
+    case BinaryOp::Mod: return {};
     }
     return type_range(t);
 }
@@ -280,65 +302,64 @@ WI bound(const Expr& e, const RangeMap& known) {
     DataType t = e->type;
     if (!is_int_scalar(t)) return {};
     switch (e->kind) {
-        case ExprKind::IntImm: {
-            W v = e->as<IntImmNode>()->value;
-            return {v, v};
+    case ExprKind::IntImm: {
+        W v = e->as<IntImmNode>()->value;
+        return {v, v};
+    }
+    case ExprKind::Var: {
+        WI r = type_range(t);
+        if (const Interval* k = known.find(e->as<VarNode>())) {
+            WI w = widen(*k);
+            r.lo = std::max(r.lo, w.lo);
+            r.hi = std::min(r.hi, w.hi);
         }
-        case ExprKind::Var: {
-            WI r = type_range(t);
-            if (const Interval* k = known.find(e->as<VarNode>())) {
-                WI w = widen(*k);
-                r.lo = std::max(r.lo, w.lo);
-                r.hi = std::min(r.hi, w.hi);
+        return r;
+    }
+    case ExprKind::Binary: return bound_binary(e->as<BinaryNode>(), known);
+    case ExprKind::Unary: {
+        auto op = e->as<UnaryNode>();
+        WI a = bound(op->a, known);
+        switch (op->op) {
+        case UnaryOp::Neg: return fit({negw(a.hi), negw(a.lo)}, t);
+        case UnaryOp::Not:
+            if (a.lo == 1) return {0, 0};
+            if (a.hi == 0) return {1, 1};
+            return {0, 1};
+        case UnaryOp::BitNot:
+            if (t.is_uint() && !assume_no_overflow(t)) {
+                W m = t.max_value();
+                return {m - a.hi, m - a.lo};
             }
-            return r;
-        }
-        case ExprKind::Binary: return bound_binary(e->as<BinaryNode>(), known);
-        case ExprKind::Unary: {
-            auto op = e->as<UnaryNode>();
-            WI a = bound(op->a, known);
-            switch (op->op) {
-                case UnaryOp::Neg: return fit({negw(a.hi), negw(a.lo)}, t);
-                case UnaryOp::Not:
-                    if (a.lo == 1) return {0, 0};
-                    if (a.hi == 0) return {1, 1};
-                    return {0, 1};
-                case UnaryOp::BitNot:
-                    if (t.is_uint() && !assume_no_overflow(t)) {
-                        W m = t.max_value();
-                        return {m - a.hi, m - a.lo};
-                    }
-                    if (t.is_bool()) return {0, 1};
-                    return fit({addw(negw(a.hi), -1), addw(negw(a.lo), -1)}, t);
-            }
-            return type_range(t);
-        }
-        case ExprKind::Select: {
-            auto op = e->as<SelectNode>();
-            WI c = bound(op->cond, known);
-            if (c.lo == 1) return bound(op->t, known);
-            if (c.hi == 0) return bound(op->f, known);
-            WI x = bound(op->t, known), y = bound(op->f, known);
-            return {std::min(x.lo, y.lo), std::max(x.hi, y.hi)};
-        }
-        case ExprKind::Cast: {
-            auto op = e->as<CastNode>();
             if (t.is_bool()) return {0, 1};
-            if (!is_int_scalar(op->value->type)) return type_range(t);
-            return fit(bound(op->value, known), t);
+            return fit({addw(negw(a.hi), -1), addw(negw(a.lo), -1)}, t);
         }
-        case ExprKind::Call: {
-            auto op = e->as<CallNode>();
-            if (op->op == CallOp::Abs && op->args.size() == 1) {
-                WI a = bound(op->args[0], known);
-                W m = std::max(a.hi < 0 ? negw(a.hi) : a.hi, a.lo < 0 ? negw(a.lo) : a.lo);
-                W lo = (a.lo <= 0 && a.hi >= 0) ? W(0) : std::min(a.lo < 0 ? negw(a.hi) : a.lo, m);
-                return fit({lo, m}, t);
-            }
-            return type_range(t);
+        return type_range(t);
+    }
+    case ExprKind::Select: {
+        auto op = e->as<SelectNode>();
+        WI c = bound(op->cond, known);
+        if (c.lo == 1) return bound(op->t, known);
+        if (c.hi == 0) return bound(op->f, known);
+        WI x = bound(op->t, known), y = bound(op->f, known);
+        return {std::min(x.lo, y.lo), std::max(x.hi, y.hi)};
+    }
+    case ExprKind::Cast: {
+        auto op = e->as<CastNode>();
+        if (t.is_bool()) return {0, 1};
+        if (!is_int_scalar(op->value->type)) return type_range(t);
+        return fit(bound(op->value, known), t);
+    }
+    case ExprKind::Call: {
+        auto op = e->as<CallNode>();
+        if (op->op == CallOp::Abs && op->args.size() == 1) {
+            WI a = bound(op->args[0], known);
+            W m = std::max(a.hi < 0 ? negw(a.hi) : a.hi, a.lo < 0 ? negw(a.lo) : a.lo);
+            W lo = (a.lo <= 0 && a.hi >= 0) ? W(0) : std::min(a.lo < 0 ? negw(a.hi) : a.lo, m);
+            return fit({lo, m}, t);
         }
-        default:
-            return type_range(t);
+        return type_range(t);
+    }
+    default: return type_range(t);
     }
 }
 
@@ -347,9 +368,15 @@ WI bound(const Expr& e, const RangeMap& known) {
 // the constant live in the signed view of the type's width (u32 `x - y` keeps -1);
 // all of it is exact modulo 2^bits, and exact outright when nothing wraps.
 
-int64_t wadd(int64_t a, int64_t b) { return s(u(a) + u(b)); }
-int64_t wmul(int64_t a, int64_t b) { return s(u(a) * u(b)); }
-int64_t wneg(int64_t a) { return s(0 - u(a)); }
+int64_t wadd(int64_t a, int64_t b) {
+    return s(u(a) + u(b));
+}
+int64_t wmul(int64_t a, int64_t b) {
+    return s(u(a) * u(b));
+}
+int64_t wneg(int64_t a) {
+    return s(0 - u(a));
+}
 
 struct Sum {
     DataType type;
@@ -357,8 +384,12 @@ struct Sum {
     int64_t constant = 0;
 };
 
-int64_t coef_norm(int64_t v, DataType t) { return normalize_int(v, DataType(TypeKind::Int, t.bits)); }
-int64_t signed_min(DataType t) { return DataType(TypeKind::Int, t.bits).min_value(); }
+int64_t coef_norm(int64_t v, DataType t) {
+    return normalize_int(v, DataType(TypeKind::Int, t.bits));
+}
+int64_t signed_min(DataType t) {
+    return DataType(TypeKind::Int, t.bits).min_value();
+}
 
 void add_term(Sum& sum, const Expr& atom, int64_t coeff) {
     for (auto& [a, c] : sum.terms) {
@@ -377,20 +408,19 @@ void collect(const Expr& e, int64_t coeff, Sum& sum) {
     }
     if (auto b = e->as<BinaryNode>()) {
         switch (b->op) {
-            case BinaryOp::Add:
-                collect(b->a, coeff, sum);
-                collect(b->b, coeff, sum);
-                return;
-            case BinaryOp::Sub:
-                collect(b->a, coeff, sum);
-                collect(b->b, wneg(coeff), sum);
-                return;
-            case BinaryOp::Mul:
-                if (auto c = as_const_int(b->b)) return collect(b->a, wmul(coeff, *c), sum);
-                if (auto c = as_const_int(b->a)) return collect(b->b, wmul(coeff, *c), sum);
-                break;
-            default:
-                break;
+        case BinaryOp::Add:
+            collect(b->a, coeff, sum);
+            collect(b->b, coeff, sum);
+            return;
+        case BinaryOp::Sub:
+            collect(b->a, coeff, sum);
+            collect(b->b, wneg(coeff), sum);
+            return;
+        case BinaryOp::Mul:
+            if (auto c = as_const_int(b->b)) return collect(b->a, wmul(coeff, *c), sum);
+            if (auto c = as_const_int(b->a)) return collect(b->b, wmul(coeff, *c), sum);
+            break;
+        default: break;
         }
     }
     if (auto un = e->as<UnaryNode>(); un && un->op == UnaryOp::Neg) return collect(un->a, wneg(coeff), sum);
@@ -449,7 +479,8 @@ Expr from_sum(const Sum& sum, SourceLoc loc) {
                 r = lit(k);
                 k_used = true;
             } else {
-                r = c == -1 ? make_unary(UnaryOp::Neg, atom, loc) : make_binary(BinaryOp::Mul, atom, lit(c), loc);
+                r = c == -1 ? make_unary(UnaryOp::Neg, atom, loc)
+                            : make_binary(BinaryOp::Mul, atom, lit(c), loc);
                 continue;
             }
         }
@@ -467,23 +498,23 @@ Expr from_sum(const Sum& sum, SourceLoc loc) {
 
 BinaryOp flip(BinaryOp op) {  // a op b == b flip(op) a
     switch (op) {
-        case BinaryOp::LT: return BinaryOp::GT;
-        case BinaryOp::LE: return BinaryOp::GE;
-        case BinaryOp::GT: return BinaryOp::LT;
-        case BinaryOp::GE: return BinaryOp::LE;
-        default: return op;
+    case BinaryOp::LT: return BinaryOp::GT;
+    case BinaryOp::LE: return BinaryOp::GE;
+    case BinaryOp::GT: return BinaryOp::LT;
+    case BinaryOp::GE: return BinaryOp::LE;
+    default: return op;
     }
 }
 
 BinaryOp negate(BinaryOp op) {  // !(a op b) == a negate(op) b, for integers
     switch (op) {
-        case BinaryOp::LT: return BinaryOp::GE;
-        case BinaryOp::LE: return BinaryOp::GT;
-        case BinaryOp::GT: return BinaryOp::LE;
-        case BinaryOp::GE: return BinaryOp::LT;
-        case BinaryOp::EQ: return BinaryOp::NE;
-        case BinaryOp::NE: return BinaryOp::EQ;
-        default: return op;
+    case BinaryOp::LT: return BinaryOp::GE;
+    case BinaryOp::LE: return BinaryOp::GT;
+    case BinaryOp::GT: return BinaryOp::LE;
+    case BinaryOp::GE: return BinaryOp::LT;
+    case BinaryOp::EQ: return BinaryOp::NE;
+    case BinaryOp::NE: return BinaryOp::EQ;
+    default: return op;
     }
 }
 
@@ -491,9 +522,9 @@ BinaryOp negate(BinaryOp op) {  // !(a op b) == a negate(op) b, for integers
 bool exact_in_float(int64_t v, DataType t) {
     int mantissa = 0;
     switch (t.kind) {
-        case TypeKind::Float: mantissa = t.bits == 16 ? 11 : t.bits == 32 ? 24 : t.bits == 64 ? 53 : 0; break;
-        case TypeKind::BFloat: mantissa = 8; break;
-        default: return false;  // f8: leave to codegen
+    case TypeKind::Float: mantissa = t.bits == 16 ? 11 : t.bits == 32 ? 24 : t.bits == 64 ? 53 : 0; break;
+    case TypeKind::BFloat: mantissa = 8; break;
+    default: return false;  // f8: leave to codegen
     }
     if (mantissa == 0) return false;
     int64_t limit = int64_t(1) << mantissa;
@@ -545,34 +576,40 @@ public:
         }
         if (t.is_bool()) return bool_binary(op, a, b, loc);
         switch (op) {
-            case BinaryOp::Add:
-            case BinaryOp::Sub:
-            case BinaryOp::Mul: {
-                if (op == BinaryOp::Mul && !ca && !cb) return make_binary(op, a, b, loc);
-                Sum sum{t, {}, 0};
-                if (op == BinaryOp::Mul) {
-                    if (cb) collect(a, *cb, sum);
-                    else collect(b, *ca, sum);
-                } else {
-                    collect(a, 1, sum);
-                    collect(b, op == BinaryOp::Add ? 1 : -1, sum);
-                }
-                while (fold_div_mod_pairs(sum)) {
-                }
-                return from_sum(sum, loc);
+        case BinaryOp::Add:
+        case BinaryOp::Sub:
+        case BinaryOp::Mul: {
+            if (op == BinaryOp::Mul && !ca && !cb) return make_binary(op, a, b, loc);
+            Sum sum{t, {}, 0};
+            if (op == BinaryOp::Mul) {
+                if (cb)
+                    collect(a, *cb, sum);
+                else
+                    collect(b, *ca, sum);
+            } else {
+                collect(a, 1, sum);
+                collect(b, op == BinaryOp::Add ? 1 : -1, sum);
             }
-            case BinaryOp::FloorDiv: return floor_div(a, b, loc);
-            case BinaryOp::FloorMod: return floor_mod(a, b, loc);
-            case BinaryOp::Min:
-            case BinaryOp::Max: return min_max(op, a, b, loc);
-            case BinaryOp::EQ: case BinaryOp::NE: case BinaryOp::LT:
-            case BinaryOp::LE: case BinaryOp::GT: case BinaryOp::GE:
-                return compare(op, a, b, loc);
-            case BinaryOp::BitAnd: case BinaryOp::BitOr: case BinaryOp::BitXor:
-            case BinaryOp::Shl: case BinaryOp::Shr:
-                return bits(op, a, b, loc);
-            default:
-                return make_binary(op, a, b, loc);
+            while (fold_div_mod_pairs(sum)) {
+            }
+            return from_sum(sum, loc);
+        }
+        case BinaryOp::FloorDiv: return floor_div(a, b, loc);
+        case BinaryOp::FloorMod: return floor_mod(a, b, loc);
+        case BinaryOp::Min:
+        case BinaryOp::Max: return min_max(op, a, b, loc);
+        case BinaryOp::EQ:
+        case BinaryOp::NE:
+        case BinaryOp::LT:
+        case BinaryOp::LE:
+        case BinaryOp::GT:
+        case BinaryOp::GE: return compare(op, a, b, loc);
+        case BinaryOp::BitAnd:
+        case BinaryOp::BitOr:
+        case BinaryOp::BitXor:
+        case BinaryOp::Shl:
+        case BinaryOp::Shr: return bits(op, a, b, loc);
+        default: return make_binary(op, a, b, loc);
         }
     }
 
@@ -581,27 +618,26 @@ public:
         auto cb = as_const_int(b);
         bool same = structural_equal(a, b);
         switch (op) {
-            case BinaryOp::And:
-            case BinaryOp::BitAnd:
-                if (cb) return *cb ? a : make_bool(false, loc);
-                if (same) return a;
-                break;
-            case BinaryOp::Or:
-            case BinaryOp::BitOr:
-                if (cb) return *cb ? make_bool(true, loc) : a;
-                if (same) return a;
-                break;
-            case BinaryOp::EQ:
-                if (cb) return *cb ? a : unary(UnaryOp::Not, a, loc);
-                if (same) return make_bool(true, loc);
-                break;
-            case BinaryOp::NE:
-            case BinaryOp::BitXor:
-                if (cb) return *cb ? unary(UnaryOp::Not, a, loc) : a;
-                if (same) return make_bool(false, loc);
-                break;
-            default:
-                break;
+        case BinaryOp::And:
+        case BinaryOp::BitAnd:
+            if (cb) return *cb ? a : make_bool(false, loc);
+            if (same) return a;
+            break;
+        case BinaryOp::Or:
+        case BinaryOp::BitOr:
+            if (cb) return *cb ? make_bool(true, loc) : a;
+            if (same) return a;
+            break;
+        case BinaryOp::EQ:
+            if (cb) return *cb ? a : unary(UnaryOp::Not, a, loc);
+            if (same) return make_bool(true, loc);
+            break;
+        case BinaryOp::NE:
+        case BinaryOp::BitXor:
+            if (cb) return *cb ? unary(UnaryOp::Not, a, loc) : a;
+            if (same) return make_bool(false, loc);
+            break;
+        default: break;
         }
         return make_binary(op, a, b, loc);
     }
@@ -624,7 +660,8 @@ public:
         if (auto inner = a->as<BinaryNode>(); inner && inner->op == BinaryOp::FloorDiv) {
             if (auto c1 = as_const_int(inner->b); c1 && *c1 > 0) {
                 W p = W(*c1) * W(c);
-                if (p <= W(t.max_value())) return floor_div(inner->a, make_int(static_cast<int64_t>(p), t, loc), loc);
+                if (p <= W(t.max_value()))
+                    return floor_div(inner->a, make_int(static_cast<int64_t>(p), t, loc), loc);
             }
         }
         Sum sum = to_sum(a);
@@ -632,8 +669,10 @@ public:
         // Divide through by a common factor of every coefficient, the constant and c.
         int64_t g = c;
         for (const auto& [atom, k] : sum.terms) {
-            if (k == signed_min(t)) g = 1;
-            else g = std::gcd(g, k < 0 ? -k : k);
+            if (k == signed_min(t))
+                g = 1;
+            else
+                g = std::gcd(g, k < 0 ? -k : k);
         }
         g = sum.constant == signed_min(t) ? 1 : std::gcd(g, sum.constant < 0 ? -sum.constant : sum.constant);
         if (g > 1) {
@@ -644,10 +683,13 @@ public:
         // (q * c + r) / c -> q + r / c
         Sum q{t, {}, floordiv_i64(sum.constant, c)}, r{t, {}, floormod_i64(sum.constant, c)};
         for (const auto& [atom, k] : sum.terms) {
-            if (k % c == 0) q.terms.emplace_back(atom, k / c);
-            else r.terms.emplace_back(atom, k);
+            if (k % c == 0)
+                q.terms.emplace_back(atom, k / c);
+            else
+                r.terms.emplace_back(atom, k);
         }
-        if ((q.terms.empty() && q.constant == 0) || !exact(r)) return make_binary(BinaryOp::FloorDiv, a, b, loc);
+        if ((q.terms.empty() && q.constant == 0) || !exact(r))
+            return make_binary(BinaryOp::FloorDiv, a, b, loc);
         Expr quotient = from_sum(q, loc);
         if (r.terms.empty()) return quotient;  // 0 <= r.constant < c
         return binary(BinaryOp::Add, quotient, floor_div(from_sum(r, loc), b, loc), loc);
@@ -672,7 +714,8 @@ public:
         }
         // (x % c1) % c -> x % c when c divides c1
         if (auto inner = a->as<BinaryNode>(); inner && inner->op == BinaryOp::FloorMod) {
-            if (auto c1 = as_const_int(inner->b); c1 && *c1 > 0 && *c1 % c == 0) return floor_mod(inner->a, b, loc);
+            if (auto c1 = as_const_int(inner->b); c1 && *c1 > 0 && *c1 % c == 0)
+                return floor_mod(inner->a, b, loc);
         }
         // (q * c + r) % c -> r % c
         Sum sum = to_sum(a);
@@ -680,8 +723,10 @@ public:
         Sum r{t, {}, floormod_i64(sum.constant, c)};
         bool dropped = r.constant != sum.constant;
         for (const auto& [atom, k] : sum.terms) {
-            if (k % c == 0) dropped = true;
-            else r.terms.emplace_back(atom, k);
+            if (k % c == 0)
+                dropped = true;
+            else
+                r.terms.emplace_back(atom, k);
         }
         if (dropped && exact(r)) {
             if (r.terms.empty()) return make_int(r.constant, t, loc);
@@ -736,30 +781,29 @@ public:
         bool same = structural_equal(a, b);
         WI ba = bnd(a);
         switch (op) {
-            case BinaryOp::BitAnd:
-                if (cb && *cb == 0) return make_int(0, t, loc);
-                if (cb && *cb == normalize_int(-1, t)) return a;
-                if (same) return a;
-                // x & (2^k - 1) -> x when 0 <= x < 2^k
-                if (cb && *cb > 0 && (*cb & (*cb + 1)) == 0 && ba.lo >= 0 && ba.hi <= *cb) return a;
-                break;
-            case BinaryOp::BitOr:
-                if (cb && *cb == 0) return a;
-                if (same) return a;
-                break;
-            case BinaryOp::BitXor:
-                if (cb && *cb == 0) return a;
-                if (same) return make_int(0, t, loc);
-                break;
-            case BinaryOp::Shl:
-            case BinaryOp::Shr:
-                if (cb && *cb == 0) return a;
-                if (op == BinaryOp::Shr && cb && *cb > 0 && *cb < t.bits && ba.lo >= 0 &&
-                    ba.hi < (W(1) << static_cast<int>(*cb)))
-                    return make_int(0, t, loc);
-                break;
-            default:
-                break;
+        case BinaryOp::BitAnd:
+            if (cb && *cb == 0) return make_int(0, t, loc);
+            if (cb && *cb == normalize_int(-1, t)) return a;
+            if (same) return a;
+            // x & (2^k - 1) -> x when 0 <= x < 2^k
+            if (cb && *cb > 0 && (*cb & (*cb + 1)) == 0 && ba.lo >= 0 && ba.hi <= *cb) return a;
+            break;
+        case BinaryOp::BitOr:
+            if (cb && *cb == 0) return a;
+            if (same) return a;
+            break;
+        case BinaryOp::BitXor:
+            if (cb && *cb == 0) return a;
+            if (same) return make_int(0, t, loc);
+            break;
+        case BinaryOp::Shl:
+        case BinaryOp::Shr:
+            if (cb && *cb == 0) return a;
+            if (op == BinaryOp::Shr && cb && *cb > 0 && *cb < t.bits && ba.lo >= 0 &&
+                ba.hi < (W(1) << static_cast<int>(*cb)))
+                return make_int(0, t, loc);
+            break;
+        default: break;
         }
         return make_binary(op, a, b, loc);
     }
@@ -770,24 +814,24 @@ public:
         if (!is_int_scalar(t)) return make_unary(op, a, loc);
         auto ca = as_const_int(a);
         switch (op) {
-            case UnaryOp::Neg: {
-                if (t.is_bool()) break;
-                Sum sum{t, {}, 0};
-                collect(a, -1, sum);
-                return from_sum(sum, loc);
-            }
-            case UnaryOp::Not: {
-                if (ca) return make_bool(*ca == 0, loc);
-                if (auto inner = a->as<UnaryNode>(); inner && inner->op == UnaryOp::Not) return inner->a;
-                if (auto cmp = a->as<BinaryNode>(); cmp && is_comparison(cmp->op) && is_int_scalar(cmp->a->type))
-                    return make_binary(negate(cmp->op), cmp->a, cmp->b, loc);
-                break;
-            }
-            case UnaryOp::BitNot: {
-                if (ca) return make_int(~*ca, t, loc);
-                if (auto inner = a->as<UnaryNode>(); inner && inner->op == UnaryOp::BitNot) return inner->a;
-                break;
-            }
+        case UnaryOp::Neg: {
+            if (t.is_bool()) break;
+            Sum sum{t, {}, 0};
+            collect(a, -1, sum);
+            return from_sum(sum, loc);
+        }
+        case UnaryOp::Not: {
+            if (ca) return make_bool(*ca == 0, loc);
+            if (auto inner = a->as<UnaryNode>(); inner && inner->op == UnaryOp::Not) return inner->a;
+            if (auto cmp = a->as<BinaryNode>(); cmp && is_comparison(cmp->op) && is_int_scalar(cmp->a->type))
+                return make_binary(negate(cmp->op), cmp->a, cmp->b, loc);
+            break;
+        }
+        case UnaryOp::BitNot: {
+            if (ca) return make_int(~*ca, t, loc);
+            if (auto inner = a->as<UnaryNode>(); inner && inner->op == UnaryOp::BitNot) return inner->a;
+            break;
+        }
         }
         return make_unary(op, a, loc);
     }
@@ -820,7 +864,9 @@ public:
     }
 
     // ---- IRMutator hooks: expressions ---------------------------------------------
-    static Expr keep(const Expr& result, const Expr& self) { return structural_equal(result, self) ? self : result; }
+    static Expr keep(const Expr& result, const Expr& self) {
+        return structural_equal(result, self) ? self : result;
+    }
 
     Expr mutate_var(const VarNode* op, const Expr& self) override {
         if (is_int_scalar(op->type)) {
@@ -891,7 +937,9 @@ public:
 
 }  // namespace
 
-Interval bound_of(const Expr& e, const RangeMap& known) { return narrow(bound(e, known)); }
+Interval bound_of(const Expr& e, const RangeMap& known) {
+    return narrow(bound(e, known));
+}
 
 Expr simplify(const Expr& e, const RangeMap& known) {
     if (!e) return e;

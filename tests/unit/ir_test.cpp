@@ -7,16 +7,19 @@
 #include "ir/ir.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "support/diagnostics.h"
 
 using namespace tilec::ir;
 
 namespace {
-Expr c(int64_t v) { return make_int(v); }
+Expr c(int64_t v) {
+    return make_int(v);
+}
 }  // namespace
 
 TEST_CASE("data types print and parse every language element type", "[ir]") {
-    const char* names[] = {"f16", "bf16", "f32", "f64", "i8", "u8", "i16", "i32", "u32",
-                           "i64", "bool", "f8e4m3", "f8e5m2", "i4", "u4"};
+    const char* names[] = {"f16", "bf16", "f32",  "f64",    "i8",     "u8", "i16", "i32",
+                           "u32", "i64",  "bool", "f8e4m3", "f8e5m2", "i4", "u4"};
     for (const char* n : names) {
         auto t = DataType::from_name(n);
         INFO(n);

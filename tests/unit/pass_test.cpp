@@ -16,7 +16,9 @@ using tilec::InternalError;
 
 namespace {
 
-Expr c(int64_t v) { return make_int(v); }
+Expr c(int64_t v) {
+    return make_int(v);
+}
 
 PrimFunc small_func(const std::string& name) {
     PrimFunc f;

@@ -11,7 +11,9 @@ using namespace tilec::ir;
 
 namespace {
 
-Expr c(int64_t v) { return make_int(v); }
+Expr c(int64_t v) {
+    return make_int(v);
+}
 
 // gemm<BM=128, BN=128, BK=32, STAGES=3, T=f16, ACC=f32> exported as gemm_f16.
 PrimFunc gemm_func() {
@@ -28,8 +30,9 @@ PrimFunc gemm_func() {
     f.kernel = "gemm";
     f.constants = {{"BM", "128"}, {"BN", "128"}, {"BK", "32"}, {"STAGES", "3"}, {"T", "f16"}, {"ACC", "f32"}};
     f.block_idx = make_block_idx_vars();
-    f.params = {{ParamKind::Tensor, A, nullptr}, {ParamKind::Tensor, B, nullptr}, {ParamKind::Tensor, C, nullptr},
-                {ParamKind::Size, nullptr, M},   {ParamKind::Size, nullptr, N},   {ParamKind::Size, nullptr, K}};
+    f.params = {{ParamKind::Tensor, A, nullptr}, {ParamKind::Tensor, B, nullptr},
+                {ParamKind::Tensor, C, nullptr}, {ParamKind::Size, nullptr, M},
+                {ParamKind::Size, nullptr, N},   {ParamKind::Size, nullptr, K}};
     f.grid = {cdiv(N, c(128)), cdiv(M, c(128))};
     f.threads = 128;
 
@@ -102,10 +105,12 @@ TEST_CASE("printer uses minimal parentheses by precedence", "[printer]") {
     CHECK(print(logical_or(logical_and(lt(x, y), lt(y, z)), eq(x, z))) == "x < y && y < z || x == z");
     CHECK(print(logical_and(logical_or(lt(x, y), lt(y, z)), eq(x, z))) == "(x < y || y < z) && x == z");
     CHECK(print(make_select(lt(x, y), x, make_select(lt(y, z), y, z))) == "x < y ? x : y < z ? y : z");
-    CHECK(print(make_select(make_select(lt(x, y), lt(y, z), lt(x, z)), x, y)) == "(x < y ? y < z : x < z) ? x : y");
+    CHECK(print(make_select(make_select(lt(x, y), lt(y, z), lt(x, z)), x, y)) ==
+          "(x < y ? y < z : x < z) ? x : y");
     CHECK(print(add(make_select(lt(x, y), x, y), c(1))) == "(x < y ? x : y) + 1");
     CHECK(print(make_binary(BinaryOp::BitAnd, make_binary(BinaryOp::Shr, x, c(4)), c(15))) == "x >> 4 & 15");
-    CHECK(print(make_binary(BinaryOp::Shr, make_binary(BinaryOp::BitAnd, x, c(15)), c(4))) == "(x & 15) >> 4");
+    CHECK(print(make_binary(BinaryOp::Shr, make_binary(BinaryOp::BitAnd, x, c(15)), c(4))) ==
+          "(x & 15) >> 4");
     CHECK(print(minimum(add(x, y), c(3))) == "min(x + y, 3)");
 }
 

@@ -61,44 +61,43 @@ struct Eval {
             I128 x = (*this)(b->a), y = (*this)(b->b);
             int bits = b->a->type.bits;
             switch (b->op) {
-                case BinaryOp::Add: return done(x + y, t);
-                case BinaryOp::Sub: return done(x - y, t);
-                case BinaryOp::Mul: return done(x * y, t);
-                case BinaryOp::FloorDiv:
-                    if (y == 0) return undefined = true, 0;
-                    return done(fdiv(x, y), t);
-                case BinaryOp::FloorMod:
-                    if (y == 0) return undefined = true, 0;
-                    return done(fmod(x, y), t);
-                case BinaryOp::Min: return x < y ? x : y;
-                case BinaryOp::Max: return x < y ? y : x;
-                case BinaryOp::EQ: return x == y;
-                case BinaryOp::NE: return x != y;
-                case BinaryOp::LT: return x < y;
-                case BinaryOp::LE: return x <= y;
-                case BinaryOp::GT: return x > y;
-                case BinaryOp::GE: return x >= y;
-                case BinaryOp::And: return x != 0 && y != 0;
-                case BinaryOp::Or: return x != 0 || y != 0;
-                case BinaryOp::BitAnd: return done(x & y, t);
-                case BinaryOp::BitOr: return done(x | y, t);
-                case BinaryOp::BitXor: return done(x ^ y, t);
-                case BinaryOp::Shl:
-                    if (y < 0 || y >= bits) return undefined = true, 0;
-                    return done(x * (I128(1) << static_cast<int>(y)), t);
-                case BinaryOp::Shr:
-                    if (y < 0 || y >= bits) return undefined = true, 0;
-                    return done(fdiv(x, I128(1) << static_cast<int>(y)), t);
-                default:
-                    FAIL("unexpected op in a random expression");
+            case BinaryOp::Add: return done(x + y, t);
+            case BinaryOp::Sub: return done(x - y, t);
+            case BinaryOp::Mul: return done(x * y, t);
+            case BinaryOp::FloorDiv:
+                if (y == 0) return undefined = true, 0;
+                return done(fdiv(x, y), t);
+            case BinaryOp::FloorMod:
+                if (y == 0) return undefined = true, 0;
+                return done(fmod(x, y), t);
+            case BinaryOp::Min: return x < y ? x : y;
+            case BinaryOp::Max: return x < y ? y : x;
+            case BinaryOp::EQ: return x == y;
+            case BinaryOp::NE: return x != y;
+            case BinaryOp::LT: return x < y;
+            case BinaryOp::LE: return x <= y;
+            case BinaryOp::GT: return x > y;
+            case BinaryOp::GE: return x >= y;
+            case BinaryOp::And: return x != 0 && y != 0;
+            case BinaryOp::Or: return x != 0 || y != 0;
+            case BinaryOp::BitAnd: return done(x & y, t);
+            case BinaryOp::BitOr: return done(x | y, t);
+            case BinaryOp::BitXor: return done(x ^ y, t);
+            case BinaryOp::Shl:
+                if (y < 0 || y >= bits) return undefined = true, 0;
+                return done(x * (I128(1) << static_cast<int>(y)), t);
+            case BinaryOp::Shr:
+                if (y < 0 || y >= bits) return undefined = true, 0;
+                return done(fdiv(x, I128(1) << static_cast<int>(y)), t);
+            default: FAIL("unexpected op in a random expression");
             }
         }
         if (auto u = e->as<UnaryNode>()) {
             I128 x = (*this)(u->a);
             switch (u->op) {
-                case UnaryOp::Neg: return done(-x, t);
-                case UnaryOp::Not: return x == 0;
-                case UnaryOp::BitNot: return done(-x - 1, t);
+            case UnaryOp::Neg: return done(-x, t);
+            case UnaryOp::Not: return x == 0;
+            case UnaryOp::BitNot: return done(-x - 1, t);
             }
         }
         if (auto s = e->as<SelectNode>()) {
@@ -130,9 +129,12 @@ struct Gen {
 
     Expr boolean(int depth) {
         int k = static_cast<int>(pick(0, depth > 0 ? 5 : 3));
-        static const BinaryOp kCmp[] = {BinaryOp::LT, BinaryOp::LE, BinaryOp::GT, BinaryOp::GE, BinaryOp::EQ, BinaryOp::NE};
+        static const BinaryOp kCmp[] = {BinaryOp::LT, BinaryOp::LE, BinaryOp::GT,
+                                        BinaryOp::GE, BinaryOp::EQ, BinaryOp::NE};
         if (k <= 3) return make_binary(kCmp[pick(0, 5)], integer(depth - 1), integer(depth - 1));
-        if (k == 4) return make_binary(pick(0, 1) ? BinaryOp::And : BinaryOp::Or, boolean(depth - 1), boolean(depth - 1));
+        if (k == 4)
+            return make_binary(pick(0, 1) ? BinaryOp::And : BinaryOp::Or, boolean(depth - 1),
+                               boolean(depth - 1));
         return make_unary(UnaryOp::Not, boolean(depth - 1));
     }
 
@@ -142,22 +144,30 @@ struct Gen {
             return vars[pick(0, vars.size() - 1)];
         }
         switch (pick(0, 16)) {
-            case 0: case 1: return add(integer(depth - 1), integer(depth - 1));
-            case 2: case 3: return sub(integer(depth - 1), integer(depth - 1));
-            case 4: case 5: return mul(integer(depth - 1), small_const());
-            case 6: return mul(integer(depth - 1), integer(depth - 2));
-            case 7: case 8: return floordiv(integer(depth - 1), divisor());
-            case 9: case 10: return floormod(integer(depth - 1), divisor());
-            case 11: return minimum(integer(depth - 1), integer(depth - 1));
-            case 12: return maximum(integer(depth - 1), integer(depth - 1));
-            case 13: return make_select(boolean(depth - 1), integer(depth - 1), integer(depth - 1));
-            case 14: {
-                static const BinaryOp kBits[] = {BinaryOp::BitAnd, BinaryOp::BitOr, BinaryOp::BitXor};
-                return make_binary(kBits[pick(0, 2)], integer(depth - 1), integer(depth - 1));
-            }
-            case 15: return make_binary(pick(0, 1) ? BinaryOp::Shr : BinaryOp::Shl, integer(depth - 1), lit(pick(0, 3)));
-            default: return type.is_uint() ? make_unary(UnaryOp::BitNot, integer(depth - 1))
-                                           : make_unary(UnaryOp::Neg, integer(depth - 1));
+        case 0:
+        case 1: return add(integer(depth - 1), integer(depth - 1));
+        case 2:
+        case 3: return sub(integer(depth - 1), integer(depth - 1));
+        case 4:
+        case 5: return mul(integer(depth - 1), small_const());
+        case 6: return mul(integer(depth - 1), integer(depth - 2));
+        case 7:
+        case 8: return floordiv(integer(depth - 1), divisor());
+        case 9:
+        case 10: return floormod(integer(depth - 1), divisor());
+        case 11: return minimum(integer(depth - 1), integer(depth - 1));
+        case 12: return maximum(integer(depth - 1), integer(depth - 1));
+        case 13: return make_select(boolean(depth - 1), integer(depth - 1), integer(depth - 1));
+        case 14: {
+            static const BinaryOp kBits[] = {BinaryOp::BitAnd, BinaryOp::BitOr, BinaryOp::BitXor};
+            return make_binary(kBits[pick(0, 2)], integer(depth - 1), integer(depth - 1));
+        }
+        case 15:
+            return make_binary(pick(0, 1) ? BinaryOp::Shr : BinaryOp::Shl, integer(depth - 1),
+                               lit(pick(0, 3)));
+        default:
+            return type.is_uint() ? make_unary(UnaryOp::BitNot, integer(depth - 1))
+                                  : make_unary(UnaryOp::Neg, integer(depth - 1));
         }
     }
 };
@@ -165,7 +175,9 @@ struct Gen {
 // Runs `count` random expressions of `type`; returns the number of points compared.
 int64_t check_random(DataType type, uint64_t seed, int count) {
     std::mt19937_64 rng(seed);
-    Gen gen{rng, type, {make_loop_var("x", {}, type), make_loop_var("y", {}, type), make_loop_var("z", {}, type)}};
+    Gen gen{rng,
+            type,
+            {make_loop_var("x", {}, type), make_loop_var("y", {}, type), make_loop_var("z", {}, type)}};
     int64_t tmin = type.bits >= 64 ? -1000000 : type.min_value();
     int64_t tmax = type.bits >= 64 ? 1000000 : type.max_value();
     int64_t compared = 0;
@@ -176,7 +188,7 @@ int64_t check_random(DataType type, uint64_t seed, int count) {
         for (const auto& v : gen.vars) {
             int64_t lo = tmin, hi = tmax;
             if (gen.pick(0, 4) != 0) {
-                lo = std::max(tmin, gen.pick(type.is_uint() ? 0 : -40, 60));
+                lo = std::min(tmax, std::max(tmin, gen.pick(type.is_uint() ? 0 : -40, 60)));
                 hi = std::min(tmax, lo + gen.pick(0, gen.pick(0, 1) ? 8 : 200));
                 known.set(v, Interval{lo, hi});
             }
@@ -198,8 +210,8 @@ int64_t check_random(DataType type, uint64_t seed, int count) {
             if (orig.overflowed || orig.undefined) continue;
             Eval simp{env};
             I128 got = simp(s);
-            INFO("x=" << env[gen.vars[0].get()] << " y=" << env[gen.vars[1].get()] << " z="
-                      << env[gen.vars[2].get()] << ": original " << static_cast<int64_t>(want)
+            INFO("x=" << env[gen.vars[0].get()] << " y=" << env[gen.vars[1].get()]
+                      << " z=" << env[gen.vars[2].get()] << ": original " << static_cast<int64_t>(want)
                       << ", simplified " << static_cast<int64_t>(got));
             REQUIRE_FALSE(simp.undefined);
             REQUIRE(got == want);
@@ -225,4 +237,9 @@ TEST_CASE("simplify preserves the value of random i8 expressions (wrapping)", "[
 
 TEST_CASE("simplify preserves the value of random u8 expressions (wrapping)", "[simplify][random]") {
     CHECK(check_random(DataType::u8(), 4, 3000) > 30000);
+}
+
+TEST_CASE("simplify preserves the value of random 4-bit expressions (wrapping)", "[simplify][random]") {
+    CHECK(check_random(DataType::i4(), 5, 1000) > 10000);
+    CHECK(check_random(DataType::u4(), 6, 1000) > 10000);
 }

@@ -12,15 +12,20 @@ using tilec::transform::simplify;
 using tilec::transform::simplify_pass;
 
 namespace {
-Expr c(int64_t v) { return make_int(v); }
-Buffer buf(const char* name, int64_t n) { return make_buffer(name, DataType::f32(), {c(n)}, Scope::Fragment); }
+Expr c(int64_t v) {
+    return make_int(v);
+}
+Buffer buf(const char* name, int64_t n) {
+    return make_buffer(name, DataType::f32(), {c(n)}, Scope::Fragment);
+}
 }  // namespace
 
 TEST_CASE("simplify uses a loop's range inside its body", "[simplify][stmt]") {
     Var i = make_loop_var("i");
     Buffer s = buf("s", 256);
-    Stmt body = make_if(lt(i, c(128)), make_store(s, {add(mul(floordiv(i, c(128)), c(128)), floormod(i, c(128)))},
-                                                  make_float(1.0)));
+    Stmt body =
+        make_if(lt(i, c(128)),
+                make_store(s, {add(mul(floordiv(i, c(128)), c(128)), floormod(i, c(128)))}, make_float(1.0)));
     Stmt loop = make_for(i, c(0), c(128), ForKind::Parallel, body);
     CHECK(print(simplify(loop)) ==
           "for i in parallel(0, 128) {\n"
@@ -33,8 +38,8 @@ TEST_CASE("simplify uses a loop's range inside its body", "[simplify][stmt]") {
 TEST_CASE("simplify offsets loop ranges by the loop start", "[simplify][stmt]") {
     Var i = make_loop_var("i");
     Buffer s = buf("s", 256);
-    Stmt loop = make_for(i, c(64), c(64), ForKind::Serial,
-                         make_store(s, {floordiv(i, c(64))}, make_float(1.0)));
+    Stmt loop =
+        make_for(i, c(64), c(64), ForKind::Serial, make_store(s, {floordiv(i, c(64))}, make_float(1.0)));
     CHECK(print(simplify(loop)) == "for i in serial(64, 64) {\n  s[1] = 1.0\n}\n");
 }
 
@@ -43,7 +48,8 @@ TEST_CASE("simplify removes loops with no iterations and unrolls single ones", "
     Buffer s = buf("s", 8);
     Stmt empty = make_for(i, c(0), sub(c(3), c(3)), ForKind::Serial, make_store(s, {i}, make_float(1.0)));
     CHECK(is_no_op(simplify(empty)));
-    Stmt single = make_for(j, c(5), c(1), ForKind::Pipelined, make_store(s, {add(j, c(1))}, make_float(1.0)), {}, 2);
+    Stmt single =
+        make_for(j, c(5), c(1), ForKind::Pipelined, make_store(s, {add(j, c(1))}, make_float(1.0)), {}, 2);
     CHECK(print(simplify(single)) == "s[6] = 1.0\n");
 }
 
@@ -61,8 +67,9 @@ TEST_CASE("simplify inlines trivial lets and ranges the others", "[simplify][stm
     Buffer s = buf("s", 64);
     Stmt let_const = make_let(k, c(4), make_store(s, {mul(k, c(2))}, make_float(1.0)));
     CHECK(print(simplify(let_const)) == "s[8] = 1.0\n");
-    Stmt let_range = make_for(i, c(0), c(16), ForKind::Serial,
-                              make_let(t, mul(i, c(4)), make_if(lt(t, c(64)), make_store(s, {t}, make_float(1.0)))));
+    Stmt let_range =
+        make_for(i, c(0), c(16), ForKind::Serial,
+                 make_let(t, mul(i, c(4)), make_if(lt(t, c(64)), make_store(s, {t}, make_float(1.0)))));
     CHECK(print(simplify(let_range)) ==
           "for i in serial(0, 16) {\n"
           "  let t = i * 4\n"

@@ -14,8 +14,12 @@ using tilec::transform::simplify;
 
 namespace {
 
-Expr c(int64_t v) { return make_int(v); }
-std::string simp(const Expr& e, const RangeMap& known = {}) { return print(simplify(e, known)); }
+Expr c(int64_t v) {
+    return make_int(v);
+}
+std::string simp(const Expr& e, const RangeMap& known = {}) {
+    return print(simplify(e, known));
+}
 
 struct Vars {
     Var x = make_loop_var("x");
@@ -64,7 +68,8 @@ TEST_CASE("simplify wraps constants at the type's width", "[simplify]") {
     CHECK(simp(add(a, b)) == "44u8");
     CHECK(simp(sub(b, a)) == "156u8");
     CHECK(simp(add(make_int(127, DataType::i8()), make_int(1, DataType::i8()))) == "-128i8");
-    CHECK(simp(make_binary(BinaryOp::Shr, make_int(255, DataType::u8()), make_int(4, DataType::u8()))) == "15u8");
+    CHECK(simp(make_binary(BinaryOp::Shr, make_int(255, DataType::u8()), make_int(4, DataType::u8()))) ==
+          "15u8");
     CHECK(simp(make_unary(UnaryOp::BitNot, make_int(5, DataType::u8()))) == "250u8");
     CHECK(simp(lt(make_int(-1, DataType::u8()), make_int(1, DataType::u8()))) == "false");  // 255 < 1
 }

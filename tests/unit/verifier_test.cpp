@@ -12,7 +12,9 @@ using namespace tilec::ir;
 
 namespace {
 
-Expr c(int64_t v) { return make_int(v); }
+Expr c(int64_t v) {
+    return make_int(v);
+}
 
 // A function with M, N sizes, X (in) and Y (out) tensors of f32[M, N], grid (M/64),
 // 128 threads, and `body` as its body.
@@ -47,7 +49,8 @@ struct Fixture {
 };
 
 bool has(const std::vector<std::string>& errors, const std::string& needle) {
-    return std::any_of(errors.begin(), errors.end(), [&](const std::string& e) { return e.find(needle) != std::string::npos; });
+    return std::any_of(errors.begin(), errors.end(),
+                       [&](const std::string& e) { return e.find(needle) != std::string::npos; });
 }
 
 std::string all(const std::vector<std::string>& errors) {
@@ -68,11 +71,11 @@ TEST_CASE("verifier accepts a well-formed function", "[verifier]") {
         make_seq({
             make_copy(make_region(fx.X, {mul(fx.bx(), c(64)), c(0)}, {c(64), c(32)}), full_region(fx.sh)),
             make_copy(full_region(fx.sh), full_region(fx.fr)),
-            make_for(i, c(0), c(64), ForKind::Parallel,
-                     make_for(j, c(0), c(32), ForKind::Parallel,
-                              make_let(t, add(mul(fx.bx(), c(64)), i),
-                                       make_if(lt(t, fx.M),
-                                               make_store(fx.Y, {t, j}, make_load(fx.fr, {i, j})))))),
+            make_for(
+                i, c(0), c(64), ForKind::Parallel,
+                make_for(j, c(0), c(32), ForKind::Parallel,
+                         make_let(t, add(mul(fx.bx(), c(64)), i),
+                                  make_if(lt(t, fx.M), make_store(fx.Y, {t, j}, make_load(fx.fr, {i, j})))))),
             make_store(acc, {}, make_float(0.0)),
             make_fill(full_region(fx.fr), make_load(acc, {})),
         })));
@@ -152,14 +155,16 @@ TEST_CASE("verifier rejects stores and loads of the wrong type", "[verifier]") {
     Fixture fx;
     CHECK(has(verify(fx.with(make_store(fx.Y, {c(0), c(0)}, make_float(1.0, DataType::f16())))),
               "store of f16 into 'Y' of f32"));
-    auto bad_load = std::make_shared<LoadNode>(fx.X, std::vector<Expr>{c(0), c(0)}, DataType::f16(), tilec::SourceLoc{});
+    auto bad_load =
+        std::make_shared<LoadNode>(fx.X, std::vector<Expr>{c(0), c(0)}, DataType::f16(), tilec::SourceLoc{});
     CHECK(has(verify(fx.with(make_store(fx.Y, {c(0), c(0)}, make_cast(DataType::f32(), bad_load)))),
               "load from 'X' has type f16, not f32"));
 }
 
 TEST_CASE("verifier rejects writes to input tensors", "[verifier]") {
     Fixture fx;
-    CHECK(has(verify(fx.with(make_store(fx.X, {c(0), c(0)}, make_float(1.0)))), "store writes to input tensor 'X'"));
+    CHECK(has(verify(fx.with(make_store(fx.X, {c(0), c(0)}, make_float(1.0)))),
+              "store writes to input tensor 'X'"));
     Stmt copy = fx.alloc(make_copy(full_region(fx.sh), make_region(fx.X, {c(0), c(0)}, {c(64), c(32)})));
     CHECK(has(verify(fx.with(copy)), "copy writes to input tensor 'X'"));
 }
@@ -191,7 +196,8 @@ TEST_CASE("verifier rejects copies whose extents differ", "[verifier]") {
     Buffer Q = make_tensor("Q", DataType::f32(), {fx.M, c(64), c(32)}, Access::In);
     PrimFunc g = fx.f;
     g.params.push_back({ParamKind::Tensor, Q, nullptr});
-    g.body = fx.alloc(make_copy(make_region(Q, {fx.bx(), c(0), c(0)}, {c(1), c(64), c(32)}), full_region(fx.sh)));
+    g.body =
+        fx.alloc(make_copy(make_region(Q, {fx.bx(), c(0), c(0)}, {c(1), c(64), c(32)}), full_region(fx.sh)));
     auto errors = verify(g);
     INFO(all(errors));
     CHECK(errors.empty());
@@ -216,8 +222,9 @@ TEST_CASE("verifier rejects gemm with a non-fragment accumulator or mismatched s
     CHECK(has(verify(fx.with(wrap(make_gemm(full_region(a), full_region(b_bad), full_region(fx.fr))))),
               "gemm K mismatch: 16 vs 8"));
     // trans_b: b is [N, K].
-    CHECK(has(verify(fx.with(wrap(make_gemm(full_region(a), full_region(b), full_region(fx.fr), false, true)))),
-              "mismatch"));
+    CHECK(
+        has(verify(fx.with(wrap(make_gemm(full_region(a), full_region(b), full_region(fx.fr), false, true)))),
+            "mismatch"));
 }
 
 TEST_CASE("verifier rejects reduce and cumsum with bad dims", "[verifier]") {
@@ -226,12 +233,14 @@ TEST_CASE("verifier rejects reduce and cumsum with bad dims", "[verifier]") {
     Buffer m32 = make_buffer("m32", DataType::f32(), {c(32)}, Scope::Fragment);
     auto wrap = [&](Stmt s) { return fx.alloc(make_allocate(m, make_allocate(m32, s))); };
     CHECK(verify(fx.with(wrap(make_reduce(ReduceKind::Max, full_region(fx.fr), full_region(m), 1)))).empty());
-    CHECK(verify(fx.with(wrap(make_reduce(ReduceKind::Sum, full_region(fx.fr), full_region(m32), 0)))).empty());
+    CHECK(
+        verify(fx.with(wrap(make_reduce(ReduceKind::Sum, full_region(fx.fr), full_region(m32), 0)))).empty());
     CHECK(has(verify(fx.with(wrap(make_reduce(ReduceKind::Max, full_region(fx.fr), full_region(m), 2)))),
               "reduce dim 2 out of range for rank 2"));
     CHECK(has(verify(fx.with(wrap(make_reduce(ReduceKind::Max, full_region(fx.fr), full_region(m), 0)))),
               "does not match the source with dim 0 removed"));
-    CHECK(has(verify(fx.with(wrap(make_cumsum(full_region(fx.fr), full_region(fx.fr), -1)))), "cumsum dim -1"));
+    CHECK(
+        has(verify(fx.with(wrap(make_cumsum(full_region(fx.fr), full_region(fx.fr), -1)))), "cumsum dim -1"));
 }
 
 TEST_CASE("verifier rejects fill values of the wrong type", "[verifier]") {
@@ -244,17 +253,20 @@ TEST_CASE("verifier checks condition and operand types", "[verifier]") {
     Stmt store = make_store(fx.Y, {c(0), c(0)}, make_float(1.0));
     CHECK(has(verify(fx.with(make_if(c(1), store))), "if condition must be bool"));
     CHECK(has(verify(fx.with(make_assert(c(1), "x"))), "assert condition must be bool"));
-    CHECK(has(verify(fx.with(make_store(fx.Y, {add(c(0), make_int(1, DataType::i32())), c(0)}, make_float(1.0)))),
-              "operands of '+' have different types i64 and i32"));
+    CHECK(has(
+        verify(fx.with(make_store(fx.Y, {add(c(0), make_int(1, DataType::i32())), c(0)}, make_float(1.0)))),
+        "operands of '+' have different types i64 and i32"));
     CHECK(has(verify(fx.with(make_if(logical_and(c(1), c(0)), store))), "operands of '&&' must be bool"));
     CHECK(has(verify(fx.with(make_store(fx.Y, {c(0), c(0)}, floordiv(make_float(1.0), make_float(2.0))))),
               "operands of '/' must be integers"));
-    CHECK(has(verify(fx.with(make_store(fx.Y, {make_binary(BinaryOp::Div, c(4), c(2)), c(0)}, make_float(1.0)))),
-              "operands of '/' must be floats"));
+    CHECK(has(
+        verify(fx.with(make_store(fx.Y, {make_binary(BinaryOp::Div, c(4), c(2)), c(0)}, make_float(1.0)))),
+        "operands of '/' must be floats"));
     CHECK(has(verify(fx.with(make_store(fx.Y, {make_select(c(1), c(0), c(1)), c(0)}, make_float(1.0)))),
               "select condition must be bool"));
-    CHECK(has(verify(fx.with(make_store(fx.Y, {c(0), c(0)}, make_call(CallOp::Exp, {c(1)}, DataType::f32(), {})))),
-              "argument of exp must be a float"));
+    CHECK(has(
+        verify(fx.with(make_store(fx.Y, {c(0), c(0)}, make_call(CallOp::Exp, {c(1)}, DataType::f32(), {})))),
+        "argument of exp must be a float"));
 }
 
 TEST_CASE("verifier checks loops and lets", "[verifier]") {
@@ -268,7 +280,8 @@ TEST_CASE("verifier checks loops and lets", "[verifier]") {
     CHECK(has(verify(fx.with(make_for(wrong, c(0), c(4), ForKind::Serial, make_seq({})))),
               "loop variable 'w' has kind let"));
     Var t = make_let_var("t", DataType::i32());
-    CHECK(has(verify(fx.with(make_let(t, c(1), make_seq({})))), "let 't' of type i32 bound to a value of type i64"));
+    CHECK(has(verify(fx.with(make_let(t, c(1), make_seq({})))),
+              "let 't' of type i32 bound to a value of type i64"));
 }
 
 TEST_CASE("verifier checks the function signature", "[verifier]") {
@@ -287,7 +300,8 @@ TEST_CASE("verifier checks the function signature", "[verifier]") {
     u.params.push_back({ParamKind::Tensor, make_tensor("Z", DataType::f32(), {L}, Access::In), nullptr});
     CHECK(has(verify(u), "use of undefined variable 'L'"));
     PrimFunc s = fx.f;
-    s.params.push_back({ParamKind::Tensor, make_buffer("W", DataType::f32(), {c(4)}, Scope::Shared), nullptr});
+    s.params.push_back(
+        {ParamKind::Tensor, make_buffer("W", DataType::f32(), {c(4)}, Scope::Shared), nullptr});
     CHECK(has(verify(s), "tensor parameter 'W' is not global"));
 }
 
@@ -303,7 +317,8 @@ TEST_CASE("verifier messages carry the source position", "[verifier]") {
 TEST_CASE("verifier collects every violation, not just the first", "[verifier]") {
     Fixture fx;
     Var i = make_loop_var("i"), j = make_loop_var("j");
-    Stmt s = make_seq({make_store(fx.Y, {i, c(0)}, make_float(1.0)), make_store(fx.Y, {j, c(0)}, make_float(1.0))});
+    Stmt s = make_seq(
+        {make_store(fx.Y, {i, c(0)}, make_float(1.0)), make_store(fx.Y, {j, c(0)}, make_float(1.0))});
     auto errors = verify(fx.with(s));
     CHECK(errors.size() == 2);
     CHECK(has(errors, "'i'"));
