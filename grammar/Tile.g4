@@ -107,6 +107,9 @@ INT    : [0-9]+ | '0x' [0-9a-fA-F]+ | '0b' [01]+ ;
 FLOAT  : [0-9]+ '.' [0-9]* EXPONENT? | '.' [0-9]+ EXPONENT? | [0-9]+ EXPONENT ;
 fragment EXPONENT : [eE] [+-]? [0-9]+ ;
 STRING : '"' (~["\\\r\n] | '\\' .)* '"' ;
+// A string with no closing quote runs to the end of the line, so the rest of the line
+// does not produce follow-on errors; the parser reports it once.
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' .)* ;
 ID     : [a-zA-Z_] [a-zA-Z_0-9]* ;
 
 LINE_COMMENT  : '//' ~[\r\n]* -> skip ;

@@ -148,6 +148,13 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         std::cout << "tilec " << TILEC_VERSION << "\n";
         return 0;
+    } catch (const CLI::RequiredError& e) {
+        if (a.inputs.empty()) {
+            std::cerr << "tilec: error: no input files\nRun 'tilec --help' for the options.\n";
+            return 1;
+        }
+        std::cerr << "tilec: error: " << e.what() << "\nRun 'tilec --help' for the options.\n";
+        return 1;
     } catch (const CLI::ParseError& e) {
         std::cerr << "tilec: error: " << e.what() << "\n"
                   << "Run 'tilec --help' for the options.\n";

@@ -117,7 +117,6 @@ int compile(const Options& options) {
         ir::PassContext ctx;
         ctx.diag = &diags;
         auto lowered = pm.run(module, ctx);
-        if (options.time_passes) pm.print_timings(std::cerr);
         if (!lowered || diags.has_errors()) return 1;
 
         // 4. Outputs.

@@ -50,6 +50,8 @@ std::string plural(size_t n, const char* word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+std::string plural_index(size_t n) { return std::to_string(n) + (n == 1 ? " index" : " indices"); }
+
 std::string shape_str(const std::vector<ir::Expr>& shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -90,6 +92,10 @@ private:
     size_t scope_floor_ = 0;
 
     void push_scope() { scopes_.emplace_back(); }
+    // Inside a parallel loop at any depth: element-wise code only.
+    bool in_parallel() const {
+        return std::find(loop_stack_.begin(), loop_stack_.end(), ir::ForKind::Parallel) != loop_stack_.end();
+    }
     void pop_scope() { scopes_.pop_back(); }
 
     const Binding* lookup(const std::string& name) const {
@@ -113,6 +119,7 @@ private:
             diags_.error(where, "'" + name + "' is already the name of a " +
                                     (is_builtin_name(name) ? std::string("built-in operation") : std::string("func")) +
                                     "; choose another name");
+            names.emplace(name, Binding{Value::poison(), origin, where});  // silence later uses
             return false;
         }
         names.emplace(name, Binding{std::move(v), origin, where});
@@ -132,6 +139,7 @@ private:
         for (size_t i = scopes_.size(); i > scope_floor_; --i)
             for (auto& [n, b] : scopes_[i - 1].names) consider(n);
         for (auto n : builtin_names()) consider(std::string(n));
+        consider("block");
         for (auto& [n, f] : program_.funcs) consider(n);
         static const char* kTypes[] = {"f16", "bf16", "f32", "f64", "i8", "u8", "i16", "i32", "u32", "i64", "bool",
                                        "f8e4m3", "f8e5m2", "i4", "u4"};
@@ -168,6 +176,7 @@ private:
     std::optional<int64_t> expect_const_int(const ast::Expr& e, const char* what);
     std::optional<bool> expect_const_bool(const ast::Expr& e, const char* what);
     ir::Expr expect_index(const ast::Expr& e, const char* what);
+    ir::Expr index_of(Value v, SourceRange range, const char* what);
     ir::Expr expect_condition(const ast::Expr& e, const char* what);
 
     // ---- statements --------------------------------------------------------------
@@ -205,6 +214,7 @@ private:
     bool bind_template_params(const ast::KernelDecl& kernel, const std::vector<ast::ExportArg>* args,
                               SourceRange export_range, ir::PrimFunc& func);
     bool bind_params(const ast::KernelDecl& kernel, ir::PrimFunc& func);
+    void bind_launch(const ast::KernelDecl& kernel, ir::PrimFunc& func);
     std::optional<Value> template_value(const ast::TemplateParam& p, const ast::Expr& e);
     std::optional<Value> define_value(const ast::TemplateParam& p, const std::string& text);
 
@@ -340,8 +350,9 @@ ir::Expr Elaborator::convert(const Value& v, DataType want, SourceRange where, c
         if (want.is_float() && have.is_float()) ok = want.bits > have.bits || (want.bits == have.bits && false);
         else if (want.is_float() && have.is_integer()) ok = true;  // integers convert to float
         else if (want.is_integer() && have.is_integer())
-            ok = want.bits > have.bits || (want.bits == have.bits && want.is_int() == have.is_int()) ||
-                 (want.bits > have.bits);
+            // Same signedness and not narrower, or unsigned into a strictly wider signed.
+            ok = (want.is_int() == have.is_int() && want.bits >= have.bits) ||
+                 (have.is_uint() && want.is_int() && want.bits > have.bits);
         if (!ok) {
             diags_.error(where, "implicit conversion from " + have.str() + " to " + want.str() + " in " + what +
                                     " may lose information; write cast<" + want.str() + ">(...)");
@@ -401,8 +412,13 @@ std::optional<bool> Elaborator::expect_const_bool(const ast::Expr& e, const char
     return std::nullopt;
 }
 
-ir::Expr Elaborator::expect_index(const ast::Expr& e, const char* what) {
-    Value v = expect_scalar(eval(e), e.range, what);
+ir::Expr Elaborator::expect_index(const ast::Expr& e, const char* what) { return index_of(eval(e), e.range, what); }
+
+ir::Expr Elaborator::index_of(Value value, SourceRange range, const char* what) {
+    struct {
+        SourceRange range;
+    } e{range};
+    Value v = expect_scalar(value, range, what);
     if (v.is_poison()) return nullptr;
     if (v.kind == K::Int) return ir::make_int(v.i, DataType::index(), loc_of(e.range));
     DataType t = natural_type(v);
@@ -695,6 +711,11 @@ Value Elaborator::apply_binary(ast::BinaryOp op, const Value& a, const Value& b,
     if ((op == B::Lt || op == B::Le || op == B::Gt || op == B::Ge) && t->is_bool()) return bad("numeric");
     if ((op == B::And || op == B::Or) && !t->is_bool()) return bad("bool");
     if ((op == B::Shl || op == B::Shr) && !t->is_integer()) return bad("integer");
+    if ((op == B::Shl || op == B::Shr) && b.kind == K::Int && (b.i < 0 || b.i >= t->bits)) {
+        diags_.error(e.op_range, "shift amount " + std::to_string(b.i) + " is " +
+                                     (b.i < 0 ? std::string("negative") : "not less than the width of " + t->str()));
+        return Value::poison();
+    }
     if ((op == B::BitAnd || op == B::BitOr || op == B::BitXor) && t->is_float()) return bad("integer or bool");
     return Value::of_expr(ir::make_binary(iop, x, y, l));
 }
@@ -757,7 +778,7 @@ Value Elaborator::eval_index(const ast::Expr& e) {
     size_t n = e.operands.size() - 1;
     if (n != buf->rank()) {
         diags_.error(e.range, "'" + buf->name + "' has " + plural(buf->rank(), "dimension") + " but " +
-                                  plural(n, "index") + (n == 1 ? " was" : " were") + " given");
+                                  plural_index(n) + (n == 1 ? " was" : " were") + " given");
         return Value::poison();
     }
     std::vector<ir::Expr> idx;
@@ -809,11 +830,13 @@ Elaborator::CallArgs Elaborator::bind_args(const ast::Expr& call, const std::str
     out.values.assign(names.size(), nullptr);
     size_t positional = 0;
     bool named_seen = false;
+    bool misplaced = false;
     for (const ast::Arg& a : call.args) {
         if (a.name.empty()) {
             if (named_seen) {
                 diags_.error(a.value->range, "positional argument after a named argument in call to '" + callee + "'");
                 out.ok = false;
+                misplaced = true;
                 continue;
             }
             if (positional >= names.size()) {
@@ -843,7 +866,7 @@ Elaborator::CallArgs Elaborator::bind_args(const ast::Expr& call, const std::str
         }
         out.values[pos] = a.value.get();
     }
-    for (size_t i = 0; i < required; ++i) {
+    for (size_t i = 0; i < required && !misplaced; ++i) {
         if (!out.values[i]) {
             diags_.error(call.range, "missing argument '" + names[i] + "' in call to '" + callee + "' (it takes " +
                                          std::to_string(required) + " required " +
@@ -862,7 +885,8 @@ Value Elaborator::eval_call(const ast::Expr& e) {
         return Value::poison();
     }
     const std::string& name = callee.text;
-    if (lookup(name)) {
+    if (const Binding* bound = lookup(name)) {
+        if (bound->value.is_poison()) return Value::poison();
         diags_.error(callee.range, "'" + name + "' is not a function");
         return Value::poison();
     }
@@ -1237,7 +1261,7 @@ ir::Buffer Elaborator::declare_buffer(const ast::Stmt& s) {
     const char* scope_kw = s.scope == ast::BufferScope::Shared ? "shared" : s.scope == ast::BufferScope::Fragment
                                                                                ? "fragment"
                                                                                : "local";
-    if (!loop_stack_.empty() && loop_stack_.back() == ir::ForKind::Parallel) {
+    if (in_parallel()) {
         diags_.error(s.range, std::string("cannot declare a ") + scope_kw + " buffer inside a parallel loop");
         return nullptr;
     }
@@ -1550,7 +1574,7 @@ ir::Stmt Elaborator::elab_assign(const ast::Stmt& s) {
         size_t n = target.operands.size() - 1;
         if (n != buf->rank()) {
             diags_.error(target.range, "'" + buf->name + "' has " + plural(buf->rank(), "dimension") + " but " +
-                                           plural(n, "index") + (n == 1 ? " was" : " were") + " given");
+                                           plural_index(n) + (n == 1 ? " was" : " were") + " given");
             return nullptr;
         }
         std::vector<SourceRange> ranges;
@@ -1637,7 +1661,7 @@ ir::Stmt Elaborator::elab_call_stmt(const ast::Expr& e) {
     if (callee.kind == ast::ExprKind::Name && !lookup(callee.text)) {
         Builtin b = lookup_builtin(callee.text);
         if (is_tile_op(b)) {
-            if (!loop_stack_.empty() && loop_stack_.back() == ir::ForKind::Parallel && b != Builtin::Print &&
+            if (in_parallel() && b != Builtin::Print &&
                 b != Builtin::Assert) {
                 diags_.error(e.range, "'" + callee.text + "' works on whole tiles and cannot be used inside a "
                                                          "parallel loop");
@@ -1673,7 +1697,7 @@ TileArg Elaborator::tile_arg(const ast::Expr& e, const char* op, const char* rol
         size_t n = e.operands.size() - 1;
         if (n != b.buffer->rank()) {
             diags_.error(e.range, std::string("the start index of '") + b.buffer->name + "' in " + op + " needs " +
-                                      plural(b.buffer->rank(), "index") + " (one per dimension), but " +
+                                      plural_index(b.buffer->rank()) + " (one per dimension), but " +
                                       std::to_string(n) + (n == 1 ? " was" : " were") + " given");
             return t;
         }
@@ -1738,6 +1762,19 @@ std::optional<ir::Region> Elaborator::region_for(const TileArg& indexed, const s
     return ir::make_region(b, indexed.start, extent);
 }
 
+// The side of a copy that should carry the start index: a global tensor, else the
+// tile with more elements (the smaller whole tile then gives the extent).
+static const ir::Buffer& larger_side(const ir::Buffer& a, const ir::Buffer& b) {
+    if (a->scope == ir::Scope::Global) return a;
+    if (b->scope == ir::Scope::Global) return b;
+    auto count = [](const ir::Buffer& x) {
+        int64_t n = 1;
+        for (auto& d : x->shape) n *= ir::as_const_int(d).value_or(1);
+        return n;
+    };
+    return count(a) >= count(b) ? a : b;
+}
+
 static bool same_shape(const std::vector<ir::Expr>& a, const std::vector<ir::Expr>& b) {
     return a.size() == b.size() && ir::structural_equal(a, b);
 }
@@ -1758,10 +1795,8 @@ ir::Stmt Elaborator::elab_tile_op(Builtin b, const ast::Expr& e) {
             if (!same_shape(src.buffer->shape, dst.buffer->shape)) {
                 diags_.error(e.range, "copy between '" + src.buffer->name + "' " + shape_str(src.buffer->shape) +
                                           " and '" + dst.buffer->name + "' " + shape_str(dst.buffer->shape) +
-                                          " of different shapes; give a start index on one side, e.g. " +
-                                          (src.buffer->scope == ir::Scope::Global ? src.buffer->name
-                                                                                   : dst.buffer->name) +
-                                          "[i, j]");
+                                          " of different shapes; give a start index on the larger side, e.g. " +
+                                          larger_side(src.buffer, dst.buffer)->name + "[i, j]");
                 return nullptr;
             }
             rs = whole(src);
@@ -2154,6 +2189,23 @@ bool Elaborator::bind_params(const ast::KernelDecl& kernel, ir::PrimFunc& func) 
             sizes.push_back(v);
             return v;
         }
+        // Names that are not bound yet cannot be used in an expression (only as a plain
+        // dimension, which binds them).
+        bool unbound = false;
+        std::function<void(const ast::Expr&)> find_unbound = [&](const ast::Expr& x) {
+            if (x.kind == ast::ExprKind::Name && !lookup(x.text) && x.text != "block" && !DataType::from_name(x.text) &&
+                !is_builtin_name(x.text) && !program_.funcs.count(x.text)) {
+                diags_.error(x.range, "size '" + x.text + "' is used in an expression before it is bound; a "
+                                      "dimension may use only names bound by earlier dimensions (name it as a "
+                                      "plain dimension first)");
+                unbound = true;
+                return;
+            }
+            for (auto& o : x.operands) find_unbound(*o);
+            for (auto& a : x.args) find_unbound(*a.value);
+        };
+        find_unbound(d);
+        if (unbound) return nullptr;
         Value v = eval(d);
         if (v.kind == K::Int) {
             if (v.i <= 0) {
@@ -2162,7 +2214,7 @@ bool Elaborator::bind_params(const ast::KernelDecl& kernel, ir::PrimFunc& func) 
             }
             return ir::make_int(v.i, DataType::index(), loc_of(d.range));
         }
-        return expect_index(d, what);
+        return index_of(v, d.range, what);
     };
     for (auto& p : kernel.params) {
         auto t = resolve_type(p.type.elem, p.type.elem_range);
@@ -2224,6 +2276,12 @@ bool Elaborator::bind_params(const ast::KernelDecl& kernel, ir::PrimFunc& func) 
     for (auto& b : tensors) func.params.push_back(ir::Param{ir::ParamKind::Tensor, b, nullptr});
     for (auto& v : sizes) func.params.push_back(ir::Param{ir::ParamKind::Size, nullptr, v});
     for (auto& v : scalars) func.params.push_back(ir::Param{ir::ParamKind::Scalar, nullptr, v});
+    return ok;
+}
+
+// A bad launch clause poisons no name, so the body is still checked after it.
+void Elaborator::bind_launch(const ast::KernelDecl& kernel, ir::PrimFunc& func) {
+    bool ok = true;
 
     // Launch configuration.
     if (kernel.grid.size() > 3) {
@@ -2259,7 +2317,7 @@ bool Elaborator::bind_params(const ast::KernelDecl& kernel, ir::PrimFunc& func) 
             func.threads = *c;
         }
     }
-    return ok;
+    (void)ok;
 }
 
 std::optional<ir::PrimFunc> Elaborator::instantiate(const ast::KernelDecl& kernel, const std::string& symbol,
@@ -2279,13 +2337,16 @@ std::optional<ir::PrimFunc> Elaborator::instantiate(const ast::KernelDecl& kerne
     bool ok = bind_template_params(kernel, args, export_range, func);
     push_scope();  // run-time parameters
     if (ok) ok = bind_params(kernel, func);
+    if (ok) bind_launch(kernel, func);
     if (ok) {
         block_idx_ = ir::make_block_idx_vars(loc_of(kernel.name_range));
         func.block_idx = block_idx_;
         push_scope();
         func.body = elab_block(kernel.body->body, 0);
         pop_scope();
+        // After an error, a dropped statement may be the write; say nothing then.
         for (auto& p : func.params) {
+            if (diags_.error_count() != before) break;
             if (p.kind == ir::ParamKind::Tensor && p.buffer->access != ir::Access::In && !written_.count(p.buffer.get()))
                 diags_.warning(buffer_decl_.count(p.buffer.get()) ? buffer_decl_[p.buffer.get()] : SourceRange{},
                                "tensor '" + p.buffer->name + "' is marked '" + ir::access_name(p.buffer->access) +
@@ -2330,8 +2391,14 @@ ir::Module elaborate(const Program& program, const FrontendOptions& options, con
             for (auto& k : file->kernels) {
                 bool all_defaults = std::all_of(k->template_params.begin(), k->template_params.end(),
                                                 [](const ast::TemplateParam& p) { return p.default_value != nullptr; });
-                if (!all_defaults || program.kernels.count(k->name) == 0 || program.kernels.at(k->name) != k.get())
+                if (program.kernels.count(k->name) == 0 || program.kernels.at(k->name) != k.get()) continue;
+                if (!all_defaults) {
+                    auto p = std::find_if(k->template_params.begin(), k->template_params.end(),
+                                          [](const ast::TemplateParam& t) { return !t.default_value; });
+                    diags.warning(k->name_range, "kernel '" + k->name + "' is not compiled: compile-time parameter '" +
+                                                     p->name + "' has no default and no export gives it");
                     continue;
+                }
                 for (auto& p : k->template_params) template_names.insert(p.name);
                 if (!claim(k->name, k->name_range)) continue;
                 if (auto f = elab.instantiate(*k, k->name, nullptr, {})) module.funcs.push_back(std::move(*f));
@@ -2340,6 +2407,11 @@ ir::Module elaborate(const Program& program, const FrontendOptions& options, con
         }
         for (auto& e : file->exports) {
             auto it = program.kernels.find(e.kernel);
+            if (it == program.kernels.end() && program.funcs.count(e.kernel)) {
+                diags.error(e.kernel_range, "'" + e.kernel + "' is a func; only kernels can be exported")
+                    .note(program.funcs.at(e.kernel)->name_range, "'" + e.kernel + "' is defined here");
+                continue;
+            }
             if (it == program.kernels.end()) {
                 std::string best;
                 size_t best_d = 3;

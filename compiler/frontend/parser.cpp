@@ -124,8 +124,8 @@ private:
 
     std::string unexpected(Token* t) {
         if (!t || t->getType() == Token::EOF) return "unexpected end of file";
+        if (t->getType() == TileLexer::UNTERMINATED_STRING) return "missing terminating '\"' character";
         if (t->getType() == TileLexer::UNKNOWN_CHAR) {
-            if (t->getText() == "\"") return "missing terminating '\"' character";
             return "invalid character '" + t->getText() + "'";
         }
         std::string text = t->getText();
@@ -178,7 +178,7 @@ private:
     }
 
     void report(antlr4::Parser* p, Token* t, std::string msg) {
-        if (t && t->getType() == TileLexer::UNKNOWN_CHAR) {
+        if (t && (t->getType() == TileLexer::UNKNOWN_CHAR || t->getType() == TileLexer::UNTERMINATED_STRING)) {
             emit(token_range(file_, t), unexpected(t));
             return;
         }
@@ -190,6 +190,7 @@ private:
             if (Token* open = unmatched_brace(p)) {
                 std::string close = open->getText() == "{" ? "}" : open->getText() == "(" ? ")" : "]";
                 if (!seen_.insert({where.begin.line, where.begin.col}).second) return;
+                if (errors > 0) return;  // an earlier mistake unbalanced the braces
                 ++errors;
                 diags_.error(where, "expected '" + close + "' at end of file")
                     .note(token_range(file_, open), "to match this '" + open->getText() + "'");
@@ -224,9 +225,13 @@ private:
     }
 
     void emit(SourceRange r, const std::string& msg) {
-        // ANTLR may report the same spot twice while recovering; say it once.
+        // ANTLR may report the same spot twice while recovering; say it once. Recovery
+        // from one mistake often trips again later on the same line, or on a closing
+        // brace the recovery mismatched: those follow-on errors are not reported.
         auto key = std::make_pair(r.begin.line, r.begin.col);
         if (!seen_.insert(key).second) return;
+        if (errors > 0 && (lines_.count(r.begin.line) || msg.find("'}'") != std::string::npos)) return;
+        lines_.insert(r.begin.line);
         ++errors;
         diags_.error(r, msg);
     }
@@ -234,6 +239,7 @@ private:
     uint32_t file_;
     DiagnosticEngine& diags_;
     std::set<std::pair<uint32_t, uint32_t>> seen_;
+    std::set<uint32_t> lines_;
 };
 
 // Converts the ANTLR parse tree to the AST. Only called on trees without syntax errors.
