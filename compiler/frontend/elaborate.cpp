@@ -161,6 +161,7 @@ private:
                        SourceRange op_range);
     Value eval_ternary(const ast::Expr& e);
     Value eval_index(const ast::Expr& e);
+    bool element_ref(const ast::Expr& e, ir::Buffer& buf, std::vector<ir::Expr>& idx);
     Value eval_call(const ast::Expr& e);
     Value eval_cast(const ast::Expr& e);
     Value eval_builtin_call(Builtin b, const ast::Expr& e);
@@ -763,25 +764,25 @@ void Elaborator::check_const_index(const ir::Buffer& b, const std::vector<ir::Ex
     }
 }
 
-Value Elaborator::eval_index(const ast::Expr& e) {
+// Resolves `t[i, j]` to its buffer and checked indices (for reads and for writes).
+bool Elaborator::element_ref(const ast::Expr& e, ir::Buffer& buf, std::vector<ir::Expr>& idx) {
     const ast::Expr& base = *e.operands[0];
     Value bv = eval(base);
-    if (bv.is_poison()) return bv;
+    if (bv.is_poison()) return false;
     if (bv.kind != K::Tile) {
         if (bv.kind == K::MutVar)
             diags_.error(e.range, "'" + bv.buffer->name + "' is a scalar var; use it without an index");
         else
             diags_.error(base.range, "only tensors and tiles can be indexed");
-        return Value::poison();
+        return false;
     }
-    const ir::Buffer& buf = bv.buffer;
+    buf = bv.buffer;
     size_t n = e.operands.size() - 1;
     if (n != buf->rank()) {
         diags_.error(e.range, "'" + buf->name + "' has " + plural(buf->rank(), "dimension") + " but " +
                                   plural_index(n) + (n == 1 ? " was" : " were") + " given");
-        return Value::poison();
+        return false;
     }
-    std::vector<ir::Expr> idx;
     std::vector<SourceRange> ranges;
     bool ok = true;
     for (size_t i = 1; i < e.operands.size(); ++i) {
@@ -790,8 +791,15 @@ Value Elaborator::eval_index(const ast::Expr& e) {
         idx.push_back(x);
         ranges.push_back(e.operands[i]->range);
     }
-    if (!ok) return Value::poison();
+    if (!ok) return false;
     check_const_index(buf, idx, ranges);
+    return true;
+}
+
+Value Elaborator::eval_index(const ast::Expr& e) {
+    ir::Buffer buf;
+    std::vector<ir::Expr> idx;
+    if (!element_ref(e, buf, idx)) return Value::poison();
     return Value::of_expr(ir::make_load(buf, idx, loc_of(e.range)));
 }
 
@@ -1564,27 +1572,7 @@ ir::Stmt Elaborator::elab_assign(const ast::Stmt& s) {
             return nullptr;
         }
     } else if (target.kind == ast::ExprKind::Index) {
-        Value bv = eval(*target.operands[0]);
-        if (bv.is_poison()) return nullptr;
-        if (bv.kind != K::Tile) {
-            diags_.error(target.operands[0]->range, "only tensors and tiles can be indexed");
-            return nullptr;
-        }
-        buf = bv.buffer;
-        size_t n = target.operands.size() - 1;
-        if (n != buf->rank()) {
-            diags_.error(target.range, "'" + buf->name + "' has " + plural(buf->rank(), "dimension") + " but " +
-                                           plural_index(n) + (n == 1 ? " was" : " were") + " given");
-            return nullptr;
-        }
-        std::vector<SourceRange> ranges;
-        for (size_t i = 1; i < target.operands.size(); ++i) {
-            ir::Expr x = expect_index(*target.operands[i], "an index");
-            if (!x) return nullptr;
-            idx.push_back(x);
-            ranges.push_back(target.operands[i]->range);
-        }
-        check_const_index(buf, idx, ranges);
+        if (!element_ref(target, buf, idx)) return nullptr;
         if (!check_writable(buf, target.range)) return nullptr;
     } else {
         diags_.error(target.range, "cannot assign to this expression; assign to a var or an element t[i, j]");
