@@ -1,0 +1,147 @@
+// Statement execution for one block: control flow, scoped lets and allocations (fresh,
+// uninitialised storage each time), element stores, print and assert.
+#include <charconv>
+#include <cmath>
+#include <iostream>
+
+#include "interp/machine.h"
+#include "ir/printer.h"
+
+namespace tilec::interp::detail {
+
+using namespace ir;
+
+namespace {
+
+// A printed value: integers in decimal, bools as true/false, floats as the shortest
+// text that reads back as the same value of their type (f64: double, others: float).
+std::string format_value(Value v, DataType t) {
+    if (t.is_bool()) return v.i ? "true" : "false";
+    if (is_u64(t)) return std::to_string(static_cast<uint64_t>(v.i));
+    if (!t.is_float()) return std::to_string(v.i);
+    if (std::isnan(v.f)) return "nan";
+    if (std::isinf(v.f)) return v.f < 0 ? "-inf" : "inf";
+    char buf[64];
+    std::to_chars_result r;
+    if (t.kind == TypeKind::Float && t.bits == 64)
+        r = std::to_chars(buf, buf + sizeof buf, v.f);
+    else
+        r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v.f));
+    return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+void Machine::exec_print(const PrintNode* op) {
+    std::string out;
+    size_t arg = 0, pos = 0;
+    while (true) {
+        size_t hole = op->fmt.find("{}", pos);
+        if (hole == std::string::npos || arg >= op->args.size()) {
+            out += op->fmt.substr(pos);
+            break;
+        }
+        out += op->fmt.substr(pos, hole - pos);
+        out += format_value(eval(op->args[arg]), op->args[arg]->type);
+        ++arg;
+        pos = hole + 2;
+    }
+    std::ostream& os = opt_.print_stream ? *opt_.print_stream : std::cout;
+    os << out << '\n';
+}
+
+void Machine::exec(const Stmt& s) {
+    switch (s->kind) {
+    case StmtKind::Seq:
+        for (const auto& st : static_cast<const SeqNode*>(s.get())->stmts) exec(st);
+        return;
+    case StmtKind::For: {
+        auto* op = static_cast<const ForNode*>(s.get());
+        int64_t min = eval_int(op->min), extent = eval_int(op->extent);
+        push_var(op->var.get(), Value{});
+        for (int64_t k = 0; k < extent; ++k) {
+            vars_.back().second = Value::of_int(
+                normalize_int(static_cast<int64_t>(static_cast<uint64_t>(min) + k), op->var->type));
+            exec(op->body);
+        }
+        pop_var();
+        return;
+    }
+    case StmtKind::If: {
+        auto* op = static_cast<const IfNode*>(s.get());
+        if (eval_bool(op->cond))
+            exec(op->then_case);
+        else if (op->else_case)
+            exec(op->else_case);
+        return;
+    }
+    case StmtKind::LetStmt: {
+        auto* op = static_cast<const LetStmtNode*>(s.get());
+        push_var(op->var.get(), eval(op->value));
+        exec(op->body);
+        pop_var();
+        return;
+    }
+    case StmtKind::Allocate: {
+        auto* op = static_cast<const AllocateNode*>(s.get());
+        const Buffer& b = op->buffer;
+        Storage st;
+        st.buffer = b.get();
+        st.dtype = b->dtype;
+        if (b->rank() > kMaxRank) fail(op->loc, "buffer '" + b->name + "' has more than 16 dimensions");
+        int64_t size = 1;
+        for (const auto& e : b->shape) {
+            int64_t n = eval_int(e);
+            if (n <= 0)
+                fail(op->loc, "buffer '" + b->name + "' has a dimension of size " + std::to_string(n));
+            st.shape.push_back(n);
+            if (size > (int64_t(1) << 31) / n)
+                fail(op->loc, "buffer '" + b->name + "' " + shape_str(st.shape) + " has over 2^31 elements");
+            size *= n;
+        }
+        st.strides.assign(st.shape.size(), 1);
+        for (size_t d = st.shape.size(); d-- > 1;) st.strides[d - 1] = st.strides[d] * st.shape[d];
+        if (st.dtype.is_float()) {
+            st.own_f.assign(size, std::nan(""));
+            st.f = st.own_f.data();
+        } else {
+            st.own_i.assign(size, 0);
+            st.i = st.own_i.data();
+        }
+        st.track_init = opt_.check_uninitialized;
+        if (st.track_init) st.init.assign(size, 0);
+        push_buffer(b.get(), &st);
+        exec(op->body);
+        pop_buffer();
+        return;
+    }
+    case StmtKind::Store: {
+        auto* op = static_cast<const StoreNode*>(s.get());
+        Storage& st = storage(op->buffer, op->loc);
+        if (!st.writable) fail(op->loc, "store to input tensor '" + st.name() + "'");
+        int64_t idx[kMaxRank];
+        int64_t off = element_offset(st, op->indices, op->loc, idx);
+        st.write(off, eval(op->value), op->value->type);
+        return;
+    }
+    case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;
+    case StmtKind::Copy: exec_copy(static_cast<const CopyNode*>(s.get())); return;
+    case StmtKind::Gemm: exec_gemm(static_cast<const GemmNode*>(s.get())); return;
+    case StmtKind::Fill: exec_fill(static_cast<const FillNode*>(s.get())); return;
+    case StmtKind::Reduce: exec_reduce(static_cast<const ReduceNode*>(s.get())); return;
+    case StmtKind::Cumsum: exec_cumsum(static_cast<const CumsumNode*>(s.get())); return;
+    case StmtKind::AtomicAdd: exec_atomic_add(static_cast<const AtomicAddNode*>(s.get())); return;
+    case StmtKind::Print: exec_print(static_cast<const PrintNode*>(s.get())); return;
+    case StmtKind::Assert: {
+        auto* op = static_cast<const AssertNode*>(s.get());
+        if (eval_bool(op->cond)) return;
+        bool plain = op->msg.empty() || op->msg == "assertion failed";
+        fail(op->loc, plain ? std::string("assertion failed") : "assertion failed: " + op->msg);
+        return;
+    }
+    case StmtKind::Barrier: return;  // one logical thread per block: nothing to wait for
+    }
+    fail(s->loc, "cannot execute this statement");
+}
+
+}  // namespace tilec::interp::detail
