@@ -41,7 +41,7 @@ else
     echo "== dependencies: all ${#packages[@]} packages installed"
 fi
 
-tilec_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+tilec_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_WITH_LLVM=ON
 tilec_build build
 
 echo "== build/compiler/driver/tilec stdlib/kernels/gemm.tile --emit=tir"

@@ -28,11 +28,11 @@ start=$SECONDS
 report_time() { echo "== test.sh: total time $((SECONDS - start)) s"; }
 trap report_time EXIT
 
-tilec_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_BUILD_TESTS=ON
+tilec_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_BUILD_TESTS=ON -DTILEC_WITH_LLVM=ON
 tilec_build build
 
 if ((asan)); then
-    tilec_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_SANITIZE=ON -DTILEC_BUILD_TESTS=OFF
+    tilec_configure build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_SANITIZE=ON -DTILEC_BUILD_TESTS=OFF -DTILEC_WITH_LLVM=OFF
     tilec_build build-asan tilec
     export TILEC_ASAN_BIN="$tilec_root/build-asan/compiler/driver/tilec"
 else

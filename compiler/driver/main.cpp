@@ -22,6 +22,40 @@
 
 namespace {
 
+// A tilec built with the CPU backend (-DTILEC_WITH_LLVM=ON) also writes LLVM IR,
+// assembly, objects and headers; without it, the text and the options are as before.
+#ifdef TILEC_WITH_LLVM
+const char* kDescription = R"(tilec: the tile language compiler.
+
+Compiles .tile kernels (the data flow of one thread block over tiles) ahead of time:
+every export is checked, lowered to Tile IR and compiled for the host CPU into an
+object and a C header (GPU backends come next).
+
+Examples:
+  tilec stdlib/kernels/gemm.tile --emit=tir          print the Tile IR of each export
+  tilec gemm.tile -o gemm.o                          the object, and the header gemm.h beside it
+  tilec gemm.tile --emit=header -o gemm.h            the C header alone
+  tilec gemm.tile --emit=llvm                        the (optimised) LLVM IR of the CPU code
+  tilec gemm.tile -D BM=64 --emit=tir                override a compile-time default
+  tilec attn.tile -I include/ --emit=ast             print the syntax tree
+  tilec gemm.tile --print-after-all                  print the IR after every pass
+  tilec gemm.tile -o gemm.o -MD                      also write a depfile gemm.o.d
+)";
+const char* kEmitHelp =
+    "What to produce:\n"
+    "  ast     the syntax tree of each input file\n"
+    "  tir     the Tile IR of each export after the pass pipeline\n"
+    "  llvm    the LLVM IR of the CPU code, optimised for the host\n"
+    "  asm     the host assembly of the CPU code\n"
+    "  obj     the host object (needs -o)\n"
+    "  header  the C header declaring the entry points\n"
+    "  (default: check only; with -o FILE.o: the object, and FILE.h beside it)\n"
+    "e.g. --emit=tir";
+const std::vector<std::string> kEmitStages = {"ast", "tir", "llvm", "asm", "obj", "header"};
+const char* kTargetHelp =
+    "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
+    "(all are checked; only host, the default, generates code today)";
+#else
 const char* kDescription = R"(tilec: the tile language compiler.
 
 Compiles .tile kernels (the data flow of one thread block over tiles) ahead of time.
@@ -35,6 +69,17 @@ Examples:
   tilec gemm.tile --print-after-all                  print the IR after every pass
   tilec gemm.tile --emit=tir -o gemm.tir -MD         write the IR and a depfile gemm.tir.d
 )";
+const char* kEmitHelp =
+    "What to produce:\n"
+    "  ast  the syntax tree of each input file\n"
+    "  tir  the Tile IR of each export after the pass pipeline\n"
+    "  (default: check only; nothing is written)\n"
+    "e.g. --emit=tir";
+const std::vector<std::string> kEmitStages = {"ast", "tir"};
+const char* kTargetHelp =
+    "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
+    "(accepted and checked now; code generation comes with the backends)";
+#endif
 
 struct Args {
     std::vector<std::string> inputs;
@@ -83,13 +128,8 @@ int run(int argc, char** argv) {
     app.add_option("files", a.inputs, "Input .tile files")->required()->type_name("FILE...");
     app.add_option("-o", a.output, "Write the output to FILE (default: standard output for text stages)")
         ->type_name("FILE");
-    app.add_option("--emit", a.emit,
-                   "What to produce:\n"
-                   "  ast  the syntax tree of each input file\n"
-                   "  tir  the Tile IR of each export after the pass pipeline\n"
-                   "  (default: check only; nothing is written)\n"
-                   "e.g. --emit=tir")
-        ->check(CLI::IsMember({"ast", "tir"}))
+    app.add_option("--emit", a.emit, kEmitHelp)
+        ->check(CLI::IsMember(kEmitStages))
         ->type_name("STAGE");
     app.add_option("-D", a.defines,
                    "Override the default of compile-time parameter NAME in every kernel,\n"
@@ -99,9 +139,7 @@ int run(int argc, char** argv) {
                    "Add DIR to the import search path (after the importing file's\n"
                    "directory, before the stdlib), e.g. -I third_party/kernels")
         ->type_name("DIR");
-    app.add_option("--target", a.targets,
-                   "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
-                   "(accepted and checked now; code generation comes with the backends)")
+    app.add_option("--target", a.targets, kTargetHelp)
         ->delimiter(',')
         ->type_name("LIST");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")

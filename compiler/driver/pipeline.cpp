@@ -12,6 +12,13 @@
 #include "ir/printer.h"
 #include "support/diagnostics.h"
 #include "transform/simplify.h"
+#ifndef TILEC_VERSION
+#define TILEC_VERSION "0.0.0"
+#endif
+#ifdef TILEC_WITH_LLVM
+#include "codegen/c_header.h"
+#include "codegen/cpu_backend.h"
+#endif
 
 namespace tilec::driver {
 namespace {
@@ -33,6 +40,20 @@ bool write_output(const std::string& path, const std::string& text, DiagnosticEn
         return false;
     }
     return true;
+}
+
+// The base name of a path ("dir/k.tile" -> "k.tile").
+std::string base_name(const std::string& path) {
+    auto slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The header written beside an object: "out/k.o" -> "out/k.h".
+std::string header_beside(const std::string& object) {
+    auto slash = object.find_last_of('/');
+    auto dot = object.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return object + ".h";
+    return object.substr(0, dot) + ".h";
 }
 
 std::string escape_make(const std::string& p) {
@@ -65,9 +86,28 @@ int compile(const Options& options) {
                 diags.error({}, "unknown target '" + t + "' (known: " + list + ")");
             }
         }
-        if (!options.output.empty() && options.emit.empty()) {
-            diags.error({}, "writing an object (-o without --emit) needs the CPU/GPU backends, which are not "
-                            "built yet; use --emit=tir or --emit=ast");
+        // Outputs of the CPU backend: --emit=llvm|asm|obj|header, or an object (+ header)
+        // with -o and no --emit.
+        const bool make_object = !options.output.empty() && options.emit.empty();
+        const bool backend = make_object || options.emit == "llvm" || options.emit == "asm" ||
+                             options.emit == "obj" || options.emit == "header";
+#ifndef TILEC_WITH_LLVM
+        if (make_object) {
+            diags.error({}, "writing an object (-o without --emit) needs the CPU/GPU backends, which are not built yet; "
+                            "use --emit=tir or --emit=ast (or build tilec with -DTILEC_WITH_LLVM=ON for the CPU "
+                            "backend)");
+        } else if (backend) {
+            diags.error({}, "--emit=" + options.emit + " needs the CPU backend, which this tilec was built without "
+                            "(configure it with -DTILEC_WITH_LLVM=ON)");
+        }
+#endif
+        if (backend) {
+            for (auto& t : options.targets)
+                if (t != "host" && known_targets().count(t))
+                    diags.error({}, "--target=" + t + ": code generation for GPUs is not written yet; only "
+                                    "--target=host (the default) generates code");
+            if ((options.emit == "obj" || make_object) && (options.output.empty() || options.output == "-"))
+                diags.error({}, "an object needs -o FILE (it is not written to standard output)");
         }
         if (diags.has_errors()) return 1;
 
@@ -121,6 +161,36 @@ int compile(const Options& options) {
 
         // 4. Outputs.
         if (options.emit == "tir" && !write_output(options.output, ir::print(*lowered), diags)) return 1;
+#ifdef TILEC_WITH_LLVM
+        // 5. The CPU backend: LLVM IR, assembly, an object, the C header.
+        if (backend) {
+            std::string source = base_name(options.inputs.front());
+            codegen::HeaderOptions hopt;
+            hopt.source_name = source;
+            hopt.tilec_version = TILEC_VERSION;
+            if (options.emit == "header") {
+                // Named after the output, or after the input on standard output.
+                hopt.header_name = options.output.empty() || options.output == "-"
+                                       ? header_beside(source)
+                                       : base_name(options.output);
+                if (!write_output(options.output, codegen::c_header(*lowered, hopt), diags)) return 1;
+            } else {
+                codegen::CpuOptions copt;
+                copt.source_name = source;
+                copt.sources = &sources;
+                auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
+                            : options.emit == "asm" ? codegen::CpuOutput::Assembly
+                                                    : codegen::CpuOutput::Object;
+                auto code = codegen::compile_cpu(*lowered, what, copt, diags);
+                if (!code || !write_output(options.output, *code, diags)) return 1;
+                if (make_object) {
+                    std::string header = header_beside(options.output);
+                    hopt.header_name = base_name(header);
+                    if (!write_output(header, codegen::c_header(*lowered, hopt), diags)) return 1;
+                }
+            }
+        }
+#endif
         if (options.depfile) {
             std::string target = options.output.empty() ? "-" : options.output;
             std::string path = !options.depfile_path.empty() ? options.depfile_path

@@ -1,0 +1,123 @@
+// The CPU backend's driver: one LLVM module for the whole compilation, the host
+// TargetMachine, the optimisation pipeline, and LLVM IR / assembly / object output.
+#include "codegen/cpu_backend.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+
+#include "codegen/cpu_lowering.h"
+
+namespace tilec::codegen {
+
+std::string cpu_entry_name(const ir::PrimFunc& f) {
+    return f.name + "_cpu";
+}
+
+namespace {
+
+// "+avx2,+fma,-avx512f,...": the host CPU's features, sorted so the text is stable.
+std::string host_features() {
+    std::vector<std::string> list;
+    for (auto& kv : llvm::sys::getHostCPUFeatures())
+        list.push_back((kv.second ? "+" : "-") + kv.first().str());
+    std::sort(list.begin(), list.end());
+    std::string out;
+    for (auto& f : list) out += (out.empty() ? "" : ",") + f;
+    return out;
+}
+
+// LLVM's diagnostics: remarks and warnings ("loop not vectorized") are dropped, errors
+// collected (they are bugs of this backend: reported as internal errors).
+void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
+    if (info->getSeverity() != llvm::DS_Error) return;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::DiagnosticPrinterRawOStream printer(os);
+    info->print(printer);
+    static_cast<std::string*>(context)->append(text + "\n");
+}
+
+}  // namespace
+
+std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
+                                       DiagnosticEngine& diags) {
+    static std::once_flag init;
+    std::call_once(init, [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+        llvm::InitializeNativeTargetAsmParser();
+    });
+    std::string triple = llvm::sys::getProcessTriple();
+    std::string error;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target) {
+        diags.error({}, "cannot generate code for the host (" + triple + "): " + error);
+        return std::nullopt;
+    }
+    std::string cpu = llvm::sys::getHostCPUName().str();
+    std::string features = host_features();
+    llvm::TargetOptions target_options;
+    std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, target_options,
+                                                                        llvm::Reloc::PIC_, std::nullopt,
+                                                                        llvm::CodeGenOptLevel::Aggressive));
+    if (!tm) {
+        diags.error({}, "cannot create the LLVM target machine for " + triple + " (" + cpu + ")");
+        return std::nullopt;
+    }
+
+    llvm::LLVMContext ctx;
+    std::string llvm_errors;
+    ctx.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
+    llvm::Module m(options.source_name, ctx);
+    m.setSourceFileName(options.source_name);
+    m.setTargetTriple(triple);
+    m.setDataLayout(tm->createDataLayout());
+    m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
+    ModuleState ms(m, options.sources);
+    for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
+    for (auto& fn : m) {
+        if (fn.isDeclaration()) continue;
+        fn.addFnAttr("target-cpu", cpu);
+        fn.addFnAttr("target-features", features);
+        fn.setUWTableKind(llvm::UWTableKind::Async);  // unwind tables, as C compilers emit
+    }
+    std::string verify_errors;
+    llvm::raw_string_ostream vos(verify_errors);
+    if (llvm::verifyModule(m, &vos)) TILEC_ICE("CPU backend produced invalid LLVM IR: " + verify_errors);
+    if (options.optimize) optimize_module(m, *tm);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the CPU module: " + llvm_errors);
+
+    std::string out;
+    if (what == CpuOutput::LlvmIr) {
+        llvm::raw_string_ostream os(out);
+        m.print(os, nullptr);
+        return out;
+    }
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    auto type =
+        what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, type))
+        TILEC_ICE("the host target machine cannot emit this file type");
+    pm.run(m);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the CPU module: " + llvm_errors);
+    return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace tilec::codegen

@@ -1,0 +1,44 @@
+// The CPU backend: Tile IR (tile level) straight to LLVM IR for the host, then to
+// assembly or an object with LLVM's TargetMachine; and the C header of the entry points.
+//
+// What the object holds, per export NAME (one ir::PrimFunc):
+//   static void NAME_block(void* ctx, int64_t bx, int64_t by, int64_t bz)
+//       one block of the grid: unpacks the arguments from ctx and runs the body;
+//   tile_status NAME_cpu(const tile_cpu_options* opt, <tensors>, <sizes>, <scalars>)
+//       checks the arguments, packs them and runs every block with tile_cpu_launch.
+// The entry point never prints and never exits: a bad argument returns
+// TILE_ERROR_INVALID_ARGUMENT after tile_set_error() recorded a message naming it.
+// Code is generated for the host triple and the host CPU (like -march=native).
+// This header is free of LLVM: only compiler/codegen/*.cpp include LLVM headers.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "ir/ir.h"
+#include "support/diagnostics.h"
+#include "support/source.h"
+
+namespace tilec::codegen {
+
+enum class CpuOutput { LlvmIr, Assembly, Object };
+
+struct CpuOptions {
+    // The module's source file name (recorded in the object); the input's base name.
+    std::string source_name = "module.tile";
+    // Run LLVM's optimisation pipeline (O3) before emitting; off only to debug codegen.
+    bool optimize = true;
+    // Names the files of source locations in the messages of failed asserts; may be null.
+    const SourceManager* sources = nullptr;
+};
+
+// Lowers every function of `module` into one LLVM module and returns its text (LLVM IR,
+// assembly) or bytes (an ELF object). Deterministic: same IR, same bytes. Returns
+// nullopt after reporting an error (a host target LLVM cannot create). Unsupported IR
+// is an internal error (TILEC_ICE).
+std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
+                                       DiagnosticEngine& diags);
+
+// The entry-point symbol of an export for the CPU backend: NAME_cpu.
+std::string cpu_entry_name(const ir::PrimFunc& f);
+
+}  // namespace tilec::codegen

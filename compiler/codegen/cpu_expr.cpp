@@ -1,0 +1,329 @@
+// Expressions of the CPU backend: operators with the IR's integer semantics (wrapping,
+// floor division), math calls, selects that never evaluate a side that could trap.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/cpu_lowering.h"
+#include "support/diagnostics.h"
+
+namespace tilec::codegen {
+
+using ir::BinaryOp;
+using ir::DataType;
+
+namespace {
+
+constexpr int64_t kRangeLimit = int64_t{1} << 40;  // keeps range arithmetic far from overflow
+
+bool in_limit(int64_t lo, int64_t hi) {
+    return lo >= -kRangeLimit && hi <= kRangeLimit;
+}
+
+}  // namespace
+
+bool FunctionLowering::range_of(const ir::Expr& e, int64_t& lo, int64_t& hi) const {
+    if (auto c = ir::as_const_int(e)) {
+        lo = hi = *c;
+        return in_limit(lo, hi);
+    }
+    if (auto* v = e->as<ir::VarNode>()) {
+        auto it = ranges_.find(v);
+        if (it == ranges_.end()) return false;
+        lo = it->second.first;
+        hi = it->second.second;
+        return true;
+    }
+    auto* bin = e->as<ir::BinaryNode>();
+    if (!bin || !e->type.is_integer()) return false;
+    int64_t al, ah, bl, bh;
+    if (!range_of(bin->a, al, ah) || !range_of(bin->b, bl, bh)) return false;
+    switch (bin->op) {
+    case BinaryOp::Add:
+        lo = al + bl;
+        hi = ah + bh;
+        break;
+    case BinaryOp::Sub:
+        lo = al - bh;
+        hi = ah - bl;
+        break;
+    case BinaryOp::Mul: {
+        int64_t p[4] = {al * bl, al * bh, ah * bl, ah * bh};
+        lo = *std::min_element(p, p + 4);
+        hi = *std::max_element(p, p + 4);
+        break;
+    }
+    case BinaryOp::Min:
+        lo = std::min(al, bl);
+        hi = std::min(ah, bh);
+        break;
+    case BinaryOp::Max:
+        lo = std::max(al, bl);
+        hi = std::max(ah, bh);
+        break;
+    case BinaryOp::FloorDiv:
+        if (bl != bh || bl <= 0) return false;
+        lo = (al >= 0 ? al / bl : -((-al + bl - 1) / bl));
+        hi = (ah >= 0 ? ah / bl : -((-ah + bl - 1) / bl));
+        break;
+    case BinaryOp::FloorMod:
+        if (bl != bh || bl <= 0) return false;
+        lo = 0;
+        hi = bl - 1;
+        break;
+    default: return false;
+    }
+    return in_limit(lo, hi);
+}
+
+bool FunctionLowering::speculatable(const ir::Expr& e) const {
+    switch (e->kind) {
+    case ir::ExprKind::IntImm:
+    case ir::ExprKind::FloatImm:
+    case ir::ExprKind::Var: return true;
+    case ir::ExprKind::StringImm: return false;
+    case ir::ExprKind::Binary: {
+        auto* b = e->as<ir::BinaryNode>();
+        if ((b->op == BinaryOp::FloorDiv || b->op == BinaryOp::FloorMod) && e->type.is_integer()) {
+            auto c = ir::as_const_int(b->b);
+            if (!c || *c <= 0) return false;
+        }
+        return speculatable(b->a) && speculatable(b->b);
+    }
+    case ir::ExprKind::Unary: return speculatable(e->as<ir::UnaryNode>()->a);
+    case ir::ExprKind::Select: {
+        auto* s = e->as<ir::SelectNode>();
+        return speculatable(s->cond) && speculatable(s->t) && speculatable(s->f);
+    }
+    case ir::ExprKind::Cast: return speculatable(e->as<ir::CastNode>()->value);
+    case ir::ExprKind::Call: {
+        for (auto& a : e->as<ir::CallNode>()->args)
+            if (!speculatable(a)) return false;
+        return true;
+    }
+    case ir::ExprKind::Load: {
+        auto* l = e->as<ir::LoadNode>();
+        if (l->buffer->scope == ir::Scope::Global) return false;
+        for (size_t d = 0; d < l->indices.size(); ++d) {
+            int64_t lo, hi;
+            auto extent = ir::as_const_int(l->buffer->shape[d]);
+            if (!extent || !speculatable(l->indices[d]) || !range_of(l->indices[d], lo, hi) || lo < 0 ||
+                hi >= *extent)
+                return false;
+        }
+        return true;
+    }
+    }
+    return false;
+}
+
+llvm::Value* FunctionLowering::expr(const ir::Expr& e) {
+    switch (e->kind) {
+    case ir::ExprKind::IntImm: return const_int(e->as<ir::IntImmNode>()->value, e->type);
+    case ir::ExprKind::FloatImm: return const_value(e->as<ir::FloatImmNode>()->value, e->type);
+    case ir::ExprKind::StringImm: TILEC_ICE("CPU backend: a string outside print()");
+    case ir::ExprKind::Var: {
+        auto* v = e->as<ir::VarNode>();
+        auto it = vars_.find(v);
+        if (it == vars_.end()) TILEC_ICE("CPU backend: variable '" + v->name + "' used before it is bound");
+        return it->second;
+    }
+    case ir::ExprKind::Binary: {
+        auto* bin = e->as<ir::BinaryNode>();
+        if (bin->op == BinaryOp::And || bin->op == BinaryOp::Or) return lower_logical(*bin);
+        return lower_binary(*bin);
+    }
+    case ir::ExprKind::Unary: {
+        auto* u = e->as<ir::UnaryNode>();
+        llvm::Value* a = expr(u->a);
+        switch (u->op) {
+        case ir::UnaryOp::Neg:
+            if (u->a->type.is_float()) return b_.CreateFNeg(a);
+            return b_.CreateNeg(a);
+        case ir::UnaryOp::Not:
+        case ir::UnaryOp::BitNot: return b_.CreateNot(a);
+        }
+        TILEC_ICE("CPU backend: unknown unary op");
+    }
+    case ir::ExprKind::Select: return lower_select(*e->as<ir::SelectNode>());
+    case ir::ExprKind::Cast: {
+        auto* c = e->as<ir::CastNode>();
+        return convert(expr(c->value), c->value->type, e->type);
+    }
+    case ir::ExprKind::Call: return lower_call(*e->as<ir::CallNode>());
+    case ir::ExprKind::Load: {
+        auto* l = e->as<ir::LoadNode>();
+        std::vector<llvm::Value*> idx;
+        for (auto& i : l->indices) idx.push_back(convert(expr(i), i->type, DataType::i64()));
+        return load_element(l->buffer, idx);
+    }
+    }
+    TILEC_ICE("CPU backend: unknown expression kind");
+}
+
+llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
+    DataType t = e.a->type;
+    llvm::Value* a = expr(e.a);
+    llvm::Value* b = expr(e.b);
+    if (e.b->type != t) b = convert(b, e.b->type, t);
+    bool is_float = t.is_float();
+    bool is_signed = t.is_int();
+    // Index arithmetic (i64) never overflows (ir.h); other integers wrap.
+    bool nsw = t == DataType::i64();
+    switch (e.op) {
+    case BinaryOp::Add: return is_float ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, nsw);
+    case BinaryOp::Sub: return is_float ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, nsw);
+    case BinaryOp::Mul: return is_float ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, nsw);
+    case BinaryOp::Div:
+        if (!is_float) TILEC_ICE("CPU backend: float division on " + t.str());
+        return b_.CreateFDiv(a, b);
+    case BinaryOp::Mod:
+        if (!is_float) TILEC_ICE("CPU backend: fmod on " + t.str());
+        return b_.CreateFRem(a, b);
+    case BinaryOp::FloorDiv:
+    case BinaryOp::FloorMod: {
+        if (is_float) TILEC_ICE("CPU backend: floor division on " + t.str());
+        bool div = e.op == BinaryOp::FloorDiv;
+        if (!is_signed) return div ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
+        // C's truncating quotient and remainder, corrected when the remainder is non-zero
+        // and its sign differs from the divisor's.
+        llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+        llvm::Value* q = b_.CreateSDiv(a, b);
+        llvm::Value* r = b_.CreateSRem(a, b);
+        llvm::Value* fix = b_.CreateAnd(
+            b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+        if (div) return b_.CreateSub(q, b_.CreateZExt(fix, a->getType()));
+        return b_.CreateSelect(fix, b_.CreateAdd(r, b), r);
+    }
+    case BinaryOp::Min:
+    case BinaryOp::Max: {
+        bool mn = e.op == BinaryOp::Min;
+        if (is_float)  // NaN-propagating, like the reference interpreter
+            return b_.CreateBinaryIntrinsic(mn ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a, b);
+        auto id = is_signed ? (mn ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
+                            : (mn ? llvm::Intrinsic::umin : llvm::Intrinsic::umax);
+        return b_.CreateBinaryIntrinsic(id, a, b);
+    }
+    case BinaryOp::EQ: return is_float ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+    case BinaryOp::NE: return is_float ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+    case BinaryOp::LT:
+        return is_float    ? b_.CreateFCmpOLT(a, b)
+               : is_signed ? b_.CreateICmpSLT(a, b)
+                           : b_.CreateICmpULT(a, b);
+    case BinaryOp::LE:
+        return is_float    ? b_.CreateFCmpOLE(a, b)
+               : is_signed ? b_.CreateICmpSLE(a, b)
+                           : b_.CreateICmpULE(a, b);
+    case BinaryOp::GT:
+        return is_float    ? b_.CreateFCmpOGT(a, b)
+               : is_signed ? b_.CreateICmpSGT(a, b)
+                           : b_.CreateICmpUGT(a, b);
+    case BinaryOp::GE:
+        return is_float    ? b_.CreateFCmpOGE(a, b)
+               : is_signed ? b_.CreateICmpSGE(a, b)
+                           : b_.CreateICmpUGE(a, b);
+    case BinaryOp::BitAnd: return b_.CreateAnd(a, b);
+    case BinaryOp::BitOr: return b_.CreateOr(a, b);
+    case BinaryOp::BitXor: return b_.CreateXor(a, b);
+    case BinaryOp::Shl: return b_.CreateShl(a, b);
+    case BinaryOp::Shr: return is_signed ? b_.CreateAShr(a, b) : b_.CreateLShr(a, b);
+    case BinaryOp::And:
+    case BinaryOp::Or: return lower_logical(e);
+    }
+    TILEC_ICE("CPU backend: unknown binary op");
+}
+
+// `a && b`, `a || b`: b is evaluated only when needed unless it is speculatable.
+llvm::Value* FunctionLowering::lower_logical(const ir::BinaryNode& e) {
+    bool is_and = e.op == BinaryOp::And;
+    llvm::Value* a = expr(e.a);
+    if (speculatable(e.b)) return is_and ? b_.CreateAnd(a, expr(e.b)) : b_.CreateOr(a, expr(e.b));
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* rhs_bb = llvm::BasicBlock::Create(ms_.ctx, is_and ? "and.rhs" : "or.rhs", fn_);
+    auto* done = llvm::BasicBlock::Create(ms_.ctx, is_and ? "and.end" : "or.end", fn_);
+    if (is_and)
+        b_.CreateCondBr(a, rhs_bb, done);
+    else
+        b_.CreateCondBr(a, done, rhs_bb);
+    b_.SetInsertPoint(rhs_bb);
+    llvm::Value* rhs = expr(e.b);
+    llvm::BasicBlock* rhs_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    auto* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+    phi->addIncoming(b_.getInt1(!is_and), from);
+    phi->addIncoming(rhs, rhs_end);
+    return phi;
+}
+
+// `c ? t : f` as a select when both sides are safe to evaluate, else as branches.
+llvm::Value* FunctionLowering::lower_select(const ir::SelectNode& e) {
+    llvm::Value* c = expr(e.cond);
+    auto side = [&](const ir::Expr& x) { return convert(expr(x), x->type, e.type); };
+    if (speculatable(e.t) && speculatable(e.f)) {
+        llvm::Value* t = side(e.t);
+        llvm::Value* f = side(e.f);
+        return b_.CreateSelect(c, t, f);
+    }
+    auto* then_bb = llvm::BasicBlock::Create(ms_.ctx, "sel.t", fn_);
+    auto* else_bb = llvm::BasicBlock::Create(ms_.ctx, "sel.f", fn_);
+    auto* done = llvm::BasicBlock::Create(ms_.ctx, "sel.end", fn_);
+    b_.CreateCondBr(c, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    llvm::Value* t = side(e.t);
+    llvm::BasicBlock* t_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(else_bb);
+    llvm::Value* f = side(e.f);
+    llvm::BasicBlock* f_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    auto* phi = b_.CreatePHI(t->getType(), 2);
+    phi->addIncoming(t, t_end);
+    phi->addIncoming(f, f_end);
+    return phi;
+}
+
+llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
+    DataType t = e.type;
+    std::vector<llvm::Value*> args;
+    for (auto& a : e.args) args.push_back(convert(expr(a), a->type, t));
+    auto unary = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, args.at(0)); };
+    bool is_float = t.is_float();
+    switch (e.op) {
+    case ir::CallOp::Abs:
+        if (is_float) return unary(llvm::Intrinsic::fabs);
+        if (t.is_uint() || t.is_bool()) return args.at(0);
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args.at(0), b_.getFalse());
+    case ir::CallOp::Floor: return is_float ? unary(llvm::Intrinsic::floor) : args.at(0);
+    case ir::CallOp::Ceil: return is_float ? unary(llvm::Intrinsic::ceil) : args.at(0);
+    default: break;
+    }
+    if (!is_float) TILEC_ICE(std::string("CPU backend: ") + ir::call_op_name(e.op) + " on " + t.str());
+    llvm::Value* x = args.at(0);
+    llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+    switch (e.op) {
+    case ir::CallOp::Exp: return unary(llvm::Intrinsic::exp);
+    case ir::CallOp::Exp2: return unary(llvm::Intrinsic::exp2);
+    case ir::CallOp::Log: return unary(llvm::Intrinsic::log);
+    case ir::CallOp::Log2: return unary(llvm::Intrinsic::log2);
+    case ir::CallOp::Sqrt: return unary(llvm::Intrinsic::sqrt);
+    case ir::CallOp::Rsqrt: return b_.CreateFDiv(one, unary(llvm::Intrinsic::sqrt));
+    case ir::CallOp::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args.at(0), args.at(1));
+    case ir::CallOp::Sigmoid:
+        return b_.CreateFDiv(
+            one, b_.CreateFAdd(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x))));
+    case ir::CallOp::Tanh: {
+        auto* call = b_.CreateCall(ms_.libc(x->getType()->isDoubleTy() ? "tanh" : "tanhf"), {x});
+        call->setDoesNotAccessMemory();
+        call->setDoesNotThrow();
+        return call;
+    }
+    default: break;
+    }
+    TILEC_ICE(std::string("CPU backend: unknown call ") + ir::call_op_name(e.op));
+}
+
+}  // namespace tilec::codegen

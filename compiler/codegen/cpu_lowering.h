@@ -1,0 +1,203 @@
+// Internal to the CPU backend: the classes that lower Tile IR to LLVM IR, shared by the
+// codegen .cpp files. LLVM types are only forward-declared here (no LLVM headers).
+//
+// Value model. Every IR value has a *register type* (reg_type): iN for integers of N
+// bits (i4 included), i1 for bool, float for f32, double for f64, and float for the
+// narrow floats f16, bf16, f8e4m3, f8e5m2, which are computed in f32 and rounded to
+// their type only where the IR says so: a store into memory, a Cast, a literal (as the
+// reference interpreter does, in double). In memory an element has a *storage type*
+// (storage_type): half for f16, i16 for bf16, i8 for f8 and bool, i8 for i4/u4 in
+// block-local buffers; in global tensors i4/u4 are packed two per byte, low nibble
+// first, and element offsets count nibbles.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/ir.h"
+#include "support/source.h"
+
+namespace llvm {
+class BasicBlock;
+class Constant;
+class Function;
+class FunctionCallee;
+class GlobalVariable;
+class IRBuilderBase;
+class LLVMContext;
+class MDNode;
+class Module;
+class StructType;
+class TargetMachine;
+class Type;
+class Value;
+}  // namespace llvm
+
+namespace tilec::codegen {
+
+llvm::Type* reg_type(llvm::LLVMContext& ctx, ir::DataType t);
+llvm::Type* storage_type(llvm::LLVMContext& ctx, ir::DataType t);
+// True for f16, bf16, f8e4m3, f8e5m2 (held in f32 registers).
+bool is_narrow_float(ir::DataType t);
+
+// Per-module state: conversion helpers and constants, created on first use, so a module
+// holds only what its functions need.
+class ModuleState {
+public:
+    ModuleState(llvm::Module& m, const SourceManager* sources);
+    llvm::Module& module;
+    llvm::LLVMContext& ctx;
+    const SourceManager* sources;  // for "file:line:col" in assert messages; may be null
+
+    // "file:line:col" of a source location ("<unknown>" without one).
+    std::string describe(SourceLoc loc) const;
+
+    // Internal function `iN tilec.encode.<fmt>(double)`: rounds to the narrow float
+    // format (nearest, ties to even, once) and returns its bits (i16 or i8). f8e4m3
+    // saturates at +-448 (inf too); the other formats overflow to inf. NaN keeps its sign.
+    llvm::Function* encoder(ir::DataType narrow);
+    // Constant [256 x float] table of the values of an 8-bit float format's codes.
+    llvm::GlobalVariable* f8_table(ir::DataType f8);
+    // A private constant NUL-terminated string (deduplicated).
+    llvm::Constant* c_string(const std::string& s);
+    // Declarations of the runtime and C library functions the code calls.
+    llvm::FunctionCallee tile_set_error();
+    llvm::FunctionCallee tile_cpu_launch();
+    llvm::FunctionCallee libc(const std::string& name);  // malloc, free, printf, tanhf, tanh
+
+private:
+    std::map<std::string, llvm::Function*> encoders_;
+    std::map<std::string, llvm::GlobalVariable*> tables_;
+    std::map<std::string, llvm::Constant*> strings_;
+};
+
+// How a loop is annotated for LLVM's loop passes.
+enum class LoopHint { None, Vectorize, Unroll };
+
+// A non-global buffer's memory, or a global tensor's base pointer with its shape and
+// strides (i64 values, in elements; nibbles for packed i4/u4).
+struct BufferInfo {
+    llvm::Value* base = nullptr;
+    std::vector<llvm::Value*> shape;
+    std::vector<llvm::Value*> strides;
+    bool global = false;
+    bool packed = false;  // global i4/u4
+};
+
+// Lowers the expressions and statements of one function into `fn` at the builder's
+// insertion point. Used for the block function (the body) and the entry point (grid and
+// shape expressions).
+class FunctionLowering {
+public:
+    FunctionLowering(ModuleState& ms, llvm::Function* fn, llvm::IRBuilderBase& b);
+
+    // Binds a Var (size, scalar, block index, let, loop) to a register value.
+    void bind(const ir::Var& v, llvm::Value* value);
+    // Binds a global tensor to its base pointer; shape and strides are computed from the
+    // bound sizes at the current insertion point.
+    void bind_tensor(const ir::Buffer& b, llvm::Value* base);
+
+    // The register value of an expression (cpu_expr.cpp).
+    llvm::Value* expr(const ir::Expr& e);
+    // Emits a statement (cpu_stmt.cpp) or a tile op (cpu_tile_ops.cpp).
+    void stmt(const ir::Stmt& s);
+
+    // Conversions between register values and storage (cpu_convert.cpp).
+    // `convert` implements cast<to>(v) for a register value of type `from`: float ->
+    // int truncates toward zero and saturates (NaN -> 0), int -> int wraps, to bool is
+    // != 0, to a narrow float rounds to it (once).
+    llvm::Value* convert(llvm::Value* v, ir::DataType from, ir::DataType to);
+    // A register value of type `from` ready for to_storage(_, to): like convert, but a
+    // float meant for a narrow float is left to to_storage, which rounds it once.
+    llvm::Value* convert_for_store(llvm::Value* v, ir::DataType from, ir::DataType to);
+    llvm::Value* to_storage(llvm::Value* v, ir::DataType t);    // register -> memory
+    llvm::Value* from_storage(llvm::Value* v, ir::DataType t);  // memory -> register
+    llvm::Value* const_value(double v, ir::DataType t);         // a literal, rounded to t
+    llvm::Value* const_int(int64_t v, ir::DataType t);
+
+    // Element access with integer (i64) indices, one per dimension (cpu_stmt.cpp).
+    llvm::Value* load_element(const ir::Buffer& b, const std::vector<llvm::Value*>& idx);
+    void store_element(const ir::Buffer& b, const std::vector<llvm::Value*>& idx, llvm::Value* reg);
+    // Adds `reg` to the element atomically (global) or plainly (block-local).
+    void atomic_add_element(const ir::Buffer& b, const std::vector<llvm::Value*>& idx, llvm::Value* reg);
+    const BufferInfo& buffer(const ir::Buffer& b);
+
+    // for i in [lo, lo + extent): body(i); i64 values. `access_group`, when given, is
+    // listed as the loop's parallel accesses (its iterations are independent).
+    void emit_loop(llvm::Value* lo, llvm::Value* extent, LoopHint hint,
+                   const std::function<void(llvm::Value*)>& body, llvm::MDNode* access_group = nullptr);
+    // A nest over constant extents (outermost first); body gets one i64 index per extent.
+    // The innermost loop gets `inner_hint`.
+    void emit_nest(const std::vector<int64_t>& extents, LoopHint inner_hint,
+                   const std::function<void(const std::vector<llvm::Value*>&)>& body);
+    // if (cond) then_fn(); else else_fn() (else_fn may be empty).
+    void emit_if(llvm::Value* cond, const std::function<void()>& then_fn,
+                 const std::function<void()>& else_fn = nullptr);
+    // A stack slot in the function's entry block.
+    llvm::Value* entry_alloca(llvm::Type* t, uint64_t count, const std::string& name);
+
+    llvm::IRBuilderBase& builder() { return b_; }
+    ModuleState& module_state() { return ms_; }
+    llvm::Function* function() { return fn_; }
+
+    // Block-function state (set by cpu_entry.cpp): where a failed assert records its
+    // message, and the block that returns (after freeing heap buffers).
+    llvm::Value* error_slot = nullptr;  // i8** in the argument struct
+    llvm::BasicBlock* exit_block = nullptr;
+    std::vector<llvm::Value*> heap_buffers;  // freed in exit_block
+
+private:
+    // Tile ops (cpu_tile_ops.cpp).
+    void lower_copy(const ir::CopyNode& s);
+    void lower_gemm(const ir::GemmNode& s);
+    void lower_fill(const ir::FillNode& s);
+    void lower_reduce(const ir::ReduceNode& s);
+    void lower_cumsum(const ir::CumsumNode& s);
+    void lower_atomic_add(const ir::AtomicAddNode& s);
+    // Other statements (cpu_stmt.cpp).
+    void lower_allocate(const ir::AllocateNode& s);
+    void lower_for(const ir::ForNode& s);
+    void lower_print(const ir::PrintNode& s);
+    void lower_assert(const ir::AssertNode& s);
+    // Expressions (cpu_expr.cpp).
+    llvm::Value* lower_binary(const ir::BinaryNode& e);
+    llvm::Value* lower_call(const ir::CallNode& e);
+    llvm::Value* lower_select(const ir::SelectNode& e);
+    llvm::Value* lower_logical(const ir::BinaryNode& e);
+    // Whether evaluating `e` can neither trap nor read outside memory, so a select may
+    // evaluate both sides: no integer division by a run-time value, no load but of a
+    // block-local buffer at indices provably inside it (by range_of).
+    bool speculatable(const ir::Expr& e) const;
+    // The range [lo, hi] of an integer expression built from constants and variables of
+    // loops with constant bounds, or false.
+    bool range_of(const ir::Expr& e, int64_t& lo, int64_t& hi) const;
+    // Address of element `offset` (elements) of a non-packed buffer.
+    llvm::Value* element_ptr(const ir::Buffer& b, const BufferInfo& info, llvm::Value* offset);
+    llvm::Value* element_offset(const BufferInfo& info, const std::vector<llvm::Value*>& idx);
+    // Attaches the enclosing parallel loops' access groups to a load or store.
+    void mark_access(llvm::Value* inst, const ir::Buffer& b);
+
+    ModuleState& ms_;
+    llvm::Function* fn_;
+    llvm::IRBuilderBase& b_;
+    std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
+    std::unordered_map<const ir::BufferNode*, BufferInfo> buffers_;
+    std::unordered_map<const ir::VarNode*, std::pair<int64_t, int64_t>> ranges_;  // of loop/let vars
+    std::vector<llvm::MDNode*> access_groups_;  // of the enclosing parallel loops
+    uint64_t stack_bytes_ = 0;                  // block-local buffers on the stack so far
+};
+
+// Emits NAME_block and NAME_cpu for one export into the module (cpu_entry.cpp).
+void emit_cpu_function(ModuleState& ms, const ir::PrimFunc& f, const std::string& entry_name);
+
+// Runs LLVM's O3 pipeline for the host (cpu_optimize.cpp).
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm);
+
+// The constant value of an index expression, or an internal error naming `what`.
+int64_t const_extent(const ir::Expr& e, const char* what);
+
+}  // namespace tilec::codegen

@@ -1,0 +1,335 @@
+// Tile operations of the CPU backend as loop nests: copy (bounds-masked, padded,
+// converting), gemm, fill, reduce_*, cumsum, atomic_add. One thread runs the block.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/cpu_lowering.h"
+#include "support/diagnostics.h"
+
+namespace tilec::codegen {
+
+using ir::DataType;
+
+namespace {
+
+// One side of a copy or atomic_add: the region's start (evaluated once), its dimensions
+// of extent > 1 (the others are squeezed) and their extents.
+struct Side {
+    const ir::Region* region = nullptr;
+    std::vector<llvm::Value*> start;
+    std::vector<size_t> kept;
+    std::vector<int64_t> extents;
+    bool global = false;
+};
+
+}  // namespace
+
+llvm::Value* FunctionLowering::convert_for_store(llvm::Value* v, DataType from, DataType to) {
+    // A float stored into a narrow float is rounded once, by to_storage.
+    if (from.is_float() && is_narrow_float(to)) return v;
+    return convert(v, from, to);
+}
+
+// Both sides of a region-to-region op, squeezed to the same shape; `body` runs for each
+// element whose destination is inside a global destination, with the full indices of
+// both sides and whether the source element is inside a global source.
+static void for_each_element(
+    FunctionLowering& fl, const ir::Region& src, const ir::Region& dst, const char* op,
+    const std::function<void(const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di,
+                             bool src_valid)>& body) {
+    auto& b = fl.builder();
+    auto make_side = [&](const ir::Region& r) {
+        Side s;
+        s.region = &r;
+        s.global = r.buffer->scope == ir::Scope::Global;
+        for (size_t d = 0; d < r.start.size(); ++d) {
+            s.start.push_back(fl.convert(fl.expr(r.start[d]), r.start[d]->type, DataType::i64()));
+            int64_t e = const_extent(r.extent[d], "a tile-op extent");
+            if (e != 1) {
+                s.kept.push_back(d);
+                s.extents.push_back(e);
+            }
+        }
+        return s;
+    };
+    Side s = make_side(src), d = make_side(dst);
+    if (s.extents != d.extents)
+        TILEC_ICE(std::string("CPU backend: the two sides of ") + op + " have different shapes");
+    const BufferInfo& sinfo = fl.buffer(src.buffer);
+    const BufferInfo& dinfo = fl.buffer(dst.buffer);
+    size_t n = s.extents.size();
+
+    // 0 <= i < shape along every dimension but `skip` (a global side only).
+    auto in_bounds = [&](const Side& side, const BufferInfo& info, const std::vector<llvm::Value*>& idx,
+                         size_t skip) -> llvm::Value* {
+        llvm::Value* ok = b.getTrue();
+        if (!side.global) return ok;
+        for (size_t k = 0; k < idx.size(); ++k) {
+            if (k == skip) continue;
+            llvm::Value* c = b.CreateICmpULT(idx[k], info.shape[k]);  // unsigned: also i >= 0
+            ok = b.CreateAnd(ok, c);
+        }
+        return ok;
+    };
+    auto full_index = [&](const Side& side, const std::vector<llvm::Value*>& outer) {
+        std::vector<llvm::Value*> idx = side.start;
+        for (size_t k = 0; k < outer.size(); ++k)
+            idx[side.kept[k]] = b.CreateAdd(idx[side.kept[k]], outer[k]);
+        return idx;
+    };
+
+    if (n == 0) {  // a single element
+        std::vector<llvm::Value*> si = s.start, di = d.start;
+        fl.emit_if(in_bounds(d, dinfo, di, SIZE_MAX), [&] {
+            if (!s.global) return body(si, di, true);
+            fl.emit_if(
+                in_bounds(s, sinfo, si, SIZE_MAX), [&] { body(si, di, true); }, [&] { body(si, di, false); });
+        });
+        return;
+    }
+    std::vector<int64_t> outer(s.extents.begin(), s.extents.end() - 1);
+    int64_t inner = s.extents.back();
+    size_t s_in = s.kept.back(), d_in = d.kept.back();
+    fl.emit_nest(outer, LoopHint::None, [&](const std::vector<llvm::Value*>& oi) {
+        std::vector<llvm::Value*> si = full_index(s, oi), di = full_index(d, oi);
+        llvm::Value* zero = b.getInt64(0);
+        llvm::Value* ext = b.getInt64(inner);
+        auto clamp = [&](llvm::Value* v, llvm::Value* lo, llvm::Value* hi) {
+            return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                           b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, lo), hi);
+        };
+        // The window of the inner dimension inside a side: [lo, hi) within [0, inner).
+        auto window = [&](const Side& side, const BufferInfo& info, const std::vector<llvm::Value*>& idx,
+                          size_t dim, llvm::Value*& lo, llvm::Value*& hi) {
+            if (!side.global) {
+                lo = zero;
+                hi = ext;
+                return;
+            }
+            llvm::Value* row_ok = in_bounds(side, info, idx, dim);
+            lo = clamp(b.CreateNeg(idx[dim]), zero, ext);
+            hi = clamp(b.CreateSub(info.shape[dim], idx[dim]), lo, ext);
+            hi = b.CreateSelect(row_ok, hi, lo);
+        };
+        llvm::Value *wlo, *whi, *slo, *shi;
+        window(d, dinfo, di, d_in, wlo, whi);
+        window(s, sinfo, si, s_in, slo, shi);
+        if (s.global) {  // an empty source row still has its window at 0
+            llvm::Value* empty = b.CreateICmpEQ(slo, shi);
+            slo = b.CreateSelect(empty, zero, slo);
+            shi = b.CreateSelect(empty, zero, shi);
+        }
+        // Inside the destination window: padding before and after the source's window.
+        llvm::Value* a = b.CreateBinaryIntrinsic(
+            llvm::Intrinsic::smin, b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, wlo, slo), whi);
+        llvm::Value* c = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                                 b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, whi, shi), a);
+        auto run = [&](llvm::Value* lo, llvm::Value* hi, bool valid) {
+            fl.emit_loop(lo, b.CreateSub(hi, lo), LoopHint::Vectorize, [&](llvm::Value* j) {
+                std::vector<llvm::Value*> sj = si, dj = di;
+                sj[s_in] = b.CreateAdd(si[s_in], j);
+                dj[d_in] = b.CreateAdd(di[d_in], j);
+                body(sj, dj, valid);
+            });
+        };
+        if (s.global) run(wlo, a, false);
+        run(a, c, true);
+        if (s.global) run(c, whi, false);
+    });
+}
+
+void FunctionLowering::lower_copy(const ir::CopyNode& s) {
+    DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
+    llvm::Value* pad = convert_for_store(expr(s.pad), s.pad->type, dt);
+    if (s.pad->type != st && !s.pad->type.is_float()) pad = convert(expr(s.pad), s.pad->type, dt);
+    for_each_element(
+        *this, s.src, s.dst, "copy",
+        [&](const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di, bool valid) {
+            llvm::Value* v = valid ? convert_for_store(load_element(s.src.buffer, si), st, dt) : pad;
+            store_element(s.dst.buffer, di, v);
+        });
+}
+
+void FunctionLowering::lower_atomic_add(const ir::AtomicAddNode& s) {
+    DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
+    for_each_element(
+        *this, s.src, s.dst, "atomic_add",
+        [&](const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di, bool valid) {
+            if (!valid) return;  // the source is a tile: always valid
+            atomic_add_element(s.dst.buffer, di, convert(load_element(s.src.buffer, si), st, dt));
+        });
+}
+
+// Indices of a whole-tile region: start + i along each dimension.
+static std::vector<llvm::Value*> region_index(FunctionLowering& fl, const ir::Region& r,
+                                              const std::vector<llvm::Value*>& i) {
+    std::vector<llvm::Value*> idx;
+    for (size_t d = 0; d < i.size(); ++d) {
+        auto c = ir::as_const_int(r.start[d]);
+        if (c && *c == 0)
+            idx.push_back(i[d]);
+        else
+            idx.push_back(fl.builder().CreateAdd(
+                fl.convert(fl.expr(r.start[d]), r.start[d]->type, DataType::i64()), i[d]));
+    }
+    return idx;
+}
+
+static std::vector<int64_t> region_extents(const ir::Region& r, const char* what) {
+    std::vector<int64_t> e;
+    for (auto& x : r.extent) e.push_back(const_extent(x, what));
+    return e;
+}
+
+void FunctionLowering::lower_fill(const ir::FillNode& s) {
+    DataType t = s.dst.buffer->dtype;
+    llvm::Value* v = convert_for_store(expr(s.value), s.value->type, t);
+    emit_nest(region_extents(s.dst, "a fill extent"), LoopHint::Vectorize,
+              [&](const std::vector<llvm::Value*>& i) {
+                  store_element(s.dst.buffer, region_index(*this, s.dst, i), v);
+              });
+}
+
+void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
+    auto ae = region_extents(s.a, "a gemm extent");
+    auto be = region_extents(s.b, "a gemm extent");
+    auto ce = region_extents(s.c, "a gemm extent");
+    if (ae.size() != 2 || be.size() != 2 || ce.size() != 2)
+        TILEC_ICE("CPU backend: gemm on tiles that are not 2-d");
+    int64_t M = ce[0], N = ce[1], K = s.trans_a ? ae[0] : ae[1];
+    DataType acc = s.c.buffer->dtype, at = s.a.buffer->dtype, bt = s.b.buffer->dtype;
+    bool fp = acc.is_float();
+    auto mul_add = [&](llvm::Value* x, llvm::Value* y, llvm::Value* z) -> llvm::Value* {
+        if (fp) return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
+        return b_.CreateAdd(b_.CreateMul(x, y), z);
+    };
+    auto load_a = [&](llvm::Value* m, llvm::Value* k) {
+        std::vector<llvm::Value*> i =
+            s.trans_a ? std::vector<llvm::Value*>{k, m} : std::vector<llvm::Value*>{m, k};
+        return convert(load_element(s.a.buffer, region_index(*this, s.a, i)), at, acc);
+    };
+    auto load_b = [&](llvm::Value* k, llvm::Value* n) {
+        std::vector<llvm::Value*> i =
+            s.trans_b ? std::vector<llvm::Value*>{n, k} : std::vector<llvm::Value*>{k, n};
+        return convert(load_element(s.b.buffer, region_index(*this, s.b, i)), bt, acc);
+    };
+    auto c_index = [&](llvm::Value* m, llvm::Value* n) { return region_index(*this, s.c, {m, n}); };
+    llvm::Type* acc_ty = reg_type(ms_.ctx, acc);
+    if (s.clear) {
+        llvm::Value* zero = const_value(0.0, acc);
+        emit_nest({M, N}, LoopHint::Vectorize, [&](const std::vector<llvm::Value*>& i) {
+            store_element(s.c.buffer, c_index(i[0], i[1]), zero);
+        });
+    }
+    if (s.trans_b && !s.trans_a) {
+        // Rows of a and of b are contiguous along k: a dot product per element of c.
+        llvm::Value* slot = entry_alloca(acc_ty, 1, "dot");
+        emit_nest({M, N}, LoopHint::None, [&](const std::vector<llvm::Value*>& i) {
+            b_.CreateStore(load_element(s.c.buffer, c_index(i[0], i[1])), slot);
+            emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::Vectorize, [&](llvm::Value* k) {
+                b_.CreateStore(mul_add(load_a(i[0], k), load_b(k, i[1]), b_.CreateLoad(acc_ty, slot)), slot);
+            });
+            store_element(s.c.buffer, c_index(i[0], i[1]), b_.CreateLoad(acc_ty, slot));
+        });
+        return;
+    }
+    // c[m, :] += a[m, k] * b[k, :], the inner loop along a row of c and of b.
+    emit_nest({M, K}, LoopHint::None, [&](const std::vector<llvm::Value*>& i) {
+        llvm::Value* av = load_a(i[0], i[1]);
+        emit_loop(b_.getInt64(0), b_.getInt64(N), LoopHint::Vectorize, [&](llvm::Value* n) {
+            auto ci = c_index(i[0], n);
+            store_element(s.c.buffer, ci, mul_add(av, load_b(i[1], n), load_element(s.c.buffer, ci)));
+        });
+    });
+}
+
+void FunctionLowering::lower_reduce(const ir::ReduceNode& s) {
+    auto se = region_extents(s.src, "a reduce extent");
+    auto de = region_extents(s.dst, "a reduce extent");
+    DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
+    bool keep_dim = de.size() == se.size();
+    size_t dim = static_cast<size_t>(s.dim);
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < se.size(); ++d)
+        if (d != dim) out.push_back(se[d]);
+    bool fp = dt.is_float();
+    llvm::Value* identity;
+    switch (s.reduce_kind) {
+    case ir::ReduceKind::Sum:
+    case ir::ReduceKind::AbsMax: identity = const_value(0.0, dt); break;
+    case ir::ReduceKind::Max:
+        identity =
+            fp ? llvm::ConstantFP::getInfinity(reg_type(ms_.ctx, dt), true) : const_int(dt.min_value(), dt);
+        break;
+    case ir::ReduceKind::Min:
+        identity =
+            fp ? llvm::ConstantFP::getInfinity(reg_type(ms_.ctx, dt), false) : const_int(dt.max_value(), dt);
+        break;
+    }
+    auto combine = [&](llvm::Value* acc, llvm::Value* x) -> llvm::Value* {
+        using llvm::Intrinsic::ID;
+        bool is_signed = dt.is_int();
+        switch (s.reduce_kind) {
+        case ir::ReduceKind::Sum: return fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x);
+        case ir::ReduceKind::AbsMax:
+            x = fp ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+                   : (is_signed ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse()) : x);
+            [[fallthrough]];
+        case ir::ReduceKind::Max:
+            return b_.CreateBinaryIntrinsic(fp          ? llvm::Intrinsic::maximum
+                                            : is_signed ? llvm::Intrinsic::smax
+                                                        : llvm::Intrinsic::umax,
+                                            acc, x);
+        case ir::ReduceKind::Min:
+            return b_.CreateBinaryIntrinsic(fp          ? llvm::Intrinsic::minimum
+                                            : is_signed ? llvm::Intrinsic::smin
+                                                        : llvm::Intrinsic::umin,
+                                            acc, x);
+        }
+        return acc;
+    };
+    llvm::Type* acc_ty = reg_type(ms_.ctx, dt);
+    llvm::Value* slot = entry_alloca(acc_ty, 1, "red");
+    emit_nest(out, LoopHint::None, [&](const std::vector<llvm::Value*>& oi) {
+        std::vector<llvm::Value*> di = oi;
+        if (keep_dim) di.insert(di.begin() + static_cast<std::ptrdiff_t>(dim), b_.getInt64(0));
+        di = region_index(*this, s.dst, di);
+        b_.CreateStore(s.clear ? identity : load_element(s.dst.buffer, di), slot);
+        emit_loop(b_.getInt64(0), b_.getInt64(se[dim]), LoopHint::Vectorize, [&](llvm::Value* j) {
+            std::vector<llvm::Value*> si = oi;
+            si.insert(si.begin() + static_cast<std::ptrdiff_t>(dim), j);
+            llvm::Value* x = convert(load_element(s.src.buffer, region_index(*this, s.src, si)), st, dt);
+            b_.CreateStore(combine(b_.CreateLoad(acc_ty, slot), x), slot);
+        });
+        store_element(s.dst.buffer, di, b_.CreateLoad(acc_ty, slot));
+    });
+}
+
+void FunctionLowering::lower_cumsum(const ir::CumsumNode& s) {
+    auto se = region_extents(s.src, "a cumsum extent");
+    DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
+    size_t dim = static_cast<size_t>(s.dim);
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < se.size(); ++d)
+        if (d != dim) out.push_back(se[d]);
+    llvm::Type* acc_ty = reg_type(ms_.ctx, dt);
+    llvm::Value* slot = entry_alloca(acc_ty, 1, "scan");
+    bool fp = dt.is_float();
+    emit_nest(out, LoopHint::None, [&](const std::vector<llvm::Value*>& oi) {
+        b_.CreateStore(const_value(0.0, dt), slot);
+        emit_loop(b_.getInt64(0), b_.getInt64(se[dim]), LoopHint::None, [&](llvm::Value* j) {
+            llvm::Value* pos = s.reverse ? b_.CreateSub(b_.getInt64(se[dim] - 1), j) : j;
+            std::vector<llvm::Value*> i = oi;
+            i.insert(i.begin() + static_cast<std::ptrdiff_t>(dim), pos);
+            llvm::Value* x = convert(load_element(s.src.buffer, region_index(*this, s.src, i)), st, dt);
+            llvm::Value* acc = b_.CreateLoad(acc_ty, slot);
+            acc = fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x);
+            b_.CreateStore(acc, slot);
+            store_element(s.dst.buffer, region_index(*this, s.dst, i), acc);
+        });
+    });
+}
+
+}  // namespace tilec::codegen
