@@ -1,0 +1,278 @@
+// Fragments: the standard ones are built as digit maps (thread digits, register
+// digits, replication digits), which gives their expressions, their inverses and
+// their reductions exactly; the mma ones transcribe the PTX ISA formulas into digits
+// (groupID = lane >> 2 is a row digit of stride 4 in the lane, threadID_in_group =
+// lane % 4 a column digit of stride 1), and the tests check them against the formulas.
+#include "layout/fragment.h"
+
+#include <set>
+
+#include "ir/printer.h"
+#include "ir/visitor.h"
+#include "layout/digits.h"
+#include "layout/index_expr.h"
+#include "support/diagnostics.h"
+
+namespace tilec::layout {
+
+using namespace ir;
+
+namespace {
+
+constexpr int kThread = 0;  // digit outputs of a fragment
+constexpr int kReg = 1;
+constexpr int64_t kWarp = 32;
+
+Var make_rep_var() {
+    return make_var("rep", DataType::index(), VarKind::Let);
+}
+
+}  // namespace
+
+Fragment Fragment::from_digits(std::string name, const DigitMap& digits, int64_t threads) {
+    Fragment f;
+    f.name_ = std::move(name);
+    f.shape_ = digits.shape;
+    f.vars_ = make_index_vars(f.shape_.size());
+    f.rep_var_ = make_rep_var();
+    f.replicate_ = digits.rep_extent();
+    f.threads_ = std::max(threads, digits.extent(kThread));
+    f.regs_ = digits.extent(kReg);
+    std::vector<Expr> coords(f.vars_.begin(), f.vars_.end());
+    auto outs = digits.forward(coords, f.rep_var_);
+    f.thread_ = outs[kThread];
+    f.reg_ = outs[kReg];
+    f.digits_ = std::make_shared<const DigitMap>(digits);
+    // The inverse exists when threads x registers are tiled exactly once.
+    if (f.threads_ == digits.extent(kThread)) {
+        std::vector<Var> tr = {make_var("t", DataType::index(), VarKind::Let),
+                               make_var("r", DataType::index(), VarKind::Let)};
+        if (auto inv = digits.inverse({tr[0], tr[1]})) {
+            std::vector<int64_t> codomain = f.shape_;
+            if (f.replicate_ > 1) codomain.push_back(f.replicate_);
+            std::vector<Var> fwd_vars = f.vars_;
+            if (f.replicate_ > 1) fwd_vars.push_back(f.rep_var_);
+            Expr thread = f.thread_, reg = f.reg_;
+            Layout::ExprFn inverse_fn = [&](const std::vector<Var>& v) {
+                VarMap map{{tr[0].get(), v[0]}, {tr[1].get(), v[1]}};
+                std::vector<Expr> out;
+                for (const Expr& e : *inv) out.push_back(substitute(e, map));
+                return out;
+            };
+            Layout::ExprFn forward_fn = [&](const std::vector<Var>& v) {
+                VarMap map;
+                for (size_t d = 0; d < fwd_vars.size(); ++d) map[fwd_vars[d].get()] = v[d];
+                if (f.replicate_ == 1) map[f.rep_var_.get()] = idx(0);
+                return std::vector<Expr>{substitute(thread, map), substitute(reg, map)};
+            };
+            f.inverse_ = Layout::from_exprs("inverse(" + f.name_ + ")", {f.threads_, f.regs_}, codomain,
+                                            inverse_fn, forward_fn);
+        }
+    }
+    return f;
+}
+
+std::optional<Fragment> Fragment::parallel(std::vector<int64_t> shape, int64_t threads, int64_t vector_width) {
+    int64_t n = shape_size(shape);
+    if (threads <= 0 || vector_width <= 0 || n <= 0 || n % vector_width != 0) return std::nullopt;
+    int64_t vectors = n / vector_width;
+    std::vector<Digit> flat = {{vector_width, kReg, 1}};
+    std::vector<Digit> rep;
+    if (vectors >= threads) {
+        if (vectors % threads != 0) return std::nullopt;
+        flat.push_back({threads, kThread, 1});
+        flat.push_back({vectors / threads, kReg, vector_width});
+    } else {
+        if (threads % vectors != 0) return std::nullopt;
+        flat.push_back({vectors, kThread, 1});
+        rep.push_back({threads / vectors, kThread, vectors});
+    }
+    auto m = DigitMap::from_flat(shape, flat, 2, rep);
+    if (!m) return std::nullopt;
+    return from_digits("parallel<v" + std::to_string(vector_width) + ">", *m, threads);
+}
+
+Fragment Fragment::broadcast(std::vector<int64_t> shape, int64_t threads) {
+    auto m = DigitMap::from_flat(shape, {{shape_size(shape), kReg, 1}}, 2, {{threads, kThread, 1}});
+    TILEC_CHECK(m.has_value(), "broadcast fragment of shape " + shape_str(shape));
+    return from_digits("broadcast", *m, threads);
+}
+
+// In the three mma fragments below, lane = 4 * groupID + threadID_in_group and the
+// ISA's register number i inside one atom are spelled as digits of the row / column.
+std::optional<Fragment> Fragment::mma_m16n8k16_c(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
+    if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0) return std::nullopt;
+    int64_t am = m / warps_m / 16, an = n / warps_n / 8;
+    DigitMap d;
+    d.shape = {m, n};
+    d.num_outputs = 2;
+    // row = groupID + 8 * (i >> 1); col = threadID_in_group * 2 + (i & 1)
+    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, {am, kReg, 4 * an}, {warps_m, kThread, kWarp * warps_n}},
+              {{2, kReg, 1}, {4, kThread, 1}, {an, kReg, 4}, {warps_n, kThread, kWarp}}};
+    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
+    return from_digits("mma_m16n8k16_c", d, kWarp * warps_m * warps_n);
+}
+
+std::optional<Fragment> Fragment::mma_m16n8k16_a(int64_t m, int64_t k, int64_t warps_m, int64_t warps_n) {
+    if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || k % 16 != 0) return std::nullopt;
+    int64_t am = m / warps_m / 16, ak = k / 16;
+    DigitMap d;
+    d.shape = {m, k};
+    d.num_outputs = 2;
+    // row = groupID + 8 * ((i >> 1) & 1); col = threadID_in_group * 2 + (i & 1) + 8 * (i >> 2)
+    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, {am, kReg, 8 * ak}, {warps_m, kThread, kWarp * warps_n}},
+              {{2, kReg, 1}, {4, kThread, 1}, {2, kReg, 4}, {ak, kReg, 8}}};
+    d.rep = {{warps_n, kThread, kWarp}};
+    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
+    std::erase_if(d.rep, [](const Digit& g) { return g.extent == 1; });
+    return from_digits("mma_m16n8k16_a", d, kWarp * warps_m * warps_n);
+}
+
+std::optional<Fragment> Fragment::mma_m16n8k16_b(int64_t k, int64_t n, int64_t warps_m, int64_t warps_n) {
+    if (warps_m <= 0 || warps_n <= 0 || k % 16 != 0 || n % (8 * warps_n) != 0) return std::nullopt;
+    int64_t ak = k / 16, an = n / warps_n / 8;
+    DigitMap d;
+    d.shape = {k, n};
+    d.num_outputs = 2;
+    // row (k) = threadID_in_group * 2 + (i & 1) + 8 * (i >> 1); col (n) = groupID
+    d.dims = {{{2, kReg, 1}, {4, kThread, 1}, {2, kReg, 2}, {ak, kReg, 4 * an}},
+              {{8, kThread, 4}, {an, kReg, 4}, {warps_n, kThread, kWarp}}};
+    d.rep = {{warps_m, kThread, kWarp * warps_n}};
+    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
+    std::erase_if(d.rep, [](const Digit& g) { return g.extent == 1; });
+    return from_digits("mma_m16n8k16_b", d, kWarp * warps_m * warps_n);
+}
+
+Fragment Fragment::from_exprs(std::string name, std::vector<int64_t> shape, int64_t threads, int64_t replicate,
+                              const ExprFn& fn) {
+    Fragment f;
+    f.name_ = std::move(name);
+    f.shape_ = std::move(shape);
+    f.threads_ = threads;
+    f.replicate_ = replicate;
+    f.vars_ = make_index_vars(f.shape_.size());
+    f.rep_var_ = make_rep_var();
+    std::tie(f.thread_, f.reg_) = fn(f.vars_, f.rep_var_);
+    int64_t max_reg = -1;
+    for (int64_t i = 0; i < f.size(); ++i)
+        for (int64_t r = 0; r < replicate; ++r) max_reg = std::max(max_reg, f.evaluate(unflatten(i, f.shape_), r).reg);
+    f.regs_ = max_reg + 1;
+    return f;
+}
+
+std::optional<Fragment> Fragment::reduce_dim(size_t dim, bool keep_dim) const {
+    if (!digits_ || dim >= shape_.size()) return std::nullopt;
+    DigitMap m = digits_->drop_dim(dim, kThread, kReg, keep_dim);
+    return from_digits(name_ + ".reduce(" + std::to_string(dim) + ")", m, threads_);
+}
+
+Fragment Fragment::compose(const Layout& inner) const {
+    TILEC_CHECK(inner.codomain_shape() == shape_, "compose: " + inner.name() + " doesn't map onto the shape of " + name_);
+    Fragment f;
+    f.name_ = name_ + " o " + inner.name();
+    f.shape_ = inner.shape();
+    f.threads_ = threads_;
+    f.regs_ = regs_;
+    f.replicate_ = replicate_;
+    f.vars_ = inner.vars();
+    f.rep_var_ = rep_var_;
+    std::tie(f.thread_, f.reg_) = apply(inner.index(), rep_var_);
+    auto inner_inv = inner.inverse();
+    if (inverse_ && inner_inv) {
+        // (t, r) -> coordinate of this fragment -> coordinate of inner; rep unchanged.
+        const Layout& mine = *inverse_;
+        std::vector<int64_t> codomain = f.shape_;
+        if (replicate_ > 1) codomain.push_back(replicate_);
+        std::vector<Var> fwd_vars = f.vars_;
+        if (replicate_ > 1) fwd_vars.push_back(rep_var_);
+        Layout::ExprFn inverse_fn = [&](const std::vector<Var>& v) {
+            std::vector<Expr> c = mine.apply({v[0], v[1]});
+            std::vector<Expr> coord(c.begin(), c.begin() + shape_.size());
+            std::vector<Expr> out = inner_inv->apply(coord);
+            if (replicate_ > 1) out.push_back(c.back());
+            return out;
+        };
+        Layout::ExprFn forward_fn = [&](const std::vector<Var>& v) {
+            VarMap map;
+            for (size_t d = 0; d < fwd_vars.size(); ++d) map[fwd_vars[d].get()] = v[d];
+            if (replicate_ == 1) map[rep_var_.get()] = idx(0);
+            return std::vector<Expr>{substitute(f.thread_, map), substitute(f.reg_, map)};
+        };
+        f.inverse_ = Layout::from_exprs("inverse(" + f.name_ + ")", {threads_, regs_}, codomain, inverse_fn,
+                                        forward_fn);
+    }
+    return f;
+}
+
+std::optional<Fragment> Fragment::reshape(const std::vector<int64_t>& new_shape) const {
+    if (shape_size(new_shape) != size()) return std::nullopt;
+    if (digits_) {
+        if (auto m = digits_->reshape(new_shape)) return from_digits(name_, *m, threads_);
+    }
+    auto view = Layout::reshape_view(new_shape, shape_);
+    if (!view) return std::nullopt;
+    return compose(*view);
+}
+
+int64_t Fragment::size() const {
+    return shape_size(shape_);
+}
+
+std::pair<Expr, Expr> Fragment::apply(const std::vector<Expr>& coord, const Expr& rep) const {
+    TILEC_CHECK(coord.size() == vars_.size(), "fragment applied to a coordinate of the wrong rank");
+    VarMap map{{rep_var_.get(), rep}};
+    for (size_t d = 0; d < vars_.size(); ++d) map[vars_[d].get()] = coord[d];
+    return {substitute(thread_, map), substitute(reg_, map)};
+}
+
+FragmentSlot Fragment::evaluate(const std::vector<int64_t>& coord, int64_t rep) const {
+    IndexEnv env;
+    env.bind(vars_, coord);
+    env.bind(rep_var_, rep);
+    return {eval_index(thread_, env), eval_index(reg_, env)};
+}
+
+std::vector<FragmentSlot> Fragment::owners(const std::vector<int64_t>& coord) const {
+    std::vector<FragmentSlot> slots;
+    for (int64_t r = 0; r < replicate_; ++r) slots.push_back(evaluate(coord, r));
+    return slots;
+}
+
+bool Fragment::is_complete() const {
+    for (int64_t i = 0; i < size(); ++i)
+        for (const FragmentSlot& s : owners(unflatten(i, shape_)))
+            if (s.thread < 0 || s.thread >= threads_ || s.reg < 0 || s.reg >= regs_) return false;
+    return true;
+}
+
+bool Fragment::is_injective() const {
+    if (!is_complete()) return false;
+    std::vector<bool> used(size_t(threads_ * regs_), false);
+    for (int64_t i = 0; i < size(); ++i) {
+        std::set<int64_t> threads;
+        for (const FragmentSlot& s : owners(unflatten(i, shape_))) {
+            size_t slot = size_t(s.thread * regs_ + s.reg);
+            if (used[slot] || !threads.insert(s.thread).second) return false;
+            used[slot] = true;
+        }
+    }
+    return true;
+}
+
+bool Fragment::is_exact() const {
+    return is_injective() && size() * replicate_ == threads_ * regs_;
+}
+
+std::optional<Layout> Fragment::inverse() const {
+    return inverse_;
+}
+
+std::string Fragment::str() const {
+    std::string s = name_ + shape_str(shape_) + " -> " + std::to_string(threads_) + " threads x " +
+                    std::to_string(regs_) + " regs: (";
+    for (size_t d = 0; d < vars_.size(); ++d) s += (d ? ", " : "") + vars_[d]->name;
+    if (replicate_ > 1) s += "; rep < " + std::to_string(replicate_);
+    return s + ") -> thread " + print(thread_) + ", reg " + print(reg_);
+}
+
+}  // namespace tilec::layout

@@ -1,0 +1,123 @@
+// Fragment: where each element of a register tile lives, as a map from a tile
+// coordinate to (thread, register index), with replication: an element may be held by
+// several threads (after a reduction is broadcast, or an mma operand shared by the
+// warps of one row). Constructors for the fragments lowering needs: parallel loops,
+// fully replicated and row-replicated (reduced) tiles, and the mma.sync m16n8k16
+// A / B / accumulator fragments of the PTX ISA.
+//
+// Like Layout, a Fragment is held as Tile IR index expressions: `thread` and `reg`
+// over one placeholder var per dimension plus `rep`, the replica number in
+// [0, replicate()), so (coordinate, rep) -> (thread, reg) is one slot per replica.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/ir.h"
+#include "layout/layout.h"
+
+namespace tilec::layout {
+
+struct DigitMap;
+
+struct FragmentSlot {
+    int64_t thread;
+    int64_t reg;
+    friend bool operator==(const FragmentSlot& a, const FragmentSlot& b) {
+        return a.thread == b.thread && a.reg == b.reg;
+    }
+};
+
+class Fragment {
+public:
+    // A parallel loop over `shape` run by `threads` threads: the row-major elements cut
+    // into vectors of `vector_width`, vector v held by thread v % threads (strided, so a
+    // warp's accesses are contiguous: coalesced global loads), registers in order. With
+    // fewer vectors than threads, threads beyond them hold replicas. nullopt when the
+    // sizes don't divide (size % vector_width, vectors vs threads).
+    static std::optional<Fragment> parallel(std::vector<int64_t> shape, int64_t threads, int64_t vector_width = 1);
+    // Every thread holds the whole (small) tile: registers row-major, replicate = threads.
+    static Fragment broadcast(std::vector<int64_t> shape, int64_t threads);
+
+    // mma.sync.aligned.m16n8k16 fragments (PTX ISA 8.x, section 9.7.14.5.8 "Matrix
+    // Fragments for mma.m16n8k16 with floating point type": .f16/.bf16 A (Figure 79),
+    // B and the .f16/.f32 accumulators C/D), tiled over a block: warps in a
+    // warps_m x warps_n grid (warp w = wm * warps_n + wn, threads 32 * w + lane), each
+    // warp a (rows / warps_m) x (cols / warps_n) tile of 16x8 (C), 16x16 (A) or 16x8
+    // (B, K x N) atoms, registers atom by atom (row-major over atoms), the ISA's register
+    // order inside one. A [M, K] is replicated over warps_n, B [K, N] over warps_m.
+    // nullopt if the tile doesn't divide into atoms.
+    static std::optional<Fragment> mma_m16n8k16_a(int64_t m, int64_t k, int64_t warps_m, int64_t warps_n);
+    static std::optional<Fragment> mma_m16n8k16_b(int64_t k, int64_t n, int64_t warps_m, int64_t warps_n);
+    static std::optional<Fragment> mma_m16n8k16_c(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+
+    // Any fragment given by expressions: fn(vars, rep) -> (thread, reg). Registers per
+    // thread are counted by enumeration.
+    using ExprFn = std::function<std::pair<ir::Expr, ir::Expr>(const std::vector<ir::Var>&, const ir::Var& rep)>;
+    static Fragment from_exprs(std::string name, std::vector<int64_t> shape, int64_t threads, int64_t replicate,
+                               const ExprFn& fn);
+
+    // The fragment of the result of reducing dimension `dim` (e.g. a row max of an mma
+    // accumulator): an element is held by every thread that held part of its row, so
+    // the threads over `dim` become replicas and their registers go. `keep_dim` leaves
+    // the dimension with extent 1. nullopt for fragments built from expressions.
+    std::optional<Fragment> reduce_dim(size_t dim, bool keep_dim = false) const;
+    // this(inner(x)): the same registers addressed through a layout whose codomain is
+    // this fragment's shape (a reshape view, a transpose).
+    Fragment compose(const Layout& inner) const;
+    std::optional<Fragment> reshape(const std::vector<int64_t>& new_shape) const;
+
+    const std::string& name() const { return name_; }
+    const std::vector<int64_t>& shape() const { return shape_; }
+    size_t rank() const { return shape_.size(); }
+    int64_t size() const;
+    int64_t thread_count() const { return threads_; }
+    int64_t registers_per_thread() const { return regs_; }
+    int64_t replicate() const { return replicate_; }
+
+    const std::vector<ir::Var>& vars() const { return vars_; }
+    const ir::Var& rep_var() const { return rep_var_; }
+    const ir::Expr& thread_index() const { return thread_; }
+    const ir::Expr& register_index() const { return reg_; }
+    // (thread, reg) expressions of coordinate expressions and a replica number.
+    std::pair<ir::Expr, ir::Expr> apply(const std::vector<ir::Expr>& coord, const ir::Expr& rep) const;
+    FragmentSlot evaluate(const std::vector<int64_t>& coord, int64_t rep = 0) const;
+    // The slots of all replicas of one element.
+    std::vector<FragmentSlot> owners(const std::vector<int64_t>& coord) const;
+
+    // Every replica of every element sits in a slot in range (thread < thread_count,
+    // reg < registers_per_thread): every element is held by some thread.
+    bool is_complete() const;
+    // No slot holds two (element, replica) pairs, and the replicas of an element are in
+    // distinct threads: each element is held by exactly replicate() threads.
+    bool is_injective() const;
+    // Complete, injective, and every slot used: no idle registers or threads.
+    bool is_exact() const;
+
+    // (thread, reg) -> (coordinate..., rep [if replicate > 1]) where this fragment is
+    // exact and built from invertible pieces; lowering uses it to give each thread's
+    // registers their coordinates. Its inverse() is this fragment's map again.
+    std::optional<Layout> inverse() const;
+
+    // "mma_c[16, 8] -> 32 threads x 4 regs: (i, j) -> thread ..., reg ..."; with
+    // replication "(i; rep < 4) -> ...".
+    std::string str() const;
+
+private:
+    Fragment() = default;
+    static Fragment from_digits(std::string name, const DigitMap& digits, int64_t threads);
+    std::string name_;
+    std::vector<int64_t> shape_;
+    int64_t threads_ = 0, regs_ = 0, replicate_ = 1;
+    std::vector<ir::Var> vars_;
+    ir::Var rep_var_;
+    ir::Expr thread_, reg_;
+    std::shared_ptr<const DigitMap> digits_;
+    std::optional<Layout> inverse_;
+};
+
+}  // namespace tilec::layout

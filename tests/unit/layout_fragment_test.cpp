@@ -1,0 +1,293 @@
+// Fragments: the mma.m16n8k16 A / B / accumulator fragments against the PTX ISA's own
+// formulas (section 9.7.14.5.8), tiled over every block shape and warp grid the stdlib
+// uses; parallel-loop fragments; reductions that turn threads into replicas; exact
+// inverses (thread, register) -> coordinate; composition with layouts; printing.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "layout/fragment.h"
+#include "layout/index_expr.h"
+
+using namespace tilec;
+using namespace tilec::layout;
+
+namespace {
+
+std::vector<std::vector<int64_t>> coords_of(const std::vector<int64_t>& shape) {
+    std::vector<std::vector<int64_t>> out;
+    for (int64_t f = 0; f < shape_size(shape); ++f) out.push_back(unflatten(f, shape));
+    return out;
+}
+
+// Inverse round trips over every (thread, reg) and every (element, replica).
+void check_inverse(const Fragment& f) {
+    auto inv = f.inverse();
+    REQUIRE(inv.has_value());
+    for (int64_t t = 0; t < f.thread_count(); ++t)
+        for (int64_t r = 0; r < f.registers_per_thread(); ++r) {
+            std::vector<int64_t> c = inv->evaluate({t, r});
+            int64_t rep = f.replicate() > 1 ? c.back() : 0;
+            if (f.replicate() > 1) c.pop_back();
+            REQUIRE(f.evaluate(c, rep) == FragmentSlot{t, r});
+        }
+    auto back = inv->inverse();
+    REQUIRE(back.has_value());
+    for (const auto& c : coords_of(f.shape())) {
+        std::vector<int64_t> cr = c;
+        if (f.replicate() > 1) cr.push_back(f.replicate() - 1);
+        FragmentSlot s = f.evaluate(c, f.replicate() - 1);
+        REQUIRE(back->evaluate(cr) == std::vector<int64_t>{s.thread, s.reg});
+    }
+}
+
+struct PtxIndex {
+    int64_t row, col;
+};
+
+// The PTX ISA's formulas, transcribed as written (groupID = %laneid >> 2,
+// threadID_in_group = %laneid % 4).
+PtxIndex ptx_a(int64_t lane, int64_t i) {
+    int64_t g = lane >> 2, t = lane % 4;
+    int64_t row = ((0 <= i && i < 2) || (4 <= i && i < 6)) ? g : g + 8;
+    int64_t col = i < 4 ? (t * 2) + (i & 0x1) : (t * 2) + (i & 0x1) + 8;
+    return {row, col};
+}
+PtxIndex ptx_b(int64_t lane, int64_t i) {
+    int64_t g = lane >> 2, t = lane % 4;
+    int64_t row = i < 2 ? (t * 2) + (i & 0x1) : (t * 2) + (i & 0x1) + 8;
+    return {row, g};
+}
+PtxIndex ptx_c(int64_t lane, int64_t i) {
+    int64_t g = lane >> 2, t = lane % 4;
+    int64_t row = i < 2 ? g : g + 8;
+    return {row, (t * 2) + (i & 0x1)};
+}
+
+// Warp grids of 32..256 threads.
+const std::vector<std::pair<int64_t, int64_t>> kWarpGrids = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {4, 1},
+                                                             {1, 4}, {2, 4}, {4, 2}, {8, 1}, {1, 8}};
+const std::vector<int64_t> kTileSizes = {16, 32, 64, 128, 256};
+
+}  // namespace
+
+TEST_CASE("mma m16n8k16 fragments of one warp match the PTX ISA formulas", "[layout][fragment]") {
+    Fragment a = *Fragment::mma_m16n8k16_a(16, 16, 1, 1);
+    Fragment b = *Fragment::mma_m16n8k16_b(16, 8, 1, 1);
+    Fragment c = *Fragment::mma_m16n8k16_c(16, 8, 1, 1);
+    CHECK(a.registers_per_thread() == 8);
+    CHECK(b.registers_per_thread() == 4);
+    CHECK(c.registers_per_thread() == 4);
+    for (const Fragment* f : {&a, &b, &c}) {
+        CHECK(f->thread_count() == 32);
+        CHECK(f->replicate() == 1);
+        CHECK(f->is_exact());
+    }
+    for (int64_t lane = 0; lane < 32; ++lane) {
+        for (int64_t i = 0; i < 8; ++i) {
+            PtxIndex p = ptx_a(lane, i);
+            REQUIRE(a.evaluate({p.row, p.col}) == FragmentSlot{lane, i});
+            REQUIRE(a.inverse()->evaluate({lane, i}) == std::vector<int64_t>{p.row, p.col});
+        }
+        for (int64_t i = 0; i < 4; ++i) {
+            PtxIndex pb = ptx_b(lane, i), pc = ptx_c(lane, i);
+            REQUIRE(b.evaluate({pb.row, pb.col}) == FragmentSlot{lane, i});
+            REQUIRE(b.inverse()->evaluate({lane, i}) == std::vector<int64_t>{pb.row, pb.col});
+            REQUIRE(c.evaluate({pc.row, pc.col}) == FragmentSlot{lane, i});
+            REQUIRE(c.inverse()->evaluate({lane, i}) == std::vector<int64_t>{pc.row, pc.col});
+        }
+    }
+    // The document's own reading of the accumulator: c0, c1 on row groupID, c2, c3 on
+    // groupID + 8; lane 5 is groupID 1, threadID_in_group 1.
+    CHECK(c.evaluate({1, 2}) == FragmentSlot{5, 0});
+    CHECK(c.evaluate({1, 3}) == FragmentSlot{5, 1});
+    CHECK(c.evaluate({9, 2}) == FragmentSlot{5, 2});
+    CHECK(c.evaluate({9, 3}) == FragmentSlot{5, 3});
+}
+
+TEST_CASE("tiled mma accumulators are exact over every block tile and warp grid", "[layout][fragment]") {
+    Fragment atom = *Fragment::mma_m16n8k16_c(16, 8, 1, 1);
+    int built = 0;
+    for (int64_t m : kTileSizes)
+        for (int64_t n : kTileSizes)
+            for (auto [wm, wn] : kWarpGrids) {
+                auto f = Fragment::mma_m16n8k16_c(m, n, wm, wn);
+                CHECK(f.has_value() == (m % (16 * wm) == 0 && n % (8 * wn) == 0));
+                if (!f) continue;
+                INFO(m << "x" << n << " warps " << wm << "x" << wn);
+                ++built;
+                CHECK(f->thread_count() == 32 * wm * wn);
+                CHECK(f->registers_per_thread() == m * n / (32 * wm * wn));
+                REQUIRE(f->is_exact());
+                for (const auto& c : coords_of(f->shape())) {
+                    FragmentSlot s = f->evaluate(c);
+                    FragmentSlot in_atom = atom.evaluate({c[0] % 16, c[1] % 8});
+                    REQUIRE(s.thread % 32 == in_atom.thread);
+                    REQUIRE(s.reg % 4 == in_atom.reg);
+                    REQUIRE(s.thread / 32 == (c[0] / (m / wm)) * wn + c[1] / (n / wn));
+                }
+                check_inverse(*f);
+            }
+    CHECK(built > 150);
+}
+
+TEST_CASE("tiled mma operands are replicated over the other warp dimension", "[layout][fragment]") {
+    Fragment atom_a = *Fragment::mma_m16n8k16_a(16, 16, 1, 1);
+    Fragment atom_b = *Fragment::mma_m16n8k16_b(16, 8, 1, 1);
+    for (int64_t mn : kTileSizes)
+        for (int64_t k : {16, 32, 64})
+            for (auto [wm, wn] : kWarpGrids) {
+                INFO(mn << " k " << k << " warps " << wm << "x" << wn);
+                if (auto a = Fragment::mma_m16n8k16_a(mn, k, wm, wn)) {
+                    CHECK(a->replicate() == wn);
+                    REQUIRE(a->is_exact());
+                    for (const auto& c : coords_of(a->shape())) {
+                        std::set<int64_t> warps;
+                        for (const FragmentSlot& s : a->owners(c)) {
+                            REQUIRE(s.thread % 32 == atom_a.evaluate({c[0] % 16, c[1] % 16}).thread);
+                            REQUIRE(s.reg % 8 == atom_a.evaluate({c[0] % 16, c[1] % 16}).reg);
+                            REQUIRE((s.thread / 32) / wn == c[0] / (mn / wm));  // the warp row holding it
+                            warps.insert(s.thread / 32);
+                        }
+                        REQUIRE(int64_t(warps.size()) == wn);
+                    }
+                    check_inverse(*a);
+                }
+                if (auto b = Fragment::mma_m16n8k16_b(k, mn, wm, wn)) {
+                    CHECK(b->replicate() == wm);
+                    REQUIRE(b->is_exact());
+                    for (const auto& c : coords_of(b->shape()))
+                        for (const FragmentSlot& s : b->owners(c)) {
+                            REQUIRE(s.thread % 32 == atom_b.evaluate({c[0] % 16, c[1] % 8}).thread);
+                            REQUIRE(s.reg % 4 == atom_b.evaluate({c[0] % 16, c[1] % 8}).reg);
+                            REQUIRE((s.thread / 32) % wn == c[1] / (mn / wn));
+                        }
+                    check_inverse(*b);
+                }
+            }
+}
+
+TEST_CASE("parallel-loop fragments cover the stdlib's tiles, coalesced and exact", "[layout][fragment]") {
+    const std::vector<std::vector<int64_t>> shapes = {{2048}, {1024}, {4, 1024}, {128, 128}, {128, 32},
+                                                      {32, 128}, {64, 64}, {128, 64}, {16, 16}, {256, 256}};
+    for (const auto& shape : shapes)
+        for (int64_t threads : {32, 64, 128, 256})
+            for (int64_t vec : {1, 4, 8}) {  // scalar, 16 bytes of f32, 16 bytes of f16
+                auto f = Fragment::parallel(shape, threads, vec);
+                INFO(shape_str(shape) << " threads " << threads << " vec " << vec);
+                REQUIRE(f.has_value());
+                int64_t n = shape_size(shape);
+                CHECK(f->thread_count() == threads);
+                CHECK(f->replicate() == std::max<int64_t>(1, threads * vec / n));
+                REQUIRE(f->is_exact());
+                for (const auto& c : coords_of(shape)) {
+                    int64_t flat = flatten(c, shape);
+                    FragmentSlot s = f->evaluate(c);
+                    REQUIRE(s.thread == (flat / vec) % threads);  // vector v on thread v % threads
+                    REQUIRE(s.reg % vec == flat % vec);           // a vector is consecutive registers
+                }
+                check_inverse(*f);
+            }
+    CHECK_FALSE(Fragment::parallel({100}, 128, 8).has_value());
+    CHECK_FALSE(Fragment::parallel({96}, 64, 1).has_value());
+}
+
+TEST_CASE("small parallel tiles replicate over the spare threads", "[layout][fragment]") {
+    Fragment f = *Fragment::parallel({16}, 128, 4);
+    CHECK(f.replicate() == 32);
+    CHECK(f.registers_per_thread() == 4);
+    CHECK(f.is_exact());
+    CHECK(f.owners({5}).size() == 32);
+    check_inverse(f);
+}
+
+TEST_CASE("reducing a row of an mma accumulator replicates the row over its threads", "[layout][fragment]") {
+    for (int64_t m : {16, 64, 128})
+        for (int64_t n : {32, 64, 128})
+            for (auto [wm, wn] : kWarpGrids) {
+                auto c = Fragment::mma_m16n8k16_c(m, n, wm, wn);
+                if (!c) continue;
+                INFO(m << "x" << n << " warps " << wm << "x" << wn);
+                Fragment rows = *c->reduce_dim(1);
+                CHECK(rows.shape() == std::vector<int64_t>{m});
+                CHECK(rows.replicate() == 4 * wn);  // 4 lanes of a quad, times the warps of a row
+                CHECK(rows.registers_per_thread() == 2 * m / (16 * wm));
+                REQUIRE(rows.is_exact());
+                // Row i is held by exactly the threads that held some (i, j).
+                std::map<int64_t, std::set<int64_t>> holders;
+                for (const auto& e : coords_of(c->shape())) holders[e[0]].insert(c->evaluate(e).thread);
+                for (int64_t i = 0; i < m; ++i) {
+                    std::set<int64_t> got;
+                    for (const FragmentSlot& s : rows.owners({i})) got.insert(s.thread);
+                    REQUIRE(got == holders[i]);
+                }
+                check_inverse(rows);
+                Fragment kept = *c->reduce_dim(1, /*keep_dim=*/true);
+                CHECK(kept.shape() == std::vector<int64_t>{m, 1});
+                CHECK(kept.is_exact());
+            }
+}
+
+TEST_CASE("reducing a parallel fragment's rows (layernorm's [4, 1024] on 128 threads)", "[layout][fragment]") {
+    Fragment x = *Fragment::parallel({4, 1024}, 128, 4);
+    Fragment mean = *x.reduce_dim(1);
+    CHECK(mean.replicate() == 128);
+    CHECK(mean.registers_per_thread() == 4);
+    CHECK(mean.is_exact());
+    check_inverse(mean);
+    Fragment b = Fragment::broadcast({4}, 128);
+    for (int64_t i = 0; i < 4; ++i) CHECK(b.owners({i}) == mean.owners({i}));
+}
+
+TEST_CASE("fragments compose with layouts and reshape", "[layout][fragment]") {
+    Fragment c = *Fragment::mma_m16n8k16_c(32, 16, 2, 1);
+    Layout t = Layout::from_exprs(
+        "transpose", {16, 32}, {32, 16}, [](const auto& v) { return std::vector<ir::Expr>{v[1], v[0]}; },
+        [](const auto& v) { return std::vector<ir::Expr>{v[1], v[0]}; });
+    Fragment ct = c.compose(t);
+    CHECK(ct.shape() == std::vector<int64_t>{16, 32});
+    for (const auto& e : coords_of(ct.shape())) REQUIRE(ct.evaluate(e) == c.evaluate({e[1], e[0]}));
+    CHECK(ct.is_exact());
+    check_inverse(ct);
+
+    Fragment x = *Fragment::parallel({4, 1024}, 128, 4);
+    Fragment flat = *x.reshape({4096});
+    for (int64_t i = 0; i < 4096; ++i) REQUIRE(flat.evaluate({i}) == x.evaluate(unflatten(i, {4, 1024})));
+    check_inverse(flat);
+    Fragment a = *Fragment::mma_m16n8k16_a(64, 32, 2, 2);
+    Fragment a3 = *a.reshape({64, 2, 16});
+    for (const auto& e : coords_of(a3.shape()))
+        for (int64_t r = 0; r < 2; ++r) REQUIRE(a3.evaluate(e, r) == a.evaluate({e[0], e[1] * 16 + e[2]}, r));
+    check_inverse(a3);
+}
+
+TEST_CASE("incomplete and overlapping fragments are detected", "[layout][fragment]") {
+    // Thread j for j < 8 of 4 threads: threads 4..7 don't exist.
+    Fragment out_of_range = Fragment::from_exprs("bad", {8}, 4, 1, [](const auto& v, const auto&) {
+        return std::pair<ir::Expr, ir::Expr>{v[0], idx(0)};
+    });
+    CHECK_FALSE(out_of_range.is_complete());
+    // Two elements in one register of one thread.
+    Fragment overlap = Fragment::from_exprs("bad", {8}, 4, 1, [](const auto& v, const auto&) {
+        return std::pair<ir::Expr, ir::Expr>{idx_floormod(v[0], 4), idx(0)};
+    });
+    CHECK(overlap.is_complete());
+    CHECK_FALSE(overlap.is_injective());
+    // Replicas of one element in the same thread don't count as replication.
+    Fragment same_thread = Fragment::from_exprs("bad", {4}, 4, 2, [](const auto& v, const auto& rep) {
+        return std::pair<ir::Expr, ir::Expr>{v[0], ir::Expr(rep)};
+    });
+    CHECK(same_thread.registers_per_thread() == 2);
+    CHECK_FALSE(same_thread.is_injective());
+    CHECK_FALSE(same_thread.inverse().has_value());
+    CHECK_FALSE(same_thread.reduce_dim(0).has_value());
+}
+
+TEST_CASE("fragments print their shape, threads, registers and index expressions", "[layout][fragment]") {
+    CHECK(Fragment::mma_m16n8k16_c(16, 8, 1, 1)->str() ==
+          "mma_m16n8k16_c[16, 8] -> 32 threads x 4 regs: (i, j) -> thread i % 8 * 4 + j / 2, "
+          "reg i / 8 * 2 + j % 2");
+    CHECK(Fragment::parallel({16}, 128, 4)->str() ==
+          "parallel<v4>[16] -> 128 threads x 4 regs: (i; rep < 32) -> thread i / 4 + rep * 4, reg i % 4");
+}
