@@ -246,11 +246,11 @@ bool Fragment::is_complete() const {
 }
 
 bool Fragment::is_injective() const {
-    if (!is_complete()) return false;
     std::vector<bool> used(size_t(threads_ * regs_), false);
     for (int64_t i = 0; i < size(); ++i) {
         std::set<int64_t> threads;
         for (const FragmentSlot& s : owners(unflatten(i, shape_))) {
+            if (s.thread < 0 || s.thread >= threads_ || s.reg < 0 || s.reg >= regs_) return false;
             size_t slot = size_t(s.thread * regs_ + s.reg);
             if (used[slot] || !threads.insert(s.thread).second) return false;
             used[slot] = true;
