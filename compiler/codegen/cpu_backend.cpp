@@ -89,6 +89,12 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     m.setDataLayout(tm->createDataLayout());
     m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
     ModuleState ms(m, options.sources);
+    if (features.find("+avx512f") != std::string::npos) {
+        ms.vector_bytes = 64;
+        ms.vector_registers = 32;
+    } else if (features.find("+avx") != std::string::npos) {
+        ms.vector_bytes = 32;
+    }
     for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;

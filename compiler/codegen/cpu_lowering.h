@@ -52,6 +52,10 @@ public:
     llvm::Module& module;
     llvm::LLVMContext& ctx;
     const SourceManager* sources;  // for "file:line:col" in assert messages; may be null
+    // The host's SIMD registers (set from the CPU features by compile_cpu): their width
+    // in bytes and how many there are; tile ops size their register blocks from them.
+    unsigned vector_bytes = 16;
+    unsigned vector_registers = 16;
 
     // "file:line:col" of a source location ("<unknown>" without one).
     std::string describe(SourceLoc loc) const;
@@ -154,6 +158,9 @@ private:
     // Tile ops (cpu_tile_ops.cpp).
     void lower_copy(const ir::CopyNode& s);
     void lower_gemm(const ir::GemmNode& s);
+    bool lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int64_t N, int64_t K,
+                            const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_a,
+                            const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_b);
     void lower_fill(const ir::FillNode& s);
     void lower_reduce(const ir::ReduceNode& s);
     void lower_cumsum(const ir::CumsumNode& s);

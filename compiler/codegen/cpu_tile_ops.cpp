@@ -1,5 +1,7 @@
 // Tile operations of the CPU backend as loop nests: copy (bounds-masked, padded,
 // converting), gemm, fill, reduce_*, cumsum, atomic_add. One thread runs the block.
+#include <algorithm>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
@@ -192,6 +194,84 @@ void FunctionLowering::lower_fill(const ir::FillNode& s) {
               });
 }
 
+// The register-blocked gemm: c[M, N] += a[M, K] @ b[K, N] with a float accumulator in
+// a block-local buffer. a and b are first packed, converted to the accumulator's type,
+// into row-major stack arrays (a[M][K], b[K][N]), which takes every transpose and every
+// narrow-float conversion out of the inner loop for O(M K + K N) work against the
+// O(M N K) of the product. Then each MR x NR block of c is held in MR vector registers
+// for the whole k loop: per k, one vector load of b and MR broadcasts of a feed MR fused
+// multiply-adds, so c is read and written once per block rather than once per k.
+// The sum over k for each element runs in the same order (k ascending, one fmuladd per
+// step) as the plain loop nest, so the results are the same. Returns false (and emits
+// nothing) when the shapes do not fit: extents that no MR/NR divides, or packed
+// operands over kPackBudget bytes; the caller then uses the plain loop nest.
+bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int64_t N, int64_t K,
+                                          const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_a,
+                                          const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_b) {
+    constexpr uint64_t kPackBudget = 256 * 1024;
+    DataType acc = s.c.buffer->dtype;
+    if (!(acc == DataType::f32() || acc == DataType::f64()) || s.c.buffer->scope == ir::Scope::Global) return false;
+    // NR: two SIMD registers of c per row where N allows; MR: as many rows as keep the
+    // accumulators within half the register file (the rest hold b, a and addresses).
+    llvm::Type* acc_ty = reg_type(ms_.ctx, acc);
+    const int64_t elem_bytes = acc_ty->getPrimitiveSizeInBits() / 8;
+    const int64_t lanes = ms_.vector_bytes / elem_bytes;
+    int64_t NR = 0, MR = 0;
+    for (int64_t nr : {2 * lanes, lanes, lanes / 2, lanes / 4})
+        if (nr > 0 && N % nr == 0) { NR = nr; break; }
+    for (int64_t mr : {8, 4, 2, 1})
+        if (M % mr == 0 && NR && mr * std::max<int64_t>(1, NR / lanes) <= ms_.vector_registers / 2) { MR = mr; break; }
+    if (!NR || !MR || K <= 0) return false;
+    uint64_t pack_bytes = static_cast<uint64_t>(M * K + K * N) * (acc_ty->getPrimitiveSizeInBits() / 8);
+    if (pack_bytes > kPackBudget) return false;
+    // The c region must be row-major with unit stride along n for vector loads.
+    const BufferInfo& ci = buffer(s.c.buffer);
+    auto unit = llvm::dyn_cast<llvm::ConstantInt>(ci.strides.back());
+    if (!unit || unit->getSExtValue() != 1) return false;
+
+    llvm::Value* pa = entry_alloca(acc_ty, static_cast<uint64_t>(M * K), "gemm.a");
+    llvm::Value* pb = entry_alloca(acc_ty, static_cast<uint64_t>(K * N), "gemm.b");
+    emit_nest({M, K}, LoopHint::Vectorize, [&](const std::vector<llvm::Value*>& i) {
+        llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(K)), i[1]);
+        b_.CreateStore(load_a(i[0], i[1]), b_.CreateGEP(acc_ty, pa, off));
+    });
+    emit_nest({K, N}, LoopHint::Vectorize, [&](const std::vector<llvm::Value*>& i) {
+        llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(N)), i[1]);
+        b_.CreateStore(load_b(i[0], i[1]), b_.CreateGEP(acc_ty, pb, off));
+    });
+
+    auto* vec_ty = llvm::FixedVectorType::get(acc_ty, static_cast<unsigned>(NR));
+    const llvm::Align elem_align(acc_ty->getPrimitiveSizeInBits() / 8);
+    // One stack slot per accumulator row; SROA turns them into registers.
+    std::vector<llvm::Value*> slots;
+    for (int64_t r = 0; r < MR; ++r) slots.push_back(entry_alloca(vec_ty, 1, "gemm.acc"));
+    emit_nest({M / MR, N / NR}, LoopHint::None, [&](const std::vector<llvm::Value*>& blk) {
+        llvm::Value* m0 = b_.CreateMul(blk[0], b_.getInt64(MR));
+        llvm::Value* n0 = b_.CreateMul(blk[1], b_.getInt64(NR));
+        auto c_ptr = [&](int64_t r) {
+            auto idx = region_index(*this, s.c, {b_.CreateAdd(m0, b_.getInt64(r)), n0});
+            return element_ptr(s.c.buffer, ci, element_offset(ci, idx));
+        };
+        for (int64_t r = 0; r < MR; ++r)
+            b_.CreateStore(b_.CreateAlignedLoad(vec_ty, c_ptr(r), elem_align), slots[r]);
+        emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::None, [&](llvm::Value* k) {
+            llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(N)), n0);
+            llvm::Value* bv = b_.CreateAlignedLoad(vec_ty, b_.CreateGEP(acc_ty, pb, boff), elem_align);
+            for (int64_t r = 0; r < MR; ++r) {
+                llvm::Value* row = b_.CreateAdd(m0, b_.getInt64(r));
+                llvm::Value* aoff = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(K)), k);
+                llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(NR),
+                                                       b_.CreateLoad(acc_ty, b_.CreateGEP(acc_ty, pa, aoff)));
+                llvm::Value* cv = b_.CreateLoad(vec_ty, slots[r]);
+                b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_ty}, {av, bv, cv}), slots[r]);
+            }
+        });
+        for (int64_t r = 0; r < MR; ++r)
+            b_.CreateAlignedStore(b_.CreateLoad(vec_ty, slots[r]), c_ptr(r), elem_align);
+    });
+    return true;
+}
+
 void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
     auto ae = region_extents(s.a, "a gemm extent");
     auto be = region_extents(s.b, "a gemm extent");
@@ -223,6 +303,7 @@ void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
             store_element(s.c.buffer, c_index(i[0], i[1]), zero);
         });
     }
+    if (fp && lower_gemm_blocked(s, M, N, K, load_a, load_b)) return;
     if (s.trans_b && !s.trans_a) {
         // Rows of a and of b are contiguous along k: a dot product per element of c.
         llvm::Value* slot = entry_alloca(acc_ty, 1, "dot");
