@@ -88,7 +88,7 @@ struct Args {
     std::vector<std::string> defines;
     std::vector<std::string> include_dirs;
     std::vector<std::string> targets;
-    std::string stdlib_dir = TILEC_STDLIB_DIR;
+    std::string stdlib_dir;  // empty: <prefix>/share/tilec/stdlib if there, else TILEC_STDLIB_DIR
     bool md = false;
     std::string mf;
     unsigned error_limit = 20;
@@ -207,6 +207,7 @@ int run(int argc, char** argv) {
     opt.targets = a.targets;
     opt.stdlib_dir = a.stdlib_dir;
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
+    if (opt.stdlib_dir.empty()) opt.stdlib_dir = TILEC_STDLIB_DIR;
     for (auto& d : a.defines) {
         auto eq = d.find('=');
         if (eq == std::string::npos || eq == 0) {
