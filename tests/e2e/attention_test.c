@@ -1,5 +1,5 @@
 /* attention_test.c: stdlib/kernels/flash_attn.tile on the CPU: O = softmax(Q K^T * scale) V
- * per (batch, head), causal and not, f16 and bf16, D = 128 and 64, sequence lengths that
+ * per (batch, head), every export (causal and not, f16 and bf16, D = 128 and 64), sequence lengths that
  * are not multiples of the 128-row and 64-column tiles, against a float64 reference. */
 #include "e2e_common.h"
 #include "flash_attn.h"
@@ -58,12 +58,14 @@ static void test_attn(const char* name, attn_fn fn, e2e_dtype t, int causal, int
 }
 
 int main(void) {
-    static const int64_t shapes[][3] = {{1, 1, 1}, {1, 2, 100}, {2, 1, 200}, {1, 1, 129}};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {1, 2, 100}, {2, 1, 200}, {1, 1, 129}, {1, 1, 300}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
         int64_t B = shapes[s][0], H = shapes[s][1], S = shapes[s][2];
         test_attn("attn_fwd", attn_fwd_cpu, E2E_F16, 0, 128, B, H, S);
         test_attn("attn_fwd_causal", attn_fwd_causal_cpu, E2E_F16, 1, 128, B, H, S);
         test_attn("attn_fwd_bf16", attn_fwd_bf16_cpu, E2E_BF16, 0, 128, B, H, S);
+        test_attn("attn_fwd_causal_bf16", attn_fwd_causal_bf16_cpu, E2E_BF16, 1, 128, B, H, S);
+        test_attn("attn_fwd_d64", attn_fwd_d64_cpu, E2E_F16, 0, 64, B, H, S);
         test_attn("attn_fwd_causal_d64", attn_fwd_causal_d64_cpu, E2E_F16, 1, 64, B, H, S);
     }
     return e2e_finish("e2e/attention");

@@ -41,5 +41,10 @@ int main(void) {
             test_scan("cumsum_bf16", cumsum_bf16_cpu, E2E_BF16, 0, rows[i], cols[j]);
             test_scan("cumsum_f32_reverse", cumsum_f32_reverse_cpu, E2E_F32, 1, rows[i], cols[j]);
         }
+    // Many blocks of BM = 4 rows with a ragged last one.
+    test_scan("cumsum_f32", cumsum_f32_cpu, E2E_F32, 0, 127, 300);
+    test_scan("cumsum_f16", cumsum_f16_cpu, E2E_F16, 0, 127, 300);
+    test_scan("cumsum_bf16", cumsum_bf16_cpu, E2E_BF16, 0, 127, 300);
+    test_scan("cumsum_f32_reverse", cumsum_f32_reverse_cpu, E2E_F32, 1, 127, 300);
     return e2e_finish("e2e/cumsum");
 }

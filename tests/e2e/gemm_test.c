@@ -10,7 +10,7 @@ typedef tile_status (*gemm_fn)(const tile_cpu_options*, const void*, const void*
 
 static const int64_t kShapes[][3] = {  // M, N, K
     {1, 1, 1},      {37, 37, 37},  {130, 37, 300}, {300, 130, 37}, {37, 300, 130},
-    {1, 300, 130},  {130, 1, 37},  {300, 300, 300}, {129, 257, 33}, {128, 128, 32}};
+    {1, 300, 130},  {130, 1, 37},  {300, 300, 300}, {129, 257, 33}, {128, 128, 32}, {127, 65, 200}};
 
 /* A is M x K, B is K x N (logically); trans_a: A is stored as K x M row-major, trans_b: B
  * as N x K. Inputs in [-1, 1] rounded to the element type. */
@@ -55,19 +55,21 @@ static void test_gemm(const char* name, gemm_fn fn, int bf, int trans_a, int tra
 }
 
 /* Split-K: C (f32) += A @ B, several blocks adding into each element with atomics. */
-static void test_splitk(const char* name, gemm_fn fn, int64_t M, int64_t N, int64_t K) {
+static void test_splitk(const char* name, gemm_fn fn, int bf, int64_t M, int64_t N, int64_t K) {
     uint16_t* A = (uint16_t*)e2e_alloc(M * K, 2);
     uint16_t* B = (uint16_t*)e2e_alloc(K * N, 2);
     float* C = (float*)e2e_alloc(M * N, 4);
     double* got = (double*)malloc(sizeof(double) * (size_t)(M * N));
     double* ref = (double*)malloc(sizeof(double) * (size_t)(M * N));
-    for (int64_t i = 0; i < M * K; ++i) A[i] = f16_bits(e2e_uniform(-1, 1));
-    for (int64_t i = 0; i < K * N; ++i) B[i] = f16_bits(e2e_uniform(-1, 1));
+    for (int64_t i = 0; i < M * K; ++i) A[i] = bf ? bf16_bits(e2e_uniform(-1, 1)) : f16_bits(e2e_uniform(-1, 1));
+    for (int64_t i = 0; i < K * N; ++i) B[i] = bf ? bf16_bits(e2e_uniform(-1, 1)) : f16_bits(e2e_uniform(-1, 1));
     for (int64_t i = 0; i < M * N; ++i) C[i] = (float)e2e_uniform(-1, 1);  // a bias: C is inout
     for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
             double s = C[m * N + n];
-            for (int64_t k = 0; k < K; ++k) s += f16_value(A[m * K + k]) * f16_value(B[k * N + n]);
+            for (int64_t k = 0; k < K; ++k)
+                s += bf ? bf16_value(A[m * K + k]) * bf16_value(B[k * N + n])
+                        : f16_value(A[m * K + k]) * f16_value(B[k * N + n]);
             ref[m * N + n] = s;
         }
     tile_status st = fn(NULL, A, B, C, M, K, N);
@@ -89,7 +91,8 @@ int main(void) {
         {"gemm_f16", gemm_f16_cpu, 0, 0, 0},       {"gemm_f16_nt", gemm_f16_nt_cpu, 0, 0, 1},
         {"gemm_f16_tn", gemm_f16_tn_cpu, 0, 1, 0}, {"gemm_f16_tt", gemm_f16_tt_cpu, 0, 1, 1},
         {"gemm_bf16", gemm_bf16_cpu, 1, 0, 0},     {"gemm_bf16_nt", gemm_bf16_nt_cpu, 1, 0, 1},
-        {"gemm_f16_m64", gemm_f16_m64_cpu, 0, 0, 0},
+        {"gemm_bf16_tn", gemm_bf16_tn_cpu, 1, 1, 0}, {"gemm_bf16_tt", gemm_bf16_tt_cpu, 1, 1, 1},
+        {"gemm_f16_m64", gemm_f16_m64_cpu, 0, 0, 0}, {"gemm_bf16_m64", gemm_bf16_m64_cpu, 1, 0, 0},
     };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; ++v)
         for (size_t s = 0; s < sizeof kShapes / sizeof kShapes[0]; ++s) {
@@ -98,9 +101,15 @@ int main(void) {
             test_gemm(variants[v].name, variants[v].fn, variants[v].bf, variants[v].ta, variants[v].tb, kShapes[s][0],
                       kShapes[s][1], kShapes[s][2]);
         }
-    test_splitk("gemm_splitk_f16", gemm_splitk_f16_cpu, 130, 37, 300);
-    test_splitk("gemm_splitk_f16", gemm_splitk_f16_cpu, 1, 1, 1);
-    test_splitk("gemm_splitk_f16_s8", gemm_splitk_f16_s8_cpu, 70, 150, 1000);
+    // Split-K shapes: K within one split, K with empty splits (cdiv(K, BK) < SPLIT_K),
+    // long K over ragged M and N.
+    static const int64_t splitk_shapes[][3] = {{1, 1, 1}, {130, 37, 300}, {127, 1, 70}, {70, 150, 1000}};
+    for (size_t s = 0; s < sizeof splitk_shapes / sizeof splitk_shapes[0]; ++s) {
+        int64_t M = splitk_shapes[s][0], N = splitk_shapes[s][1], K = splitk_shapes[s][2];
+        test_splitk("gemm_splitk_f16", gemm_splitk_f16_cpu, 0, M, N, K);
+        test_splitk("gemm_splitk_bf16", gemm_splitk_bf16_cpu, 1, M, N, K);
+        test_splitk("gemm_splitk_f16_s8", gemm_splitk_f16_s8_cpu, 0, M, N, K);
+    }
 
     // Empty problems: M = 0 launches nothing; K = 0 gives C = 0.
     uint16_t C[4] = {0xffff, 0xffff, 0xffff, 0xffff};

@@ -66,5 +66,12 @@ int main(void) {
             test_norm(NULL, layernorm_f16_cpu, E2E_F16, rows[i], cols[j]);
             test_norm(NULL, layernorm_bf16_cpu, E2E_BF16, rows[i], cols[j]);
         }
+    // Many blocks of BM = 4 rows with a ragged last one.
+    test_norm(rmsnorm_f32_cpu, NULL, E2E_F32, 127, 300);
+    test_norm(rmsnorm_f16_cpu, NULL, E2E_F16, 127, 300);
+    test_norm(rmsnorm_bf16_cpu, NULL, E2E_BF16, 127, 300);
+    test_norm(NULL, layernorm_f32_cpu, E2E_F32, 127, 300);
+    test_norm(NULL, layernorm_f16_cpu, E2E_F16, 127, 300);
+    test_norm(NULL, layernorm_bf16_cpu, E2E_BF16, 127, 300);
     return e2e_finish("e2e/norm");
 }

@@ -39,6 +39,10 @@ int main(void) {
             test_softmax(softmax_f16_cpu, E2E_F16, rows[i], cols[j], 10);
             test_softmax(softmax_bf16_cpu, E2E_BF16, rows[i], cols[j], 10);
         }
+    // Many blocks of BM = 4 rows with a ragged last one.
+    test_softmax(softmax_f32_cpu, E2E_F32, 127, 300, 10);
+    test_softmax(softmax_f16_cpu, E2E_F16, 127, 300, 10);
+    test_softmax(softmax_bf16_cpu, E2E_BF16, 127, 300, 10);
     test_softmax(softmax_f32_cpu, E2E_F32, 3, 2000, 80);  // large logits: the max must be subtracted
     return e2e_finish("e2e/softmax");
 }

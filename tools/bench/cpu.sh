@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tools/bench/cpu.sh: builds and runs tile_bench, the CPU benchmark of tilec-compiled
+# kernels (GEMM f32 and f16 at 1024^3 and 2048^3 in GFLOP/s, softmax f32 4096 x 4096 in
+# GB/s), each next to a naive C++ loop compiled here with -O3 -march=native.
+#
+#   tools/bench/cpu.sh [BUILD_DIR] [tile_bench options: --quick --reps N --threads T]
+#
+# BUILD_DIR (or $BUILD; default build/) is a configured and built tilec tree: its tilec
+# compiles the kernels and its libtile_runtime.a is linked. Outputs go to
+# BUILD_DIR/bench/. Not part of ctest (minutes); ctest runs `tile_bench --quick` only.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${BUILD:-$root/build}"
+if [[ $# -gt 0 && "$1" != -* ]]; then
+  build="$1"
+  shift
+fi
+build="$(cd "$build" && pwd)"
+tilec="$build/compiler/driver/tilec"
+runtime="$build/runtime/libtile_runtime.a"
+for f in "$tilec" "$runtime"; do
+  [[ -e "$f" ]] || { echo "cpu.sh: $f not found: build tilec in $build first" >&2; exit 1; }
+done
+
+out="$build/bench"
+mkdir -p "$out"
+# The same kernels the stdlib exports, compiled by this tilec, plus bench.tile's f32 GEMM.
+"$tilec" "$root/stdlib/kernels/gemm.tile" -o "$out/gemm.o"
+"$tilec" "$root/stdlib/kernels/softmax.tile" -o "$out/softmax.o"
+"$tilec" "$root/tools/bench/bench.tile" -o "$out/bench.o"
+"${CXX:-c++}" -std=c++17 -O3 -march=native -Wall -Wextra -I"$out" -I"$root/runtime/include" \
+  "$root/tools/bench/bench.cpp" "$out/gemm.o" "$out/softmax.o" "$out/bench.o" "$runtime" \
+  -lpthread -o "$out/tile_bench"
+
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//') ($(nproc) threads available)"
+exec "$out/tile_bench" "$@"
