@@ -1,6 +1,7 @@
 /* tile/runtime.h: the C API of libtile_runtime, the small runtime that kernels compiled
- * by tilec call: status codes and error messages, CPU launch options, and the CPU
- * thread pool that runs a kernel's grid of blocks.
+ * by tilec call: status codes and error messages, CPU launch options, the CPU thread
+ * pool that runs a kernel's grid of blocks, and GPU launches (CUDA, HIP) of the device
+ * images embedded in an object, through driver libraries loaded at run time.
  *
  * Pure C99 (also valid C++), standard C headers only. Every function is safe to call
  * from any thread; none prints, exits, aborts or lets a C++ exception escape.
@@ -195,6 +196,135 @@ typedef void (*tile_block_fn)(void* ctx, int64_t bx, int64_t by, int64_t bz);
  * owned by the caller. Safe to call in a child process after fork(). */
 TILE_API tile_status tile_cpu_launch(const tile_cpu_options* opt, int64_t gx, int64_t gy, int64_t gz,
                                      tile_block_fn fn, void* ctx) TILE_NOEXCEPT;
+
+/* ---------------------------------------------------------------------------------------
+ * GPU launches (CUDA, HIP)
+ * ------------------------------------------------------------------------------------- */
+
+/* What a GPU entry point (`<export>_cuda(void* stream, ...)`, `<export>_hip(...)`) hands
+ * the runtime: a module, i.e. the device images tilec embedded in the object (constant
+ * data emitted by the compiler), and the name of one kernel in them. The runtime loads
+ * the driver library with dlopen at the first launch, picks the image the current device
+ * can run, loads it once per CUDA context / HIP device, and launches.
+ *
+ * The driver libraries are never linked: a program using these functions builds and
+ * runs on machines without a GPU, where a launch returns TILE_ERROR_NO_DRIVER. Driver
+ * libraries are looked up as follows (each read once, at the first launch of a backend):
+ *   CUDA: $TILE_CUDA_LIBRARY if set and not empty (a path or a soname), else libcuda.so.1
+ *   HIP:  $TILE_HIP_LIBRARY if set and not empty, else libamdhip64.so, then
+ *         libamdhip64.so.7, .so.6, .so.5 */
+
+/* The kind of a device image. Values are ABI; new kinds are only appended, and a runtime
+ * ignores images of kinds it does not know. */
+typedef enum tile_gpu_image_kind {
+    /* NVIDIA SASS: an ELF cubin. arch "sm_XY" (compute capability X.Y; runs on X.Z for
+     * Z >= Y), "sm_XYa" (runs on exactly X.Y), "sm_XYf" (runs on X.Z for Z >= Y). */
+    TILE_GPU_IMAGE_CUBIN = 1,
+    /* PTX text, compiled by the driver at load time. arch "compute_XY" (runs on every
+     * device of compute capability >= X.Y), "compute_XYa" (exactly X.Y), "compute_XYf"
+     * (X.Z for Z >= Y). The text need not be NUL-terminated within `size`. */
+    TILE_GPU_IMAGE_PTX = 2,
+    /* An AMDGPU code object (HSACO, ELF). arch a target ID: "gfx942", or with features
+     * "gfx942:sramecc+:xnack-" (a feature left out matches either setting). */
+    TILE_GPU_IMAGE_HSACO = 3
+} tile_gpu_image_kind;
+
+/* One device image. */
+typedef struct tile_gpu_image {
+    uint32_t kind;     /* a tile_gpu_image_kind */
+    uint32_t flags;    /* reserved: 0 */
+    const char* arch;  /* e.g. "sm_90a", "compute_80", "gfx90a"; never NULL */
+    const void* data;  /* the image bytes; never NULL */
+    size_t size;       /* their size in bytes; > 0 */
+} tile_gpu_image;
+
+/* The images of one object (or one kernel library), and the runtime's cache of what it
+ * loaded from them. Generated code defines one per object, as a zero-initialised
+ * non-const static (the runtime writes `cache`):
+ *     static const tile_gpu_image images[] = {{TILE_GPU_IMAGE_CUBIN, 0, "sm_80", cubin80,
+ *                                              sizeof cubin80}, ...};
+ *     static tile_gpu_module module = TILE_GPU_MODULE_INIT("gemm.tile", images, 3);
+ * One module may hold CUDA and HIP images together: tile_cuda_launch only considers
+ * CUBIN and PTX images, tile_hip_launch only HSACO ones.
+ *
+ * ABI: struct_size and image_size say which version of the structs the compiler emitted
+ * (the runtime steps through images[] by image_size), so either struct can gain fields
+ * at its end. A module whose struct_size or image_size is smaller than this version's is
+ * rejected with TILE_ERROR_INVALID_ARGUMENT. */
+typedef struct tile_gpu_module {
+    uint32_t struct_size;          /* sizeof(tile_gpu_module) as compiled */
+    uint32_t image_size;           /* sizeof(tile_gpu_image) as compiled: the stride of images */
+    const char* name;              /* for messages, e.g. the source file; may be NULL */
+    const tile_gpu_image* images;  /* num_images images; may be NULL if num_images is 0 */
+    uint32_t num_images;
+    uint32_t flags;                /* reserved: 0 */
+    /* Owned by the runtime: NULL in the definition, then set (atomically) to the loaded
+     * modules and functions, per CUDA context / HIP device. Never freed: a module lives
+     * as long as the program (as the code it describes does). */
+    void* cache;
+} tile_gpu_module;
+
+/* Static initialiser of a tile_gpu_module. */
+#define TILE_GPU_MODULE_INIT(name, images, num_images) \
+    {sizeof(tile_gpu_module), sizeof(tile_gpu_image), (name), (images), (num_images), 0, NULL}
+
+/* Launches `kernel` (its symbol name in the images) of `module` on the CUDA stream
+ * `stream` (a CUstream; NULL: the legacy default stream of the current context), with a
+ * grid of grid[0] x grid[1] x grid[2] blocks of block[0] x block[1] x block[2] threads,
+ * `dynamic_smem` bytes of dynamic shared memory, and the kernel's parameters as
+ * cuLaunchKernel takes them (`args[i]` points to the value of parameter i; NULL for a
+ * kernel without parameters). Returns once the kernel is enqueued, without waiting.
+ *
+ * The context is the calling thread's current CUDA context; if it has none, the primary
+ * context of device 0 is retained and made current on the thread (as the CUDA runtime
+ * API does). The first launch in a context loads the module in it: the cubin with the
+ * highest compute capability the device runs ("sm_90a" before "sm_90" on a 9.0 device),
+ * else the PTX with the highest compute capability not above the device's (JIT-compiled
+ * by the driver). Later launches in that context reuse the loaded module and function.
+ * A launch with dynamic_smem above 48 KiB first raises the function's
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (once per size, per function).
+ *
+ * Returns:
+ *   TILE_SUCCESS                    the kernel is enqueued;
+ *   TILE_ERROR_INVALID_ARGUMENT     module, its images or kernel NULL, a struct_size or
+ *                                   image_size too small, an image without arch or data,
+ *                                   a grid or block dimension of 0, dynamic_smem above
+ *                                   4 GiB - 1; nothing was loaded or launched;
+ *   TILE_ERROR_NO_DRIVER            the driver library cannot be loaded, lacks a function,
+ *                                   or cuInit fails (other than for want of a device):
+ *                                   "no CUDA driver found (libcuda.so.1: <dlerror>)";
+ *   TILE_ERROR_NO_DEVICE            no CUDA device, or the current context is unusable;
+ *   TILE_ERROR_NO_IMAGE_FOR_DEVICE  no image suits the device (the message lists the
+ *                                   module's archs and the device's compute capability),
+ *                                   or the driver rejects the chosen one as not for this
+ *                                   GPU / a PTX version it does not know;
+ *   TILE_ERROR_OUT_OF_MEMORY        host or device memory ran out;
+ *   TILE_ERROR_DRIVER               loading the module or finding the kernel failed;
+ *   TILE_ERROR_LAUNCH               the dynamic shared memory cannot be granted, or
+ *                                   cuLaunchKernel failed.
+ * Driver errors are reported with the call and the driver's error name and text, e.g.
+ * "kernel gemm (module gemm.tile): cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE
+ * (invalid argument)". Faults while the kernel runs surface at the stream's next
+ * synchronisation, as in CUDA.
+ *
+ * Thread-safe: any number of threads may launch, from one module or several, at once;
+ * the driver is loaded once per process and a module once per context, under a lock of
+ * that module. Never prints, exits or throws. */
+TILE_API tile_status tile_cuda_launch(tile_gpu_module* module, const char* kernel, void* stream,
+                                      const uint32_t grid[3], const uint32_t block[3],
+                                      size_t dynamic_smem, void** args) TILE_NOEXCEPT;
+
+/* tile_cuda_launch for AMD GPUs through HIP: `stream` is a hipStream_t (NULL: the null
+ * stream of the current device), the device is the calling thread's current HIP device
+ * (hipGetDevice), the image the HSACO whose target ID matches the device's gcnArchName:
+ * the same processor ("gfx942"), and no feature set the other way ("gfx942:xnack+"
+ * does not run on a device reporting xnack-; "gfx942" runs on any gfx942); the most
+ * specific match wins. Loaded once per device. Status codes and messages as above, with
+ * hipModuleLoadData / hipModuleGetFunction / hipModuleLaunchKernel and hipError_t
+ * names; no shared memory attribute is set. Needs ROCm 5 or later. */
+TILE_API tile_status tile_hip_launch(tile_gpu_module* module, const char* kernel, void* stream,
+                                     const uint32_t grid[3], const uint32_t block[3],
+                                     size_t dynamic_smem, void** args) TILE_NOEXCEPT;
 
 /* ---------------------------------------------------------------------------------------
  * Version

@@ -1,0 +1,259 @@
+/* A fake libcuda for the runtime's GPU tests (fake_driver.h): the driver API functions
+ * tile_cuda_launch uses, with devices, contexts, modules and failures the test controls,
+ * recording every call. Images are text: a module "contains" the kernels named after
+ * "kernels:" in its image. Built with FAKE_CUDA_WITHOUT_LAUNCH, it lacks cuLaunchKernel
+ * (an incomplete driver). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_driver.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static fake_stats stats;
+
+typedef struct Device {
+    int present, major, minor, optin;
+} Device;
+static Device devices[FAKE_MAX_DEVICES] = {{1, 8, 0, 167936}};
+
+/* Contexts are the handles (void*)(ordinal + 1); a new thread has none current. */
+static __thread int current_ctx = 0;
+
+typedef struct Failure {
+    char function[64];
+    int result;
+} Failure;
+static Failure failures[16];
+
+typedef struct Module {
+    char text[FAKE_TEXT_MAX];
+} Module;
+typedef struct Function {
+    char name[FAKE_TEXT_MAX];
+    int max_dynamic_smem;
+} Function;
+
+static int failure_of(const char* function) {
+    int i, result = 0;
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < 16; ++i)
+        if (strcmp(failures[i].function, function) == 0) result = failures[i].result;
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+EXPORT fake_stats* fake_cuda_stats(void) { return &stats; }
+
+EXPORT void fake_cuda_fail(const char* function, int result) {
+    int i, slot = -1;
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < 16 && slot < 0; ++i)
+        if (strcmp(failures[i].function, function) == 0) slot = i;
+    for (i = 0; i < 16 && slot < 0; ++i)
+        if (failures[i].function[0] == '\0') slot = i;
+    if (slot >= 0) {
+        strncpy(failures[slot].function, function, sizeof(failures[slot].function) - 1);
+        failures[slot].result = result;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+EXPORT void fake_cuda_set_device(int ordinal, int major, int minor, int optin) {
+    Device d;
+    d.present = 1;
+    d.major = major;
+    d.minor = minor;
+    d.optin = optin;
+    pthread_mutex_lock(&lock);
+    devices[ordinal] = d;
+    pthread_mutex_unlock(&lock);
+}
+
+EXPORT void fake_cuda_make_current(int ordinal) { current_ctx = ordinal + 1; }
+
+EXPORT CUresult cuInit(unsigned int flags) {
+    int fail = failure_of("cuInit");
+    (void)flags;
+    pthread_mutex_lock(&lock);
+    ++stats.init_calls;
+    pthread_mutex_unlock(&lock);
+    return fail;
+}
+
+static const char* error_name(CUresult r) {
+    switch (r) {
+    case 0: return "CUDA_SUCCESS";
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 201: return "CUDA_ERROR_INVALID_CONTEXT";
+    case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case 218: return "CUDA_ERROR_INVALID_PTX";
+    case 500: return "CUDA_ERROR_NOT_FOUND";
+    case 701: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    default: return NULL;
+    }
+}
+
+EXPORT CUresult cuGetErrorName(CUresult error, const char** out) {
+    *out = error_name(error);
+    return *out ? 0 : 1;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult error, const char** out) {
+    *out = error_name(error) ? "fake driver error text" : NULL;
+    return *out ? 0 : 1;
+}
+
+static int device_count(void) {
+    int i, n = 0;
+    for (i = 0; i < FAKE_MAX_DEVICES; ++i)
+        if (devices[i].present) n = i + 1;
+    return n;
+}
+
+EXPORT CUresult cuDeviceGetCount(int* count) {
+    pthread_mutex_lock(&lock);
+    *count = device_count();
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+EXPORT CUresult cuDeviceGet(int* device, int ordinal) {
+    if (ordinal < 0 || ordinal >= FAKE_MAX_DEVICES || !devices[ordinal].present) return 101;
+    *device = ordinal;
+    return 0;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, int device) {
+    Device d;
+    if (device < 0 || device >= FAKE_MAX_DEVICES) return 101;
+    pthread_mutex_lock(&lock);
+    d = devices[device];
+    pthread_mutex_unlock(&lock);
+    switch (attribute) {
+    case 75: *value = d.major; return 0;
+    case 76: *value = d.minor; return 0;
+    case 97: *value = d.optin; return 0;
+    default: return 1;
+    }
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int device) {
+    pthread_mutex_lock(&lock);
+    ++stats.primary_retains;
+    pthread_mutex_unlock(&lock);
+    *ctx = (void*)(uintptr_t)(device + 1);
+    return 0;
+}
+
+EXPORT CUresult cuCtxGetCurrent(void** ctx) {
+    *ctx = (void*)(uintptr_t)current_ctx;
+    return 0;
+}
+
+EXPORT CUresult cuCtxSetCurrent(void* ctx) {
+    pthread_mutex_lock(&lock);
+    ++stats.set_current_calls;
+    pthread_mutex_unlock(&lock);
+    current_ctx = (int)(uintptr_t)ctx;
+    return 0;
+}
+
+EXPORT CUresult cuCtxGetDevice(int* device) {
+    if (current_ctx == 0) return 201;
+    *device = current_ctx - 1;
+    return 0;
+}
+
+EXPORT CUresult cuCtxGetId(void* ctx, unsigned long long* id) {
+    *id = 1000 + (unsigned long long)(uintptr_t)ctx;
+    return 0;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned int num_options, int* options,
+                                   void** values) {
+    const char* text = (const char*)image;
+    int fail = failure_of("cuModuleLoadDataEx");
+    Module* m;
+    unsigned i;
+    if (current_ctx == 0) return 201;
+    if (fail == 0 && strncmp(text, "//BAD PTX", 9) == 0) {
+        for (i = 0; i < num_options; ++i)
+            if (options[i] == 5) strcpy((char*)values[i], "ptxas application ptx input, line 1; fatal: fake");
+        fail = 218;
+    }
+    if (fail) return fail;
+    m = (Module*)calloc(1, sizeof(Module));
+    strncpy(m->text, text, sizeof(m->text) - 1);
+    pthread_mutex_lock(&lock);
+    ++stats.module_loads;
+    stats.last_image = image;
+    memcpy(stats.last_image_text, m->text, sizeof(m->text));
+    pthread_mutex_unlock(&lock);
+    *module = m;
+    return 0;
+}
+
+EXPORT CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
+    const Module* m = (const Module*)module;
+    const char* kernels = strstr(m->text, "kernels:");
+    const char* found = kernels ? strstr(kernels, name) : NULL;
+    size_t n = strlen(name);
+    Function* f;
+    pthread_mutex_lock(&lock);
+    ++stats.get_function_calls;
+    pthread_mutex_unlock(&lock);
+    if (found == NULL || (found[n] != ' ' && found[n] != '\0' && found[n] != '\n')) return 500;
+    f = (Function*)calloc(1, sizeof(Function));
+    strncpy(f->name, name, sizeof(f->name) - 1);
+    f->max_dynamic_smem = 48 * 1024;
+    *function = f;
+    return 0;
+}
+
+EXPORT CUresult cuFuncSetAttribute(void* function, int attribute, int value) {
+    Function* f = (Function*)function;
+    if (attribute != 8 || current_ctx == 0) return 1;
+    if (value > devices[current_ctx - 1].optin) return 1;
+    pthread_mutex_lock(&lock);
+    ++stats.set_attribute_calls;
+    stats.last_attribute_value = value;
+    f->max_dynamic_smem = value;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+#ifndef FAKE_CUDA_WITHOUT_LAUNCH
+EXPORT CUresult cuLaunchKernel(void* function, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                               unsigned int by, unsigned int bz, unsigned int smem, void* stream, void** params,
+                               void** extra) {
+    Function* f = (Function*)function;
+    int fail = failure_of("cuLaunchKernel");
+    if (fail) return fail;
+    if (extra != NULL || (unsigned long long)bx * by * bz > 1024) return 1;
+    if ((int)smem > f->max_dynamic_smem) return 1; /* the attribute was not raised first */
+    pthread_mutex_lock(&lock);
+    ++stats.launches;
+    stats.last_grid[0] = gx;
+    stats.last_grid[1] = gy;
+    stats.last_grid[2] = gz;
+    stats.last_block[0] = bx;
+    stats.last_block[1] = by;
+    stats.last_block[2] = bz;
+    stats.last_smem = smem;
+    stats.last_stream = stream;
+    stats.last_args = params;
+    memcpy(stats.last_kernel, f->name, sizeof(f->name));
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+#endif
