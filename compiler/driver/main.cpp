@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "driver/pipeline.h"
+#include "driver/run.h"
 #include "support/diagnostics.h"
 
 #ifndef TILEC_VERSION
@@ -40,6 +41,9 @@ Examples:
   tilec attn.tile -I include/ --emit=ast             print the syntax tree
   tilec gemm.tile --print-after-all                  print the IR after every pass
   tilec gemm.tile -o gemm.o -MD                      also write a depfile gemm.o.d
+  tilec run gemm.tile --kernel gemm_f16 --size M=300,N=200,K=130
+                                                     run one export on random data and compare it
+                                                     with the reference interpreter (tilec run --help)
 )";
 const char* kEmitHelp =
     "What to produce:\n"
@@ -123,6 +127,12 @@ std::string stdlib_near_executable(const char* argv0) {
 }
 
 int run(int argc, char** argv) {
+    // `tilec run ...`: its own options (driver/run_cli.cpp); the plain usage is unchanged.
+    if (argc > 1 && std::string(argv[1]) == "run") {
+        std::string stdlib = stdlib_near_executable(argv[0]);
+        if (stdlib.empty()) stdlib = TILEC_STDLIB_DIR;
+        return tilec::driver::run_command(argc - 1, argv + 1, stdlib);
+    }
     CLI::App app{kDescription, "tilec"};
     Args a;
     app.add_option("files", a.inputs, "Input .tile files")->required()->type_name("FILE...");

@@ -66,10 +66,9 @@ std::string escape_make(const std::string& p) {
     return out;
 }
 
-// The Tile IR passes run on every export, in order.
-void add_tile_passes(ir::PassManager& pm) { pm.add(transform::make_simplify_pass()); }
-
 }  // namespace
+
+void add_tile_passes(ir::PassManager& pm) { pm.add(transform::make_simplify_pass()); }
 
 int compile(const Options& options) {
     SourceManager sources;

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "ir/pass.h"
+
 namespace tilec::driver {
 
 struct Options {
@@ -27,6 +29,9 @@ struct Options {
     bool verify = true;
     bool debug_internal_error = false;  // adds a pass that fails with an internal error
 };
+
+// Adds the Tile IR passes every export goes through, in order (shared with tilec run).
+void add_tile_passes(ir::PassManager& pm);
 
 // Runs the whole compilation; returns the exit status (0, 1). Internal errors throw
 // tilec::InternalError, which the caller maps to exit status 2.

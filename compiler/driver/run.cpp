@@ -1,0 +1,610 @@
+// `tilec run` top to bottom: compile the chosen export, bind sizes and scalars, make the
+// tensors, run the compiled kernel through the JIT, run the reference interpreter on the
+// same inputs, compare, report. The compiled run is checked first (its status, guard
+// bytes, untouched inputs) so a crash of the comparison never hides a kernel error.
+#include "driver/run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "driver/pipeline.h"
+#include "driver/run_tensors.h"
+#include "frontend/frontend.h"
+#include "interp/interp.h"
+#include "ir/pass.h"
+#include "support/diagnostics.h"
+#include "transform/simplify.h"
+#ifdef TILEC_WITH_LLVM
+#include "codegen/cpu_backend.h"
+#include "codegen/cpu_jit.h"
+#include "tile/runtime.h"
+#endif
+
+namespace tilec::driver {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An estimate of the reference's time above this prints a note (and --no-reference).
+constexpr double kSlowReferenceSeconds = 10.0;
+// Tensors larger than this are refused (the reference keeps 8 bytes per element too).
+constexpr double kMaxTensorBytes = 16.0 * (1ull << 30);
+
+int option_error(const std::string& message) {
+    std::cerr << "tilec: error: " << message << "\n";
+    return 1;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+    std::string out;
+    for (auto& s : items) out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+std::string fmt_double(double v, const char* format = "%.3g") {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+// An element's value: integers exactly, floats with 9 digits, NaN without its sign.
+std::string fmt_value(double v, ir::DataType t) {
+    if (std::isnan(v)) return "NaN";
+    if (!t.is_float() && std::isfinite(v)) return std::to_string(static_cast<long long>(v));
+    return fmt_double(v, "%.9g");
+}
+
+std::string fmt_seconds(double s) {
+    if (s < 1e-3) return fmt_double(s * 1e6, "%.1f us");
+    if (s < 1.0) return fmt_double(s * 1e3, "%.3f ms");
+    return fmt_double(s, "%.2f s");
+}
+
+std::string shape_str(ir::DataType t, const std::vector<int64_t>& shape) {
+    std::string s = t.str() + "[";
+    for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+    return s + "]";
+}
+
+// The value of an integer expression of the sizes, or nullopt.
+std::optional<int64_t> eval_index(const ir::Expr& e, const transform::RangeMap& known) {
+    auto b = transform::bound_of(e, known);
+    if (b.is_point()) return b.min;
+    return ir::as_const_int(transform::simplify(e, known));
+}
+
+bool is_var(const ir::Expr& e, const ir::VarNode* v) {
+    auto* node = e->as<ir::VarNode>();
+    return node && node == v;
+}
+
+// Parses a whole string as a number; false if anything is left over.
+bool parse_double(const std::string& s, double& out) {
+    try {
+        size_t used = 0;
+        out = std::stod(s, &used);
+        return used == s.size();
+    } catch (...) {
+        return false;
+    }
+}
+bool parse_int(const std::string& s, int64_t& out) {
+    try {
+        size_t used = 0;
+        out = std::stoll(s, &used, 0);
+        return used == s.size();
+    } catch (...) {
+        return false;
+    }
+}
+
+struct BoundScalar {
+    const ir::Param* param = nullptr;
+    double value = 0;     // as the interpreter takes it
+    uint64_t c_slot = 0;  // the C argument's bytes (c_scalar_type)
+    bool defaulted = false;
+};
+
+// `text` as a value of scalar type t; the C argument in `slot`. "" on success.
+std::string bind_scalar(const std::string& name, const std::string& text, ir::DataType t, BoundScalar& out) {
+    auto put = [&](auto v) {
+        static_assert(sizeof(v) <= sizeof(out.c_slot));
+        std::memcpy(&out.c_slot, &v, sizeof(v));
+    };
+    if (t.is_bool()) {
+        bool v;
+        if (text == "true" || text == "1")
+            v = true;
+        else if (text == "false" || text == "0")
+            v = false;
+        else
+            return "--scalar " + name + "=" + text + ": expected true or false (" + name + " is bool)";
+        out.value = v;
+        put(static_cast<int32_t>(v));
+        return "";
+    }
+    if (t.is_integer()) {
+        int64_t v;
+        if (!parse_int(text, v))
+            return "--scalar " + name + "=" + text + ": expected an integer (" + name + " is " + t.str() +
+                   ")";
+        if (t.bits < 64 && (v < t.min_value() || v > t.max_value()))
+            return "--scalar " + name + "=" + text + ": out of the range of " + t.str() + " [" +
+                   std::to_string(t.min_value()) + ", " + std::to_string(t.max_value()) + "]";
+        if (t.is_uint() && v < 0) return "--scalar " + name + "=" + text + ": " + t.str() + " is unsigned";
+        out.value = static_cast<double>(v);
+        switch (t.bits) {
+        case 4:
+        case 8: put(static_cast<int8_t>(v)); break;
+        case 16: put(static_cast<int16_t>(v)); break;
+        case 32: put(static_cast<int32_t>(v)); break;
+        default: put(v); break;
+        }
+        return "";
+    }
+    double v;
+    if (!parse_double(text, v))
+        return "--scalar " + name + "=" + text + ": expected a number (" + name + " is " + t.str() + ")";
+    if (t.kind == ir::TypeKind::Float && t.bits == 64) {
+        out.value = v;
+        put(v);
+    } else {
+        // The entry point takes a float (and rounds it to narrower types itself).
+        float f = static_cast<float>(v);
+        out.value = f;
+        put(f);
+    }
+    return "";
+}
+
+// One tensor parameter and its memory.
+struct BoundTensor {
+    const ir::Param* param = nullptr;
+    HostTensor host;
+};
+
+#ifdef TILEC_WITH_LLVM
+// Runs the compiled entry once; returns its status and the wall time.
+int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const std::vector<void*>& args,
+               double& seconds) {
+    auto t0 = Clock::now();
+    int status = entry(&opt, args.data());
+    seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return status;
+}
+#endif
+
+}  // namespace
+
+int run_kernel(const RunOptions& options) {
+#ifndef TILEC_WITH_LLVM
+    (void)options;
+    return option_error(
+        "tilec run needs the CPU backend, which this tilec was built without "
+        "(configure it with -DTILEC_WITH_LLVM=ON)");
+#else
+    for (auto& t : options.targets)
+        if (t != "host")
+            return option_error("--target=" + t +
+                                ": tilec run runs kernels on the host CPU only (--target=host)");
+    if (options.repeat < 1) return option_error("--repeat must be at least 1");
+    if (options.threads < 0) return option_error("--threads must be 0 (the runtime's default) or more");
+    if ((options.rtol && *options.rtol < 0) || (options.atol && *options.atol < 0))
+        return option_error("--rtol and --atol must not be negative");
+
+    SourceManager sources;
+    DiagnosticEngine diags(sources, std::cerr);
+    diags.set_color(options.color);
+    diags.set_error_limit(options.error_limit);
+
+    // 1. Compile the file to Tile IR and pick the export.
+    frontend::FrontendOptions fopt;
+    fopt.import_paths = options.include_dirs;
+    fopt.stdlib_dir = options.stdlib_dir;
+    fopt.defines = options.defines;
+    ir::PrimFunc func;
+    try {
+        auto program = frontend::load_program({options.input}, fopt, sources, diags);
+        if (!program) return 1;
+        ir::Module module = frontend::elaborate(*program, fopt, sources, diags);
+        if (diags.has_errors()) return 1;
+        std::vector<std::string> names;
+        for (auto& f : module.funcs) names.push_back(f.name);
+        const ir::PrimFunc* chosen = nullptr;
+        if (options.kernel.empty()) {
+            if (module.funcs.size() != 1)
+                return option_error(module.funcs.empty()
+                                        ? options.input + " has no export to run"
+                                        : options.input + " has " + std::to_string(module.funcs.size()) +
+                                              " exports; choose one with --kernel NAME: " + join(names));
+            chosen = &module.funcs.front();
+        } else {
+            for (auto& f : module.funcs)
+                if (f.name == options.kernel) chosen = &f;
+            if (!chosen)
+                return option_error("--kernel " + options.kernel + ": " + options.input +
+                                    " has no export of that name (exports: " +
+                                    (names.empty() ? std::string("none") : join(names)) + ")");
+        }
+        ir::PassManager pm;
+        add_tile_passes(pm);
+        ir::PassContext ctx;
+        ctx.diag = &diags;
+        auto lowered = pm.run(*chosen, ctx);
+        if (!lowered || diags.has_errors()) return 1;
+        func = std::move(*lowered);
+    } catch (const ErrorLimitReached&) {
+        return 1;
+    }
+    const ir::PrimFunc& f = func;
+
+    // 2. Sizes: from --size; a size used only as a whole stride may be left out and is
+    // then the row-major stride of that dimension.
+    std::vector<const ir::Param*> size_params, scalar_params, tensor_params;
+    for (auto& p : f.params)
+        (p.kind == ir::ParamKind::Size     ? size_params
+         : p.kind == ir::ParamKind::Scalar ? scalar_params
+                                           : tensor_params)
+            .push_back(&p);
+    std::vector<std::string> size_names;
+    for (auto* p : size_params) size_names.push_back(p->var->name);
+    std::map<std::string, int64_t> given;
+    for (auto& [name, value] : options.sizes) {
+        bool known = std::any_of(size_params.begin(), size_params.end(),
+                                 [&](const ir::Param* p) { return p->var->name == name; });
+        if (!known)
+            return option_error(
+                "--size " + name + "=" + std::to_string(value) + ": " + f.name + " has no size " + name +
+                (size_names.empty() ? " (it takes no sizes)" : " (its sizes: " + join(size_names) + ")"));
+        if (given.count(name)) return option_error("--size " + name + " is given twice");
+        if (value < 0)
+            return option_error("--size " + name + "=" + std::to_string(value) + ": sizes are >= 0");
+        given[name] = value;
+    }
+    transform::RangeMap known;
+    std::vector<int64_t> size_values(size_params.size(), 0);
+    std::vector<bool> size_set(size_params.size(), false);
+    for (size_t i = 0; i < size_params.size(); ++i) {
+        auto it = given.find(size_params[i]->var->name);
+        if (it == given.end()) continue;
+        size_values[i] = it->second;
+        size_set[i] = true;
+        known.set(size_params[i]->var, transform::Interval::point(it->second));
+    }
+    std::vector<std::string> defaulted_sizes, missing;
+    for (size_t i = 0; i < size_params.size(); ++i) {
+        if (size_set[i]) continue;
+        const ir::VarNode* v = size_params[i]->var.get();
+        for (auto* t : tensor_params) {
+            auto& buf = *t->buffer;
+            for (size_t d = 0; d < buf.strides.size() && !size_set[i]; ++d) {
+                if (!is_var(buf.strides[d], v)) continue;
+                int64_t stride = 1;
+                bool ok = true;
+                for (size_t k = d + 1; k < buf.rank() && ok; ++k) {
+                    auto e = eval_index(buf.shape[k], known);
+                    ok = e.has_value();
+                    if (ok) stride *= *e;
+                }
+                if (!ok) continue;
+                size_values[i] = stride;
+                size_set[i] = true;
+                known.set(size_params[i]->var, transform::Interval::point(stride));
+                defaulted_sizes.push_back(v->name);
+            }
+        }
+        if (!size_set[i]) missing.push_back(v->name);
+    }
+    if (!missing.empty()) {
+        std::vector<std::string> example;
+        for (size_t i = 0; i < size_params.size(); ++i)
+            if (!size_set[i] || given.count(size_params[i]->var->name))
+                example.push_back(size_params[i]->var->name + "=" +
+                                  (size_set[i] ? std::to_string(size_values[i]) : std::string("64")));
+        return option_error("missing --size for " + join(missing) + ": " + f.name + " takes the sizes " +
+                            join(size_names) + ", e.g. --size " + join(example, ","));
+    }
+
+    // 3. Scalars: from --scalar, else 1 (floats 1.0, integers 1, bool true).
+    std::vector<std::string> scalar_names;
+    for (auto* p : scalar_params) scalar_names.push_back(p->var->name);
+    std::map<std::string, std::string> scalar_text;
+    for (auto& [name, text] : options.scalars) {
+        bool known_name = std::find(scalar_names.begin(), scalar_names.end(), name) != scalar_names.end();
+        if (!known_name)
+            return option_error("--scalar " + name + "=" + text + ": " + f.name + " has no scalar " + name +
+                                (scalar_names.empty() ? " (it takes no scalars)"
+                                                      : " (its scalars: " + join(scalar_names) + ")"));
+        if (scalar_text.count(name)) return option_error("--scalar " + name + " is given twice");
+        scalar_text[name] = text;
+    }
+    std::vector<BoundScalar> scalars;
+    for (auto* p : scalar_params) {
+        BoundScalar s;
+        s.param = p;
+        auto it = scalar_text.find(p->var->name);
+        s.defaulted = it == scalar_text.end();
+        ir::DataType t = p->var->type;
+        std::string text = !s.defaulted ? it->second : t.is_bool() ? "true" : "1";
+        std::string err = bind_scalar(p->var->name, text, t, s);
+        if (!err.empty()) return option_error(err);
+        scalars.push_back(s);
+    }
+
+    // 4. Tensors: shapes and strides from the sizes, seeded contents; outputs poisoned.
+    std::vector<BoundTensor> tensors;
+    SplitMix64 rng(options.seed);
+    for (auto* p : tensor_params) {
+        auto& buf = *p->buffer;
+        std::vector<int64_t> shape, strides;
+        for (size_t d = 0; d < buf.rank(); ++d) {
+            auto e = eval_index(buf.shape[d], known);
+            if (!e) return option_error("cannot evaluate dimension " + std::to_string(d) + " of " + buf.name);
+            if (*e < 0)
+                return option_error("dimension " + std::to_string(d) + " of " + buf.name + " is " +
+                                    std::to_string(*e) + " with these sizes; choose sizes that make it >= 0");
+            shape.push_back(*e);
+        }
+        if (buf.strides.empty()) {
+            strides.assign(buf.rank(), 1);
+            for (size_t d = buf.rank(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+        } else {
+            for (size_t d = 0; d < buf.rank(); ++d) {
+                auto e = eval_index(buf.strides[d], known);
+                if (!e)
+                    return option_error("cannot evaluate stride " + std::to_string(d) + " of " + buf.name);
+                if (*e < 0)
+                    return option_error("stride " + std::to_string(d) + " of " + buf.name + " is " +
+                                        std::to_string(*e) + "; tilec run needs strides >= 0");
+                strides.push_back(*e);
+            }
+        }
+        // The bytes, before allocating them (an absurd size is a user error, not a crash).
+        double span = 1;
+        for (size_t d = 0; d < shape.size(); ++d) span += static_cast<double>(shape[d] - 1) * strides[d];
+        double elements = 1;
+        for (auto s : shape) elements *= static_cast<double>(s);
+        if (elements > 0 && span * std::max(1.0, buf.dtype.bits / 8.0) > kMaxTensorBytes)
+            return option_error(
+                buf.name + " " + shape_str(buf.dtype, shape) + " needs " +
+                fmt_double(span * std::max(1.0, buf.dtype.bits / 8.0) / (1ull << 30), "%.1f") +
+                " GiB; tilec run allocates at most 16 GiB per tensor");
+        BoundTensor t;
+        t.param = p;
+        t.host.name = buf.name;
+        t.host.dtype = buf.dtype;
+        t.host.access = buf.access;
+        t.host.allocate(shape, strides);
+        if (buf.access != ir::Access::Out) t.host.fill_random(rng);
+        tensors.push_back(std::move(t));
+    }
+
+    // What runs, before running it.
+    std::ostringstream head;
+    {
+        std::vector<std::string> sz, sc;
+        for (size_t i = 0; i < size_params.size(); ++i) {
+            std::string n = size_params[i]->var->name;
+            bool dflt = std::find(defaulted_sizes.begin(), defaulted_sizes.end(), n) != defaulted_sizes.end();
+            sz.push_back(n + "=" + std::to_string(size_values[i]) + (dflt ? " (row-major stride)" : ""));
+        }
+        for (auto& s : scalars) {
+            ir::DataType t = s.param->var->type;
+            std::string v = t.is_bool()    ? (s.value != 0 ? "true" : "false")
+                            : t.is_float() ? fmt_double(s.value, "%.9g")
+                                           : std::to_string(static_cast<int64_t>(s.value));
+            sc.push_back(s.param->var->name + "=" + v + (s.defaulted ? " (default)" : ""));
+        }
+        std::cout << "kernel: " << f.name << " (" << options.input << ")\n"
+                  << "sizes: " << (sz.empty() ? "(none)" : join(sz)) << "\n"
+                  << "scalars: " << (sc.empty() ? "(none)" : join(sc)) << "\n"
+                  << "seed: " << options.seed << "\n";
+        std::cout.flush();
+    }
+
+    // The reference's inputs are the values in memory now, before the kernel writes.
+    std::vector<interp::TensorArg> ref_tensors;
+    if (options.reference)
+        for (auto& t : tensors) ref_tensors.push_back(t.host.to_interp());
+    std::vector<std::vector<unsigned char>> inputs_before;
+    for (auto& t : tensors)
+        inputs_before.push_back(t.host.access == ir::Access::In ? t.host.bytes
+                                                                : std::vector<unsigned char>{});
+
+    // 5. Compile for the host and load the object.
+    auto c0 = Clock::now();
+    ir::Module one;
+    one.funcs.push_back(f);
+    codegen::CpuOptions copt;
+    auto slash = options.input.find_last_of('/');
+    copt.source_name = slash == std::string::npos ? options.input : options.input.substr(slash + 1);
+    copt.sources = &sources;
+    auto object = codegen::compile_cpu(one, codegen::CpuOutput::Object, copt, diags);
+    if (!object) return 1;
+    std::string error;
+    auto jit = codegen::CpuJit::load(*object, error);
+    codegen::PackedEntry entry = jit ? jit->packed_entry(f, error) : nullptr;
+    if (!entry) return option_error(error);
+    double compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
+
+    // 6. The compiled kernel: one checked run, then timed runs on the same buffers.
+    // args[i] points at parameter i's C value (tensors: at the data pointer).
+    std::vector<void*> args(f.params.size(), nullptr);
+    std::vector<int64_t> size_args(f.params.size(), 0);
+    std::vector<void*> tensor_ptrs(f.params.size(), nullptr);
+    {
+        size_t si = 0, ci = 0, ti = 0;
+        for (size_t i = 0; i < f.params.size(); ++i) {
+            switch (f.params[i].kind) {
+            case ir::ParamKind::Size:
+                size_args[i] = size_values[si++];
+                args[i] = &size_args[i];
+                break;
+            case ir::ParamKind::Scalar: args[i] = &scalars[ci++].c_slot; break;
+            case ir::ParamKind::Tensor:
+                tensor_ptrs[i] = tensors[ti++].host.data();
+                args[i] = &tensor_ptrs[i];
+                break;
+            }
+        }
+    }
+    tile_cpu_options copts = TILE_CPU_OPTIONS_INIT;
+    copts.num_threads = options.threads;
+    double first_seconds = 0;
+    tile_clear_error();
+    int status = call_entry(entry, copts, args, first_seconds);
+    if (status != 0) {
+        std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed ("
+                  << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
+                  << "\n";
+        return 1;
+    }
+    std::vector<std::string> problems;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        auto& t = tensors[i].host;
+        if (!t.guard_intact())
+            problems.push_back("the compiled kernel wrote past the end of " + t.name + " (" +
+                               shape_str(t.dtype, t.shape) + ")");
+        if (t.access == ir::Access::In &&
+            !std::equal(t.bytes.begin(), t.bytes.begin() + static_cast<long>(t.data_bytes()),
+                        inputs_before[i].begin()))
+            problems.push_back("the compiled kernel changed the input tensor " + t.name);
+    }
+    // What the checked run wrote; the timed runs write again.
+    std::vector<HostTensor> results;
+    for (auto& t : tensors)
+        if (t.host.access != ir::Access::In) results.push_back(t.host);
+    double best = first_seconds;
+    for (int r = 1; r < options.repeat; ++r) {
+        double s = 0;
+        status = call_entry(entry, copts, args, s);
+        if (status != 0) {
+            std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed on run " << r + 1 << " ("
+                      << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
+                      << "\n";
+            return 1;
+        }
+        best = std::min(best, s);
+    }
+
+    // The compiled kernel's times now: the reference may take a while.
+    std::cout << "compile: " << fmt_seconds(compile_seconds) << "\n";
+    std::cout << "compiled kernel: " << fmt_seconds(best) << " (best of " << options.repeat
+              << (options.repeat == 1 ? " run" : " runs");
+    if (options.threads) std::cout << ", " << options.threads << " threads";
+    std::cout << ")" << std::endl;
+
+    // 7. The reference interpreter on the same inputs.
+    double ref_seconds = 0;
+    if (options.reference) {
+        interp::RunArgs ra;
+        ra.tensors = std::move(ref_tensors);
+        ra.sizes = size_values;
+        for (auto& s : scalars) ra.scalars.push_back(s.value);
+        int64_t blocks = 1;
+        for (auto& g : f.grid) blocks *= eval_index(g, known).value_or(1);
+        interp::RunOptions ro;
+        ro.print_stream = &std::cout;
+        // After the first block, an estimate of the whole run; a note if it is long.
+        int64_t started = 0;
+        Clock::time_point r0;
+        ro.block_filter = [&](int64_t, int64_t, int64_t) {
+            if (++started == 2) {
+                double one_block = std::chrono::duration<double>(Clock::now() - r0).count();
+                double estimate = one_block * static_cast<double>(blocks);
+                if (estimate > kSlowReferenceSeconds)
+                    std::cerr << "tilec run: note: the reference interpreter will take about "
+                              << fmt_seconds(estimate) << " (" << blocks << " blocks of "
+                              << fmt_seconds(one_block) << "); --no-reference skips it\n";
+            }
+            return true;
+        };
+        r0 = Clock::now();
+        interp::Result res = interp::run(f, ra, ro);
+        ref_seconds = std::chrono::duration<double>(Clock::now() - r0).count();
+        if (!res) {
+            std::string msg = "the reference interpreter failed: " + res.message;
+            if (res.in_block)
+                msg += " (block " + std::to_string(res.block[0]) + ", " + std::to_string(res.block[1]) +
+                       ", " + std::to_string(res.block[2]) + ")";
+            if (res.loc.valid() && res.loc.file != 0) {
+                SourceRange range;
+                range.begin = range.end = res.loc;
+                diags.error(range, msg);
+            } else {
+                std::cerr << "tilec: error: " << msg << "\n";
+            }
+            return 1;
+        }
+        ref_tensors = std::move(ra.tensors);
+        std::cout << "reference interpreter: " << fmt_seconds(ref_seconds) << "\n";
+    } else {
+        std::cout << "reference interpreter: skipped (--no-reference)\n";
+    }
+
+    // 8. Compare and report.
+    bool pass = problems.empty();
+    size_t ri = 0;
+    int64_t total_compared = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        auto& t = tensors[i].host;
+        if (t.access == ir::Access::In) continue;
+        const HostTensor& got = results[ri++];
+        std::cout << "output " << t.name << ": " << shape_str(t.dtype, t.shape) << ", ";
+        if (!options.reference) {
+            int64_t unwritten = 0;
+            if (t.access == ir::Access::Out && !t.dtype.is_integer() && !t.dtype.is_bool())
+                got.for_each(
+                    [&](int64_t off, const std::vector<int64_t>&) { unwritten += got.is_poison(off); });
+            std::cout << got.elements() << " elements, not compared";
+            if (unwritten) std::cout << " (" << unwritten << " never written: still the poison)";
+            std::cout << "\n";
+            continue;
+        }
+        Tolerance tol = default_tolerance(t.dtype);
+        if (options.rtol) tol.rtol = *options.rtol;
+        if (options.atol) tol.atol = *options.atol;
+        Comparison c = compare(got, ref_tensors[i], tol);
+        total_compared += c.compared;
+        std::cout << c.compared << " elements compared, max abs error " << fmt_double(c.max_abs, "%.3g")
+                  << ", max rel error " << fmt_double(c.max_rel, "%.3g") << " (rtol "
+                  << fmt_double(tol.rtol, "%g") << ", atol " << fmt_double(tol.atol, "%g")
+                  << "): " << (c.pass() ? "ok" : std::to_string(c.mismatches) + " differ") << "\n";
+        if (c.unwritten)
+            std::cout << "  " << c.unwritten
+                      << " of them never written by the compiled kernel (still the poison)\n";
+        if (c.both_nan)
+            std::cout << "  note: " << c.both_nan
+                      << " elements are NaN in both (never written, or NaN in the reference)\n";
+        if (!c.pass()) {
+            pass = false;
+            auto show = [&](const char* lead, const Comparison::Element& e) {
+                std::cout << "  " << lead << element_name(t.name, e.index) << ": got "
+                          << fmt_value(e.got, t.dtype) << (e.got_unwritten ? " (never written)" : "")
+                          << ", expected " << fmt_value(e.ref, t.dtype)
+                          << (e.ref_unwritten ? " (the reference never wrote it)" : "") << "\n";
+            };
+            for (auto& e : c.first) show("", e);
+            if (c.mismatches > static_cast<int64_t>(c.first.size())) std::cout << "  ...\n";
+            show("worst: ", c.worst);
+        }
+    }
+    for (auto& p : problems) std::cout << "error: " << p << "\n";
+    if (!options.reference) {
+        std::cout << (pass ? "RAN" : "FAIL") << ": " << f.name << " (not compared: --no-reference)\n";
+        return pass ? 0 : 1;
+    }
+    std::cout << (pass ? "PASS" : "FAIL") << ": " << f.name << " against the reference, " << total_compared
+              << " elements\n";
+    return pass ? 0 : 1;
+#endif
+}
+
+}  // namespace tilec::driver
