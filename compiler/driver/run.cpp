@@ -4,7 +4,11 @@
 // bytes, untouched inputs) so a crash of the comparison never hides a kernel error.
 #include "driver/run.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -171,6 +175,55 @@ struct BoundTensor {
 };
 
 #ifdef TILEC_WITH_LLVM
+// A compiled kernel that crashes (an access far out of bounds: the code does not check
+// them, the reference does) must not look like a crash of tilec: while it runs, fatal
+// signals print what happened and exit with status 1. A signal handler can only reach
+// process-wide state, hence the one static message.
+char crash_entry[256];
+
+void write_all(const char* s) {
+    size_t n = std::strlen(s);
+    while (n > 0) {
+        ssize_t w = ::write(STDERR_FILENO, s, n);
+        if (w <= 0) return;
+        s += w;
+        n -= static_cast<size_t>(w);
+    }
+}
+
+extern "C" void on_kernel_crash(int sig) {
+    const char* name = sig == SIGSEGV  ? "SIGSEGV, a bad memory access"
+                       : sig == SIGBUS ? "SIGBUS, a bad memory access"
+                       : sig == SIGFPE ? "SIGFPE, an arithmetic trap"
+                                       : "SIGILL, an illegal instruction";
+    write_all("tilec: error: the compiled kernel crashed in ");
+    write_all(crash_entry);
+    write_all(" (");
+    write_all(name);
+    write_all("); the reference interpreter, which checks every access, was not run\n");
+    _exit(1);
+}
+
+class CrashGuard {
+public:
+    explicit CrashGuard(const std::string& entry) {
+        std::snprintf(crash_entry, sizeof crash_entry, "%s", entry.c_str());
+        struct sigaction sa {};
+        sa.sa_handler = on_kernel_crash;
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    }
+    ~CrashGuard() {
+        for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    }
+    CrashGuard(const CrashGuard&) = delete;
+    CrashGuard& operator=(const CrashGuard&) = delete;
+
+private:
+    static constexpr std::array<int, 4> kSignals = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    std::array<struct sigaction, 4> old_{};
+};
+
 // Runs the compiled entry once; returns its status and the wall time.
 int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const std::vector<void*>& args,
                double& seconds) {
@@ -459,6 +512,8 @@ int run_kernel(const RunOptions& options) {
     copts.num_threads = options.threads;
     double first_seconds = 0;
     tile_clear_error();
+    std::optional<CrashGuard> crash_guard;
+    crash_guard.emplace(codegen::cpu_entry_name(f));
     int status = call_entry(entry, copts, args, first_seconds);
     if (status != 0) {
         std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed ("
@@ -493,6 +548,7 @@ int run_kernel(const RunOptions& options) {
         }
         best = std::min(best, s);
     }
+    crash_guard.reset();
 
     // The compiled kernel's times now: the reference may take a while.
     std::cout << "compile: " << fmt_seconds(compile_seconds) << "\n";

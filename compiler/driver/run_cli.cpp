@@ -32,7 +32,8 @@ every block serially in float64; for a long run a note gives an estimate after t
 first block, and --no-reference skips it (then nothing is compared).
 
 Exit status: 0 PASS (or ran, with --no-reference); 1 FAIL, an error in the input or
-the options, or an error reported by the kernel (its tile_last_error() is printed).
+the options, an error reported by the kernel (its tile_last_error() is printed), or a
+crash of the compiled kernel (the signal is named).
 
 Examples:
   tilec run stdlib/kernels/gemm.tile --kernel gemm_f16 --size M=300,N=200,K=130
