@@ -215,6 +215,12 @@ llvm::FunctionCallee ModuleState::tile_cpu_launch() {
     return module.getOrInsertFunction("tile_cpu_launch", fty);
 }
 
+llvm::FunctionCallee ModuleState::tile_cpu_check_options() {
+    auto* ptr = llvm::PointerType::get(ctx, 0);
+    auto* fty = llvm::FunctionType::get(llvm::Type::getInt32Ty(ctx), {ptr, ptr}, false);
+    return module.getOrInsertFunction("tile_cpu_check_options", fty);
+}
+
 llvm::FunctionCallee ModuleState::libc(const std::string& name) {
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* f32 = llvm::Type::getFloatTy(ctx);

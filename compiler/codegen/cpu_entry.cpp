@@ -192,6 +192,18 @@ void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::stri
         b.SetInsertPoint(cont);
     };
 
+    // The options first: a bad options struct is reported before any other argument,
+    // and also when the grid turns out to be empty.
+    {
+        llvm::Value* st = b.CreateCall(ms.tile_cpu_check_options(), {fn->getArg(0), ms.c_string(entry_name)});
+        auto* fail = llvm::BasicBlock::Create(ctx, "bad_options", fn);
+        auto* cont = llvm::BasicBlock::Create(ctx, "options_ok", fn);
+        b.CreateCondBr(b.CreateICmpEQ(st, b.getInt32(0)), cont, fail, llvm::MDBuilder(ctx).createLikelyBranchWeights());
+        b.SetInsertPoint(fail);
+        b.CreateRet(st);
+        b.SetInsertPoint(cont);
+    }
+
     // Sizes and scalars as the body sees them.
     std::vector<llvm::Value*> arg_values(f.params.size(), nullptr);
     for (size_t i = 0; i < f.params.size(); ++i) {

@@ -71,6 +71,7 @@ public:
     // Declarations of the runtime and C library functions the code calls.
     llvm::FunctionCallee tile_set_error();
     llvm::FunctionCallee tile_cpu_launch();
+    llvm::FunctionCallee tile_cpu_check_options();
     llvm::FunctionCallee libc(const std::string& name);  // malloc, free, printf, tanhf, tanh
 
 private:

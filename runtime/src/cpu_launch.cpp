@@ -38,7 +38,7 @@ int hardware_threads() noexcept {
 
 // Parses TILE_NUM_THREADS: unset or empty means the hardware's count; otherwise it must
 // be a decimal integer from 1 to TILE_MAX_THREADS (spaces around it are allowed).
-tile_status threads_from_environment(int* out) noexcept {
+tile_status threads_from_environment(int* out, const char* who) noexcept {
     const char* value = std::getenv("TILE_NUM_THREADS");
     if (value == nullptr || value[0] == '\0') {
         *out = hardware_threads();
@@ -57,30 +57,30 @@ tile_status threads_from_environment(int* out) noexcept {
     if (!digits || *p != '\0' || parsed < 1 || parsed > TILE_MAX_THREADS) {
         return tile_set_error(
             TILE_ERROR_INVALID_ARGUMENT,
-            "tile_cpu_launch: TILE_NUM_THREADS=\"%.64s%s\" is not a valid thread count: expected "
+            "%s: TILE_NUM_THREADS=\"%.64s%s\" is not a valid thread count: expected "
             "an integer from 1 to %d, or unset for one thread per hardware thread",
-            value, std::strlen(value) > 64 ? "..." : "", TILE_MAX_THREADS);
+            who, value, std::strlen(value) > 64 ? "..." : "", TILE_MAX_THREADS);
     }
     *out = static_cast<int>(parsed);
     return TILE_SUCCESS;
 }
 
 // The number of threads a launch with these options may use (the caller included).
-tile_status resolve_threads(const tile_cpu_options* opt, int* out) noexcept {
-    if (opt == nullptr) return threads_from_environment(out);
+tile_status resolve_threads(const tile_cpu_options* opt, int* out, const char* who) noexcept {
+    if (opt == nullptr) return threads_from_environment(out, who);
     if (opt->struct_size < kMinOptionsSize) {
         return tile_set_error(TILE_ERROR_INVALID_ARGUMENT,
-                              "tile_cpu_launch: options struct_size is %" PRIu32
+                              "%s: options struct_size is %" PRIu32
                               ", less than %zu: initialise tile_cpu_options with TILE_CPU_OPTIONS_INIT or "
                               "tile_cpu_options_init()",
-                              opt->struct_size, kMinOptionsSize);
+                              who, opt->struct_size, kMinOptionsSize);
     }
-    if (opt->num_threads == 0) return threads_from_environment(out);
+    if (opt->num_threads == 0) return threads_from_environment(out, who);
     if (opt->num_threads < 0 || opt->num_threads > TILE_MAX_THREADS) {
         return tile_set_error(TILE_ERROR_INVALID_ARGUMENT,
-                              "tile_cpu_launch: options num_threads is %" PRId32
+                              "%s: options num_threads is %" PRId32
                               ": expected 0 (the default) or a count from 1 to %d",
-                              opt->num_threads, TILE_MAX_THREADS);
+                              who, opt->num_threads, TILE_MAX_THREADS);
     }
     *out = opt->num_threads;
     return TILE_SUCCESS;
@@ -95,7 +95,7 @@ tile_status launch(const tile_cpu_options* opt, int64_t gx, int64_t gy, int64_t 
     }
     if (fn == nullptr) return tile_set_error(TILE_ERROR_INVALID_ARGUMENT, "tile_cpu_launch: fn is NULL");
     int threads = 1;
-    if (tile_status status = resolve_threads(opt, &threads); status != TILE_SUCCESS) return status;
+    if (tile_status status = resolve_threads(opt, &threads, "tile_cpu_launch"); status != TILE_SUCCESS) return status;
     if (gx == 0 || gy == 0 || gz == 0) return TILE_SUCCESS;
     if (gx > kMaxBlocks / gy || gx * gy > kMaxBlocks / gz) {
         return tile_set_error(TILE_ERROR_INVALID_ARGUMENT,
@@ -132,4 +132,9 @@ tile_status launch(const tile_cpu_options* opt, int64_t gx, int64_t gy, int64_t 
 extern "C" TILE_API tile_status tile_cpu_launch(const tile_cpu_options* opt, int64_t gx, int64_t gy,
                                                 int64_t gz, tile_block_fn fn, void* ctx) noexcept {
     return tilec::runtime::launch(opt, gx, gy, gz, fn, ctx);
+}
+
+extern "C" TILE_API tile_status tile_cpu_check_options(const tile_cpu_options* opt, const char* who) noexcept {
+    int threads = 1;
+    return tilec::runtime::resolve_threads(opt, &threads, who != nullptr ? who : "tile_cpu_check_options");
 }

@@ -86,6 +86,14 @@ static void test_options(void) {
                      FRAGS("num_threads", "1025"));
     E2E_EXPECT(c_untouched(), "calls with bad num_threads wrote C");
 
+    /* Options are checked first: before the tensors (A is NULL here), and when the grid
+     * is empty (M = 0) so that nothing would run. The message names the entry point. */
+    opt.num_threads = -5;
+    e2e_expect_error("bad options before NULL A", gemm_f16_cpu(&opt, NULL, B, C, 2, 2, 2),
+                     TILE_ERROR_INVALID_ARGUMENT, FRAGS("gemm_f16_cpu: options num_threads is -5"));
+    e2e_expect_error("bad options, empty grid", gemm_f16_cpu(&opt, A, B, C, 0, 2, 2), TILE_ERROR_INVALID_ARGUMENT,
+                     FRAGS("gemm_f16_cpu: options num_threads is -5"));
+
     /* A caller compiled against a newer header: a larger struct, unknown fields ignored. */
     struct {
         tile_cpu_options base;

@@ -197,6 +197,14 @@ typedef void (*tile_block_fn)(void* ctx, int64_t bx, int64_t by, int64_t bz);
 TILE_API tile_status tile_cpu_launch(const tile_cpu_options* opt, int64_t gx, int64_t gy, int64_t gz,
                                      tile_block_fn fn, void* ctx) TILE_NOEXCEPT;
 
+/* Checks `opt` as tile_cpu_launch does (NULL, or a valid struct_size and num_threads;
+ * TILE_NUM_THREADS when the thread count comes from it) without launching anything.
+ * Generated entry points call it before they look at their other arguments, so bad
+ * options are reported first, and also when the grid is empty. `who` starts the
+ * message (e.g. "gemm_f16_cpu: options num_threads is -1: ..."); NULL names this
+ * function. Returns TILE_SUCCESS or TILE_ERROR_INVALID_ARGUMENT. */
+TILE_API tile_status tile_cpu_check_options(const tile_cpu_options* opt, const char* who) TILE_NOEXCEPT;
+
 /* ---------------------------------------------------------------------------------------
  * GPU launches (CUDA, HIP)
  * ------------------------------------------------------------------------------------- */
