@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine for tilec and proves it works: installs the dependencies
 # from Debian packages (skipped when all are there), configures and builds build/
-# (CMake + Ninja, RelWithDebInfo), then compiles the stdlib GEMM to Tile IR and prints it.
+# (CMake + Ninja, RelWithDebInfo), then compiles the stdlib GEMM for this CPU, runs it on
+# random inputs and checks it against the reference interpreter (`tilec run`).
 # Run as root or as a user with sudo. Exits non-zero on any failure.
 set -euo pipefail
 # shellcheck source=tools/lib.sh
@@ -44,6 +45,9 @@ fi
 tilec_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEC_WITH_LLVM=ON
 tilec_build build
 
-echo "== build/compiler/driver/tilec stdlib/kernels/gemm.tile --emit=tir"
-build/compiler/driver/tilec stdlib/kernels/gemm.tile --emit=tir
+# The proof that it works: compile the stdlib GEMM for this CPU, run it on random
+# ragged-size inputs, and check it against the float64 reference interpreter.
+run_args=(run stdlib/kernels/gemm.tile --kernel gemm_f16 --size M=300,N=200,K=130)
+echo "== build/compiler/driver/tilec ${run_args[*]}"
+build/compiler/driver/tilec "${run_args[@]}"
 echo "== setup done: run tools/test.sh for the test suite"
