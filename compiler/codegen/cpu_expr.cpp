@@ -286,6 +286,52 @@ llvm::Value* FunctionLowering::lower_select(const ir::SelectNode& e) {
     return phi;
 }
 
+// exp and exp2 of an f32 register, inline and branch-free, so that loops over them
+// vectorise (a call to expf/exp2f keeps LLVM's vectoriser away: softmax and attention
+// spend their time there). x = n + f with n = roundeven(x) (for exp: x = n ln2 + r,
+// with ln2 split in two parts, Cody and Waite, so r is exact to about 2^-40), then
+// 2^f resp. e^r by its Taylor polynomial of degree 7 on |f| <= 1/2 resp. |r| <= ln2/2
+// (truncation below 1e-8 relative, under an ulp), times 2^n as two exact powers of two
+// (so results in the subnormal range and overflow to inf come out right). About 2 ulp;
+// NaN stays NaN, +inf gives inf, -inf gives 0.
+static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool base2) {
+    llvm::Type* f32 = x->getType();
+    llvm::Type* i32 = b.getInt32Ty();
+    auto k = [&](double v) { return llvm::ConstantFP::get(f32, v); };
+    auto fma = [&](llvm::Value* m, llvm::Value* a, llvm::Value* c) {
+        return b.CreateIntrinsic(llvm::Intrinsic::fma, {f32}, {m, a, c});
+    };
+    // Past these bounds the result is inf or 0 already; clamping keeps n in range.
+    llvm::Value* lo = k(base2 ? -152.0 : -105.0);
+    llvm::Value* hi = k(base2 ? 129.0 : 90.0);
+    llvm::Value* xc = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum,
+                                              b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, lo), hi);
+    llvm::Value* n;
+    llvm::Value* r;
+    static const double kPow2[] = {1.0, 0.6931471805599453, 0.2402265069591007, 0.055504108664821576, 0.009618129107628477, 0.0013333558146428441, 0.00015403530393381606, 1.5252733804059838e-05};
+    static const double kExp[] = {1.0, 1.0, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.001388888888888889, 0.0001984126984126984};
+    const double* coef = base2 ? kPow2 : kExp;
+    if (base2) {
+        n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, xc);
+        r = b.CreateFSub(xc, n);
+    } else {
+        n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, k(1.4426950408889634)));
+        r = fma(b.CreateFNeg(n), k(0.693145751953125), xc);           // ln2, high 16 bits
+        r = fma(b.CreateFNeg(n), k(1.4286068203094172e-06), r);       // ln2 - high part
+    }
+    llvm::Value* p = k(coef[7]);
+    for (int i = 6; i >= 0; --i) p = fma(p, r, k(coef[i]));
+    // 2^n = 2^n1 * 2^n2 with n1 = n >> 1: each factor is a normal float.
+    llvm::Value* ni = b.CreateFPToSI(n, i32);
+    llvm::Value* n1 = b.CreateAShr(ni, 1);
+    llvm::Value* n2 = b.CreateSub(ni, n1);
+    auto pow2 = [&](llvm::Value* e) {
+        return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, b.getInt32(127)), 23), f32);
+    };
+    llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
+    return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
 llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
     DataType t = e.type;
     std::vector<llvm::Value*> args;
@@ -304,17 +350,20 @@ llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
     if (!is_float) TILEC_ICE(std::string("CPU backend: ") + ir::call_op_name(e.op) + " on " + t.str());
     llvm::Value* x = args.at(0);
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+    const bool f32 = x->getType()->isFloatTy();
     switch (e.op) {
-    case ir::CallOp::Exp: return unary(llvm::Intrinsic::exp);
-    case ir::CallOp::Exp2: return unary(llvm::Intrinsic::exp2);
+    case ir::CallOp::Exp: return f32 ? emit_exp_f32(b_, x, false) : unary(llvm::Intrinsic::exp);
+    case ir::CallOp::Exp2: return f32 ? emit_exp_f32(b_, x, true) : unary(llvm::Intrinsic::exp2);
     case ir::CallOp::Log: return unary(llvm::Intrinsic::log);
     case ir::CallOp::Log2: return unary(llvm::Intrinsic::log2);
     case ir::CallOp::Sqrt: return unary(llvm::Intrinsic::sqrt);
     case ir::CallOp::Rsqrt: return b_.CreateFDiv(one, unary(llvm::Intrinsic::sqrt));
     case ir::CallOp::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args.at(0), args.at(1));
-    case ir::CallOp::Sigmoid:
-        return b_.CreateFDiv(
-            one, b_.CreateFAdd(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x))));
+    case ir::CallOp::Sigmoid: {
+        llvm::Value* nx = b_.CreateFNeg(x);
+        llvm::Value* e_nx = f32 ? emit_exp_f32(b_, nx, false) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, nx);
+        return b_.CreateFDiv(one, b_.CreateFAdd(one, e_nx));
+    }
     case ir::CallOp::Tanh: {
         auto* call = b_.CreateCall(ms_.libc(x->getType()->isDoubleTy() ? "tanh" : "tanhf"), {x});
         call->setDoesNotAccessMemory();
