@@ -37,3 +37,9 @@ config.substitutions.append(("%stdlib", os.path.join(repo, "stdlib")))
 config.environment["PATH"] = os.pathsep.join([llvm_tools_dir, config.environment.get("PATH", "")])
 # Output must not depend on the locale.
 config.environment["LC_ALL"] = "C"
+
+# `REQUIRES: ptxas`: tests that assemble PTX (tilec --emit=cubin) run where ptxas is.
+import shutil
+_ptxas = os.environ.get("TILEC_PTXAS") or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.path.isfile(_ptxas):
+    config.available_features.add("ptxas")

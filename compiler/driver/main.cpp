@@ -37,6 +37,9 @@ Examples:
   tilec gemm.tile -o gemm.o                          the object, and the header gemm.h beside it
   tilec gemm.tile --emit=header -o gemm.h            the C header alone
   tilec gemm.tile --emit=llvm                        the (optimised) LLVM IR of the CPU code
+  tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (element-wise kernels today)
+  tilec k.tile --target=sm_80,sm_90 --emit=cubin -o k.cubin
+                                                     ptxas per arch: k.sm_80.cubin, k.sm_90.cubin
   tilec gemm.tile -D BM=64 --emit=tir                override a compile-time default
   tilec attn.tile -I include/ --emit=ast             print the syntax tree
   tilec gemm.tile --print-after-all                  print the IR after every pass
@@ -53,12 +56,16 @@ const char* kEmitHelp =
     "  asm     the host assembly of the CPU code\n"
     "  obj     the host object (needs -o)\n"
     "  header  the C header declaring the entry points\n"
+    "  ptx     the PTX of every export for each --target=sm_XX (GPU targets)\n"
+    "  cubin   ptxas's cubin for each --target=sm_XX (needs -o; with several\n"
+    "          archs, one file each: k.cubin -> k.sm_80.cubin, k.sm_90.cubin)\n"
     "  (default: check only; with -o FILE.o: the object, and FILE.h beside it)\n"
     "e.g. --emit=tir";
-const std::vector<std::string> kEmitStages = {"ast", "tir", "llvm", "asm", "obj", "header"};
+const std::vector<std::string> kEmitStages = {"ast", "tir", "llvm", "asm", "obj", "header", "ptx", "cubin"};
 const char* kTargetHelp =
     "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
-    "(all are checked; only host, the default, generates code today)";
+    "(all are checked; host, the default, generates CPU code; sm_XX gives\n"
+    "--emit=ptx|cubin for kernels the GPU path covers: element-wise ones today)";
 #else
 const char* kDescription = R"(tilec: the tile language compiler.
 

@@ -18,6 +18,9 @@
 #ifdef TILEC_WITH_LLVM
 #include "codegen/c_header.h"
 #include "codegen/cpu_backend.h"
+#include "codegen/nvptx_backend.h"
+#include "lower/thread_lower.h"
+#include "target/target.h"
 #endif
 
 namespace tilec::driver {
@@ -56,6 +59,17 @@ std::string header_beside(const std::string& object) {
     return object.substr(0, dot) + ".h";
 }
 
+// Where --emit=cubin|ptx -o PATH writes one arch's file: PATH itself for one arch,
+// else PATH with ".sm_XX" before its extension ("k.cubin" -> "k.sm_80.cubin").
+std::string per_arch_path(const std::string& path, const std::string& arch, bool several) {
+    if (!several || path.empty() || path == "-") return path;
+    auto slash = path.find_last_of('/');
+    auto dot = path.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1)
+        return path + "." + arch;
+    return path.substr(0, dot) + "." + arch + path.substr(dot);
+}
+
 std::string escape_make(const std::string& p) {
     std::string out;
     for (char c : p) {
@@ -90,6 +104,9 @@ int compile(const Options& options) {
         const bool make_object = !options.output.empty() && options.emit.empty();
         const bool backend = make_object || options.emit == "llvm" || options.emit == "asm" ||
                              options.emit == "obj" || options.emit == "header";
+        // The GPU path: --emit=ptx|cubin for the sm_XX targets (thread-level lowering,
+        // NVPTX, ptxas), for the kernels the thread-level lowering covers.
+        const bool gpu_emit = options.emit == "ptx" || options.emit == "cubin";
 #ifndef TILEC_WITH_LLVM
         if (make_object) {
             diags.error({}, "writing an object (-o without --emit) needs the CPU/GPU backends, which are not built yet; "
@@ -98,15 +115,34 @@ int compile(const Options& options) {
         } else if (backend) {
             diags.error({}, "--emit=" + options.emit + " needs the CPU backend, which this tilec was built without "
                             "(configure it with -DTILEC_WITH_LLVM=ON)");
+        } else if (gpu_emit) {
+            diags.error({}, "--emit=" + options.emit + " needs the NVPTX backend, which this tilec was built without "
+                            "(configure it with -DTILEC_WITH_LLVM=ON)");
         }
 #endif
         if (backend) {
             for (auto& t : options.targets)
                 if (t != "host" && known_targets().count(t))
-                    diags.error({}, "--target=" + t + ": code generation for GPUs is not written yet; only "
-                                    "--target=host (the default) generates code");
+                    diags.error({}, "--target=" + t + ": --emit=" + (options.emit.empty() ? "obj" : options.emit) +
+                                    " is host code; GPU code today is --emit=ptx|cubin for sm_XX targets "
+                                    "(objects with GPU images come later)");
             if ((options.emit == "obj" || make_object) && (options.output.empty() || options.output == "-"))
                 diags.error({}, "an object needs -o FILE (it is not written to standard output)");
+        }
+        std::vector<std::string> gpu_targets;  // the sm_XX of --emit=ptx|cubin, in order
+        if (gpu_emit) {
+            for (auto& t : options.targets) {
+                if (t == "host" || !known_targets().count(t)) continue;
+                if (t.rfind("sm_", 0) == 0)
+                    gpu_targets.push_back(t);
+                else
+                    diags.error({}, "--target=" + t + ": code generation for AMD GPUs is not written yet "
+                                    "(--emit=" + options.emit + " is for NVIDIA sm_XX targets)");
+            }
+            if (gpu_targets.empty() && !diags.has_errors())
+                diags.error({}, "--emit=" + options.emit + " needs an NVIDIA target, e.g. --target=sm_80");
+            if (options.emit == "cubin" && (options.output.empty() || options.output == "-"))
+                diags.error({}, "--emit=cubin needs -o FILE (it is not written to standard output)");
         }
         if (diags.has_errors()) return 1;
 
@@ -144,7 +180,7 @@ int compile(const Options& options) {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
         for (auto& name : options.print_after) {
-            bool found = false;
+            bool found = gpu_emit && name == "lower-thread-level";
             for (auto& p : pm.passes()) found |= p.name == name;
             if (!found) {
                 std::string list;
@@ -188,6 +224,31 @@ int compile(const Options& options) {
                     if (!write_output(header, codegen::c_header(*lowered, hopt), diags)) return 1;
                 }
             }
+        }
+        // 6. The GPU path: thread level, PTX, cubins, one arch after another.
+        if (gpu_emit) {
+            std::string source = base_name(options.inputs.front());
+            std::string ptx_out;
+            for (auto& arch : gpu_targets) {
+                const target::GpuTarget* t = target::find_gpu_target(arch);
+                if (!t) TILEC_ICE("no target table row for " + arch);
+                ir::PassManager gpm(pmo);
+                gpm.add(lower::thread_level_pass(*t));
+                auto thread_level = gpm.run(*lowered, ctx);
+                if (!thread_level || diags.has_errors()) return 1;
+                std::string ptx =
+                    codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
+                std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);
+                if (options.emit == "ptx") {
+                    if (path.empty() || path == "-")
+                        ptx_out += ptx;  // several archs on standard output: one after another
+                    else if (!write_output(path, ptx, diags))
+                        return 1;
+                } else if (!write_output(path, codegen::assemble_cubin(ptx, *t), diags)) {
+                    return 1;
+                }
+            }
+            if (!ptx_out.empty() && !write_output("-", ptx_out, diags)) return 1;
         }
 #endif
         if (options.depfile) {

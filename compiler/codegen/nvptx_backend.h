@@ -1,0 +1,33 @@
+// The NVPTX backend: thread-level Tile IR (compiler/lower) -> LLVM IR for
+// nvptx64-nvidia-cuda -> PTX through LLVM's NVPTX target machine -> cubin through
+// ptxas. One kernel (`.entry NAME`) per export, its parameters in the order of the CPU
+// entry point: tensor pointers (global, 16-byte aligned), int64 sizes, scalars as their
+// C types (bool as int32, narrow floats as float). The grid is block.x/y/z = ctaid.x/y/z;
+// the block is `threads` threads in x.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "support/source.h"
+#include "target/target.h"
+
+namespace tilec::codegen {
+
+enum class NvptxOutput { LlvmIr, Ptx };
+
+// Every function of `funcs` must be thread level (lower::is_thread_level); `target` an
+// NVIDIA row. Returns the module as LLVM IR text or PTX text. Failures are internal
+// errors (the lowering refuses what the backend cannot do).
+std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                          NvptxOutput what, const std::string& module_name);
+
+// The ptxas that `assemble_cubin` runs: $TILEC_PTXAS if set, else the one found at
+// configure time (CMake cache variable TILEC_PTXAS); "" if neither.
+std::string ptxas_path();
+
+// Runs `ptxas -arch=<target> ptx -o cubin` and returns the cubin's bytes. A missing
+// ptxas or an assembler error throws InternalError with ptxas's output: the PTX is ours.
+std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& target);
+
+}  // namespace tilec::codegen

@@ -1,0 +1,560 @@
+// Thread-level lowering (entry: lower_to_thread_level). Tile ops say what a block does;
+// after this pass every statement says what one thread does: fragments become
+// per-thread register arrays indexed by the register number of their Fragment, copies
+// become per-register loads and stores at the coordinates the Fragment's inverse gives
+// the thread, parallel loops become unrolled loops over the thread's registers. The
+// tile level leaves bounds implicit (copies mask global accesses); here they become
+// explicit: one test of the whole region picks an unmasked path (what vector loads
+// need) or a per-element masked one (the ragged last block).
+#include <functional>
+#include <unordered_map>
+
+#include "ir/printer.h"
+#include "ir/visitor.h"
+#include "layout/index_expr.h"
+#include "lower/thread_lower.h"
+
+namespace tilec::lower {
+
+using namespace ir;
+
+namespace {
+
+// A construct the path does not cover; caught at the entry point.
+struct Unsupported {
+    SourceLoc loc;
+    std::string what;
+};
+
+[[noreturn]] void unsupported(SourceLoc loc, std::string what) { throw Unsupported{loc, std::move(what)}; }
+
+std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) {
+    std::vector<int64_t> out;
+    for (const auto& e : shape) {
+        auto v = as_const_int(e);
+        if (!v) return std::nullopt;
+        out.push_back(*v);
+    }
+    return out;
+}
+
+// Does the statement use a buffer of this scope (anywhere inside)?
+bool uses_scope(const Stmt& s, Scope scope) {
+    struct Finder : IRVisitor {
+        Scope scope;
+        bool found = false;
+        void visit_buffer_use(const Buffer& b) override {
+            if (b->scope == scope) found = true;
+        }
+    } f;
+    f.scope = scope;
+    f.visit(s);
+    return f.found;
+}
+
+// Statements without sub-statements: what a barrier is placed after.
+bool is_leaf(const Stmt& s) {
+    switch (s->kind) {
+    case StmtKind::Seq:
+    case StmtKind::If:
+    case StmtKind::LetStmt:
+    case StmtKind::Allocate: return false;
+    case StmtKind::For: return s->as<ForNode>()->for_kind == ForKind::Parallel;
+    default: return true;
+    }
+}
+
+// Drops a barrier that ends the function: nothing after it can race.
+Stmt strip_trailing_barrier(const Stmt& s) {
+    if (!s) return s;
+    switch (s->kind) {
+    case StmtKind::Barrier: return make_seq({}, s->loc);
+    case StmtKind::Seq: {
+        auto* q = s->as<SeqNode>();
+        if (q->stmts.empty()) return s;
+        auto stmts = q->stmts;
+        stmts.back() = strip_trailing_barrier(stmts.back());
+        return make_seq(stmts, s->loc);
+    }
+    case StmtKind::LetStmt: {
+        auto* l = s->as<LetStmtNode>();
+        return make_let(l->var, l->value, strip_trailing_barrier(l->body), s->loc);
+    }
+    case StmtKind::Allocate: {
+        auto* a = s->as<AllocateNode>();
+        return make_allocate(a->buffer, strip_trailing_barrier(a->body), s->loc);
+    }
+    default: return s;
+    }
+}
+
+class ThreadLowering {
+public:
+    ThreadLowering(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {
+        tx_ = make_thread_idx_var(0, f.loc);
+    }
+
+    PrimFunc run() {
+        if (f_.threads > target_.max_threads_per_block)
+            unsupported(f_.loc, std::to_string(f_.threads) + " threads per block (" + target_.name + " allows " +
+                                    std::to_string(target_.max_threads_per_block) + ")");
+        PrimFunc out = f_;
+        out.body = strip_trailing_barrier(lower(f_.body));
+        out.attrs.emplace_back(kLevelAttr, kThreadLevel);
+        return out;
+    }
+
+private:
+    struct FragInfo {
+        Buffer regs;
+        layout::Fragment frag;
+    };
+
+    // One register loop: for r in unroll(regs): let coord... = F^-1(tx, r); body.
+    // `body` gets the register var, the coordinate exprs (let vars) and the replica
+    // number (an expr; constant 0 without replication).
+    using RegBody = std::function<Stmt(const Var& r, const std::vector<Expr>& coord, const Expr& rep)>;
+    Stmt register_loop(const layout::Fragment& F, SourceLoc loc, const RegBody& body) {
+        auto inv = F.inverse();
+        if (!inv) TILEC_ICE("thread-level lowering: fragment without an inverse: " + F.str());
+        Var r = make_loop_var("r", loc);
+        auto outs = inv->apply({Expr(tx_), Expr(r)});
+        std::vector<Var> lets;
+        std::vector<Expr> coord;
+        static const char* names[] = {"i", "j", "k", "l"};
+        for (size_t d = 0; d < F.rank(); ++d) {
+            lets.push_back(make_let_var(d < 4 ? std::string(names[d]) : "d" + std::to_string(d), DataType::index(), loc));
+            coord.push_back(lets.back());
+        }
+        Expr rep = make_int(0);
+        Var rep_var;
+        if (F.replicate() > 1) {
+            rep_var = make_let_var("rep", DataType::index(), loc);
+            rep = rep_var;
+        }
+        Stmt s = body(r, coord, rep);
+        if (rep_var) s = make_let(rep_var, outs.at(F.rank()), s, loc);
+        for (size_t d = F.rank(); d-- > 0;) s = make_let(lets[d], outs.at(d), s, loc);
+        return make_for(r, make_int(0), make_int(F.registers_per_thread()), ForKind::Unroll, s, loc);
+    }
+
+    // A store a replica thread must not repeat (global or shared memory).
+    static Stmt guard_replica(const Expr& rep, Stmt s) {
+        if (is_const_int(rep, 0)) return s;
+        return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
+    }
+
+    // ---- statements ----------------------------------------------------------------
+    Stmt lower(const Stmt& s) {
+        Stmt out = lower_inner(s);
+        // Conservative until barrier insertion exists: whatever touches shared memory is
+        // followed by a block barrier (RAW into the next statement, WAR into the next
+        // iteration of an enclosing loop).
+        if (is_leaf(s) && uses_scope(s, Scope::Shared)) out = make_seq({out, make_barrier(s->loc)}, s->loc);
+        return out;
+    }
+
+    Stmt lower_inner(const Stmt& s) {
+        switch (s->kind) {
+        case StmtKind::Seq: {
+            std::vector<Stmt> out;
+            for (const auto& c : s->as<SeqNode>()->stmts) out.push_back(lower(c));
+            return make_seq(out, s->loc);
+        }
+        case StmtKind::For: {
+            auto* f = s->as<ForNode>();
+            if (f->for_kind == ForKind::Parallel) return lower_parallel(*f);
+            // Pipelined loops run in order until software pipelining exists.
+            ForKind kind = f->for_kind == ForKind::Pipelined ? ForKind::Serial : f->for_kind;
+            return make_for(f->var, uniform(f->min), uniform(f->extent), kind, lower(f->body), s->loc);
+        }
+        case StmtKind::If: {
+            auto* i = s->as<IfNode>();
+            return make_if(uniform(i->cond), lower(i->then_case), i->else_case ? lower(i->else_case) : nullptr,
+                           s->loc);
+        }
+        case StmtKind::LetStmt: {
+            auto* l = s->as<LetStmtNode>();
+            return make_let(l->var, uniform(l->value), lower(l->body), s->loc);
+        }
+        case StmtKind::Allocate: return lower_allocate(*s->as<AllocateNode>());
+        case StmtKind::Store: {
+            // Outside a parallel loop a store is the block's, done once: by thread 0.
+            auto* st = s->as<StoreNode>();
+            Buffer b = plain_buffer(st->buffer, s->loc);
+            std::vector<Expr> idx;
+            for (auto& e : st->indices) idx.push_back(uniform(e));
+            Stmt out = make_store(b, idx, uniform(st->value), s->loc);
+            if (b->scope != Scope::Register) out = make_if(eq(Expr(tx_), make_int(0)), out, nullptr, s->loc);
+            return out;
+        }
+        case StmtKind::Evaluate: return make_evaluate(uniform(s->as<EvaluateNode>()->value), s->loc);
+        case StmtKind::Copy: return lower_copy(*s->as<CopyNode>());
+        case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
+        case StmtKind::Barrier: return s;
+        case StmtKind::Gemm: unsupported(s->loc, "gemm");
+        case StmtKind::Reduce: unsupported(s->loc, "reduce");
+        case StmtKind::Cumsum: unsupported(s->loc, "cumsum");
+        case StmtKind::AtomicAdd: unsupported(s->loc, "atomic_add");
+        case StmtKind::Print: unsupported(s->loc, "print");
+        case StmtKind::Assert: unsupported(s->loc, "assert");
+        }
+        TILEC_ICE("thread-level lowering: unknown statement kind");
+    }
+
+    Stmt lower_allocate(const AllocateNode& a) {
+        const Buffer& b = a.buffer;
+        auto shape = const_shape(b->shape);
+        if (!shape) TILEC_ICE("thread-level lowering: allocation of '" + b->name + "' with a non-constant shape");
+        switch (b->scope) {
+        case Scope::Fragment: {
+            auto F = assign_fragment(*shape, f_.threads);
+            if (!F)
+                unsupported(a.loc, "fragment '" + b->name + "' of shape " + layout::shape_str(*shape) +
+                                       " on " + std::to_string(f_.threads) + " threads (it does not divide among them)");
+            if (F->replicate() > 1)
+                unsupported(a.loc, "fragment '" + b->name + "' smaller than the block (" +
+                                       std::to_string(layout::shape_size(*shape)) + " elements on " +
+                                       std::to_string(f_.threads) + " threads)");
+            Buffer regs = make_buffer(b->name, b->dtype, {make_int(F->registers_per_thread())}, Scope::Register, b->loc);
+            frags_.emplace(b.get(), FragInfo{regs, *F});
+            return make_allocate(regs, lower(a.body), a.loc);
+        }
+        case Scope::Local: {
+            // A `var` is per thread: each thread keeps its own copy of the block's value.
+            BufferNode n = *b;
+            n.scope = Scope::Register;
+            Buffer regs = make_buffer(std::move(n));
+            locals_.emplace(b.get(), regs);
+            return make_allocate(regs, lower(a.body), a.loc);
+        }
+        case Scope::Shared: {
+            int64_t bytes = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
+            shared_bytes_ += bytes;
+            if (shared_bytes_ > target_.static_shared_bytes)
+                unsupported(a.loc, "shared memory above " + std::to_string(target_.static_shared_bytes / 1024) +
+                                       " KiB per block (dynamic shared memory)");
+            return make_allocate(b, lower(a.body), a.loc);
+        }
+        case Scope::Register: return make_allocate(b, lower(a.body), a.loc);
+        case Scope::Global: TILEC_ICE("thread-level lowering: allocation of a global buffer");
+        }
+        TILEC_ICE("thread-level lowering: unknown scope");
+    }
+
+    // A buffer accessed element by element outside the register loops: locals become
+    // their register copies; fragments have no coordinate here.
+    Buffer plain_buffer(const Buffer& b, SourceLoc loc) {
+        if (b->scope == Scope::Fragment) unsupported(loc, "an element of fragment '" + b->name + "' outside a parallel loop");
+        if (auto it = locals_.find(b.get()); it != locals_.end()) return it->second;
+        return b;
+    }
+
+    // An expression evaluated by every thread alike (outside parallel loops).
+    Expr uniform(const Expr& e) {
+        if (!e) return e;
+        struct M : IRMutator {
+            ThreadLowering* self;
+            Expr mutate_load(const LoadNode* op, const Expr& s) override {
+                Buffer b = self->plain_buffer(op->buffer, op->loc);
+                std::vector<Expr> idx;
+                bool changed = mutate_exprs(op->indices, &idx);
+                if (!changed && b == op->buffer) return s;
+                return make_load(b, changed ? idx : op->indices, op->loc);
+            }
+        } m;
+        m.self = this;
+        return m.mutate(e);
+    }
+
+    // ---- parallel loops --------------------------------------------------------------
+    Stmt lower_parallel(const ForNode& outer) {
+        std::vector<Var> vars;
+        std::vector<int64_t> extents;
+        std::vector<Expr> mins;
+        Stmt body;
+        const ForNode* f = &outer;
+        while (true) {
+            auto ext = as_const_int(f->extent);
+            if (!ext || *ext <= 0) unsupported(f->loc, "a parallel loop with a run-time extent");
+            vars.push_back(f->var);
+            extents.push_back(*ext);
+            mins.push_back(uniform(f->min));
+            body = f->body;
+            auto* inner = body->as<ForNode>();
+            if (!inner || inner->for_kind != ForKind::Parallel) break;
+            f = inner;
+        }
+        auto F = assign_fragment(extents, f_.threads);
+        if (!F)
+            unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
+                                       std::to_string(f_.threads) + " threads (it does not divide among them)");
+        return register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            BodyRewriter rw(this, vars, extents, r, rep);
+            Stmt b = rw.mutate(body);
+            VarMap map;
+            for (size_t d = 0; d < vars.size(); ++d)
+                map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
+            return substitute(b, map);
+        });
+    }
+
+    // The body of a parallel loop, for one register: fragment elements at the loop's
+    // own coordinates become that register; stores to memory shared by threads are
+    // done by replica 0 only.
+    struct BodyRewriter : IRMutator {
+        ThreadLowering* self;
+        const std::vector<Var>& vars;
+        const std::vector<int64_t>& extents;
+        Var r;
+        Expr rep;
+        BodyRewriter(ThreadLowering* s, const std::vector<Var>& v, const std::vector<int64_t>& e, Var reg, Expr rp)
+            : self(s), vars(v), extents(e), r(std::move(reg)), rep(std::move(rp)) {}
+
+        // The register buffer for a fragment access at the loop's coordinates.
+        Buffer register_of(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
+            auto it = self->frags_.find(b.get());
+            if (it == self->frags_.end()) TILEC_ICE("thread-level lowering: fragment '" + b->name + "' not allocated");
+            bool same = indices.size() == vars.size() && it->second.frag.shape() == extents;
+            for (size_t d = 0; same && d < indices.size(); ++d) {
+                auto v = expr_as<VarNode>(indices[d]);
+                same = v && v.get() == vars[d].get();
+            }
+            if (!same)
+                unsupported(loc, "fragment '" + b->name + "' indexed other than by its parallel loop's "
+                                 "coordinates (needs layout inference)");
+            return it->second.regs;
+        }
+
+        Expr mutate_load(const LoadNode* op, const Expr& s) override {
+            if (op->buffer->scope == Scope::Fragment)
+                return make_load(register_of(op->buffer, op->indices, op->loc), {r}, op->loc);
+            Buffer b = self->plain_buffer(op->buffer, op->loc);
+            std::vector<Expr> idx;
+            bool changed = mutate_exprs(op->indices, &idx);
+            if (!changed && b == op->buffer) return s;
+            return make_load(b, changed ? idx : op->indices, op->loc);
+        }
+        Stmt mutate_store(const StoreNode* op, const Stmt& s) override {
+            Expr value = mutate(op->value);
+            if (op->buffer->scope == Scope::Fragment)
+                return make_store(register_of(op->buffer, op->indices, op->loc), {r}, value, op->loc);
+            Buffer b = self->plain_buffer(op->buffer, op->loc);
+            std::vector<Expr> idx;
+            if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
+            Stmt out = make_store(b, idx, value, op->loc);
+            if (b->scope == Scope::Global || b->scope == Scope::Shared) out = guard_replica(rep, out);
+            return out;
+        }
+        Stmt mutate_for(const ForNode* op, const Stmt& s) override {
+            if (op->for_kind == ForKind::Parallel) unsupported(op->loc, "a parallel loop nested inside another's body");
+            return IRMutator::mutate_for(op, s);
+        }
+        Stmt mutate_allocate(const AllocateNode* op, const Stmt& s) override {
+            if (op->buffer->scope != Scope::Local)
+                unsupported(op->loc, std::string(scope_name(op->buffer->scope)) + " buffer '" + op->buffer->name +
+                                         "' declared inside a parallel loop");
+            BufferNode n = *op->buffer;
+            n.scope = Scope::Register;
+            Buffer regs = make_buffer(std::move(n));
+            self->locals_.emplace(op->buffer.get(), regs);
+            return make_allocate(regs, mutate(op->body), op->loc);
+        }
+        Stmt mutate_copy(const CopyNode* op, const Stmt&) override { unsupported(op->loc, "copy inside a parallel loop"); }
+        Stmt mutate_gemm(const GemmNode* op, const Stmt&) override { unsupported(op->loc, "gemm"); }
+        Stmt mutate_fill(const FillNode* op, const Stmt&) override { unsupported(op->loc, "fill inside a parallel loop"); }
+        Stmt mutate_reduce(const ReduceNode* op, const Stmt&) override { unsupported(op->loc, "reduce"); }
+        Stmt mutate_cumsum(const CumsumNode* op, const Stmt&) override { unsupported(op->loc, "cumsum"); }
+        Stmt mutate_atomic_add(const AtomicAddNode* op, const Stmt&) override { unsupported(op->loc, "atomic_add"); }
+        Stmt mutate_print(const PrintNode* op, const Stmt&) override { unsupported(op->loc, "print"); }
+        Stmt mutate_assert(const AssertNode* op, const Stmt&) override { unsupported(op->loc, "assert"); }
+    };
+
+    // ---- copy and fill ---------------------------------------------------------------
+    // One side of a copy, seen per element of the tile.
+    struct Side {
+        const Region* region = nullptr;
+        bool global = false;
+        std::vector<int64_t> tile;  // the non-global buffer's shape
+    };
+
+    Side classify(const Region& r, SourceLoc loc, const char* what) {
+        Side s;
+        s.region = &r;
+        const Buffer& b = r.buffer;
+        if (b->scope == Scope::Global) {
+            s.global = true;
+            return s;
+        }
+        if (b->scope != Scope::Fragment && b->scope != Scope::Shared)
+            unsupported(loc, std::string("copy ") + what + " a " + scope_name(b->scope) + " buffer");
+        if (!is_full_region(r))
+            unsupported(loc, std::string("copy ") + what + " part of " + scope_name(b->scope) + " buffer '" + b->name + "'");
+        s.tile = *const_shape(b->shape);
+        return s;
+    }
+
+    static std::vector<int64_t> squeeze(const std::vector<int64_t>& v) {
+        std::vector<int64_t> out;
+        for (auto e : v)
+            if (e != 1) out.push_back(e);
+        return out;
+    }
+
+    // The global indices of the tile coordinate `coord` (unit dims of either side skipped).
+    static std::vector<Expr> global_indices(const Region& g, const std::vector<int64_t>& tile,
+                                            const std::vector<Expr>& coord) {
+        std::vector<Expr> live;
+        for (size_t d = 0; d < tile.size(); ++d)
+            if (tile[d] != 1) live.push_back(coord[d]);
+        std::vector<Expr> out;
+        size_t k = 0;
+        for (size_t d = 0; d < g.start.size(); ++d) {
+            if (is_const_int(g.extent[d], 1))
+                out.push_back(g.start[d]);
+            else
+                out.push_back(layout::idx_add(g.start[d], live.at(k++)));
+        }
+        return out;
+    }
+
+    static Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) {
+        Expr c;
+        for (size_t d = 0; d < idx.size(); ++d) {
+            Expr ok = logical_and(ge(idx[d], make_int(0)), lt(idx[d], b->shape[d]));
+            c = c ? logical_and(c, ok) : ok;
+        }
+        return c ? c : make_bool(true);
+    }
+
+    // The whole region inside its tensor: the unmasked path's condition.
+    static Expr region_in_bounds(const Region& g) {
+        Expr c;
+        for (size_t d = 0; d < g.start.size(); ++d) {
+            Expr ok = logical_and(ge(g.start[d], make_int(0)), le(add(g.start[d], g.extent[d]), g.buffer->shape[d]));
+            c = c ? logical_and(c, ok) : ok;
+        }
+        return c ? c : make_bool(true);
+    }
+
+    Expr read(const Side& s, const Var& r, const std::vector<Expr>& coord) {
+        const Buffer& b = s.region->buffer;
+        if (s.global) return make_load(b, global_indices(*s.region, tileshape_, coord));
+        if (b->scope == Scope::Fragment) return make_load(frags_.at(b.get()).regs, {r});
+        return make_load(b, coord);
+    }
+    Stmt write(const Side& s, const Var& r, const std::vector<Expr>& coord, const Expr& rep, Expr v, SourceLoc loc) {
+        const Buffer& b = s.region->buffer;
+        if (s.global) return guard_replica(rep, make_store(b, global_indices(*s.region, tileshape_, coord), v, loc));
+        if (b->scope == Scope::Fragment) return make_store(frags_.at(b.get()).regs, {r}, v, loc);
+        return guard_replica(rep, make_store(b, coord, v, loc));
+    }
+
+    Stmt lower_copy(const CopyNode& c) {
+        Side src = classify(c.src, c.loc, "from");
+        Side dst = classify(c.dst, c.loc, "into");
+        if (src.global && dst.global) unsupported(c.loc, "copy between two global tensors");
+        const Side& tile_side = src.global ? dst : src;
+        tileshape_ = tile_side.tile;
+        if (!src.global && !dst.global && squeeze(src.tile) != squeeze(dst.tile))
+            unsupported(c.loc, "copy between tiles of different shapes");
+        const Side* g = src.global ? &src : (dst.global ? &dst : nullptr);
+        if (g) {
+            std::vector<int64_t> ext;
+            for (auto& e : g->region->extent) {
+                auto v = as_const_int(e);
+                if (!v) unsupported(c.loc, "copy of a global region with a run-time extent");
+                ext.push_back(*v);
+            }
+            if (squeeze(ext) != squeeze(tileshape_)) TILEC_ICE("thread-level lowering: copy extents disagree");
+        }
+        // The thread split: the fragment's own, or the shape's for shared memory.
+        std::optional<layout::Fragment> F;
+        if (tile_side.region->buffer->scope == Scope::Fragment)
+            F = frags_.at(tile_side.region->buffer.get()).frag;
+        else if (!src.global && src.region->buffer->scope == Scope::Fragment)
+            F = frags_.at(src.region->buffer.get()).frag;
+        else if (!dst.global && dst.region->buffer->scope == Scope::Fragment)
+            F = frags_.at(dst.region->buffer.get()).frag;
+        else
+            F = assign_fragment(tileshape_, f_.threads);
+        if (!F) unsupported(c.loc, "copy of a tile of shape " + layout::shape_str(tileshape_) + " that does not divide among the threads");
+
+        DataType sd = src.region->buffer->dtype, dd = dst.region->buffer->dtype;
+        auto conv = [&](Expr v) { return sd == dd ? v : make_cast(dd, v, c.loc); };
+        auto plain = [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            return write(dst, r, coord, rep, conv(read(src, r, coord)), c.loc);
+        };
+        if (!g) return register_loop(*F, c.loc, plain);
+        Stmt fast = register_loop(*F, c.loc, plain);
+        Stmt masked = register_loop(*F, c.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            auto gi = global_indices(*g->region, tileshape_, coord);
+            Expr inside = in_bounds(g->region->buffer, gi);
+            if (src.global) {
+                Stmt load = write(dst, r, coord, rep, conv(read(src, r, coord)), c.loc);
+                Stmt pad = write(dst, r, coord, rep, conv(c.pad ? c.pad : make_zero(sd)), c.loc);
+                return make_if(inside, load, pad, c.loc);
+            }
+            return make_if(inside, plain(r, coord, rep), nullptr, c.loc);
+        });
+        return make_if(region_in_bounds(*g->region), fast, masked, c.loc);
+    }
+
+    Stmt lower_fill(const FillNode& f) {
+        const Buffer& b = f.dst.buffer;
+        if (b->scope != Scope::Fragment && b->scope != Scope::Shared)
+            unsupported(f.loc, std::string("fill of a ") + scope_name(b->scope) + " buffer");
+        if (!is_full_region(f.dst)) unsupported(f.loc, "fill of part of " + std::string(scope_name(b->scope)) + " buffer '" + b->name + "'");
+        Expr v = uniform(f.value);
+        if (b->scope == Scope::Fragment) {
+            const auto& info = frags_.at(b.get());
+            return register_loop(info.frag, f.loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+                return make_store(info.regs, {r}, v, f.loc);
+            });
+        }
+        auto shape = *const_shape(b->shape);
+        auto F = assign_fragment(shape, f_.threads);
+        if (!F) unsupported(f.loc, "fill of a tile that does not divide among the threads");
+        return register_loop(*F, f.loc, [&](const Var&, const std::vector<Expr>& coord, const Expr& rep) {
+            return guard_replica(rep, make_store(b, coord, v, f.loc));
+        });
+    }
+
+    const PrimFunc& f_;
+    const target::GpuTarget& target_;
+    Var tx_;
+    std::unordered_map<const BufferNode*, FragInfo> frags_;
+    std::unordered_map<const BufferNode*, Buffer> locals_;
+    std::vector<int64_t> tileshape_;
+    int64_t shared_bytes_ = 0;
+};
+
+}  // namespace
+
+std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::GpuTarget& target,
+                                              DiagnosticEngine* diag) {
+    try {
+        return ThreadLowering(f, target).run();
+    } catch (const Unsupported& u) {
+        std::string msg = u.what + " is not supported for GPU targets yet (--target=" + target.name + ")";
+        if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);
+        diag->error(u.loc.valid() ? u.loc : f.loc, msg);
+        return std::nullopt;
+    }
+}
+
+Pass thread_level_pass(const target::GpuTarget& target) {
+    return Pass{"lower-thread-level", [target](const PrimFunc& f, PassContext& ctx) {
+                    auto out = lower_to_thread_level(f, target, ctx.diag);
+                    if (!out) return f;  // the error is reported; the pass manager stops
+                    auto errors = verify_thread_level(*out);
+                    if (!errors.empty()) {
+                        std::string msg = "thread-level IR of '" + f.name + "' is malformed:";
+                        for (auto& e : errors) msg += "\n  " + e;
+                        TILEC_ICE(msg);
+                    }
+                    return *out;
+                }};
+}
+
+}  // namespace tilec::lower

@@ -1,0 +1,59 @@
+// Lowering tile-level Tile IR to thread level for a GPU target, and what it needs
+// around it: the fragment each tile gets, the thread-level invariants, and the pass.
+//
+// Coverage today (the thinnest end-to-end path): element-wise kernels. `copy` between
+// a global region and a whole fragment or shared buffer (or between two whole
+// non-global buffers of one shape), `fill` of a fragment or shared buffer, `parallel`
+// loops whose fragment accesses are the loop's own coordinates, serial loops, `if`,
+// `let`, `var` locals, shared memory up to the target's static limit. Anything else
+// (gemm, reduce, cumsum, atomic_add, print, assert, ...) is refused: a user error with
+// its location when a DiagnosticEngine is given, an internal error otherwise.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/pass.h"
+#include "layout/fragment.h"
+#include "support/diagnostics.h"
+#include "target/target.h"
+
+namespace tilec::lower {
+
+// The attribute a thread-level function carries: {"level", "thread"}.
+inline constexpr const char* kLevelAttr = "level";
+inline constexpr const char* kThreadLevel = "thread";
+bool is_thread_level(const ir::PrimFunc& f);
+
+// The Fragment the lowering gives a tile of `shape` (a fragment buffer, a parallel
+// loop, the thread split of a copy) on `threads` threads (fragment_assign.cpp):
+// Fragment::parallel with vectors of 4 when the innermost extent allows it and every
+// thread gets a full vector, else 2, else 1. One function of the shape alone, so every
+// fragment and loop of one shape agree and a parallel loop reads its fragments'
+// registers without moving data. nullopt if the tile does not divide among the threads.
+std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shape, int64_t threads);
+
+// Tile level -> thread level (thread_lower.cpp). The result has the attribute above, an
+// explicit thread index (VarKind::ThreadIdx, dim 0), per-thread register buffers
+// (Scope::Register, shape [registers per thread]) in place of fragments and locals,
+// unrolled per-register loops, bounds masks on global accesses of copies (a fast path
+// without masks when the whole region is in bounds), and barriers after the statements
+// that touch shared memory. On a construct outside the coverage above: with `diag`,
+// reports "error: <construct> is not supported for GPU targets yet" at its location and
+// returns nullopt; without, throws InternalError naming it.
+std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const target::GpuTarget& target,
+                                                  DiagnosticEngine* diag);
+
+// The pass "lower-thread-level" for a PassManager: runs lower_to_thread_level with the
+// context's DiagnosticEngine, then verify_thread_level (a failure is an internal error).
+ir::Pass thread_level_pass(const target::GpuTarget& target);
+
+// Thread-level invariants beyond ir::verify (verify_thread_level.cpp): no fragment or
+// local buffers, no tile ops (copy, gemm, fill, reduce, cumsum, atomic_add), no
+// parallel or pipelined loops, register buffers rank 1, thread indices of dims 0..2.
+// One message per violation; empty when the function is well formed.
+std::vector<std::string> verify_thread_level(const ir::PrimFunc& f);
+
+}  // namespace tilec::lower

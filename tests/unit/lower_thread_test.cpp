@@ -1,0 +1,257 @@
+// Thread-level lowering (compiler/lower) on the element-wise kernels: the fragments it
+// assigns, registers per thread, the bounds masks of ragged copies, what it refuses, the
+// thread-level verifier, and a semantic check: the lowered vector_add, with its threads
+// run one after another by the reference interpreter, gives the tile-level answers.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "interp/interp.h"
+#include "interp/testing.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "ir/visitor.h"
+#include "lower/thread_lower.h"
+#include "target/target.h"
+
+using namespace tilec;
+using tilec::ir::DataType;
+
+namespace {
+
+const target::GpuTarget& sm80() {
+    const auto* t = target::find_gpu_target("sm_80");
+    REQUIRE(t != nullptr);
+    return *t;
+}
+
+const interp::testing::Compiled& compiled(const std::string& path, bool stdlib = true) {
+    static std::vector<std::pair<std::string, std::unique_ptr<interp::testing::Compiled>>> cache;
+    for (auto& [k, c] : cache)
+        if (k == path) return *c;
+    auto c = std::make_unique<interp::testing::Compiled>(
+        interp::testing::compile_file(stdlib ? interp::testing::stdlib_dir() + "/" + path : path));
+    INFO(c->diagnostics);
+    REQUIRE(c->ok);
+    cache.emplace_back(path, std::move(c));
+    return *cache.back().second;
+}
+
+const ir::PrimFunc& kernel(const interp::testing::Compiled& c, const std::string& name) {
+    const ir::PrimFunc* f = c.find(name);
+    INFO("export " << name);
+    REQUIRE(f != nullptr);
+    return *f;
+}
+
+ir::PrimFunc lowered(const ir::PrimFunc& f) {
+    auto out = lower::lower_to_thread_level(f, sm80(), nullptr);
+    REQUIRE(out.has_value());
+    auto errs = ir::verify(*out);
+    INFO(ir::print(*out));
+    for (auto& e : errs) INFO(e);
+    REQUIRE(errs.empty());
+    REQUIRE(lower::verify_thread_level(*out).empty());
+    return *out;
+}
+
+struct Census : ir::IRVisitor {
+    std::vector<ir::Buffer> registers;
+    int barriers = 0, unrolled = 0, ifs = 0, tile_ops = 0, thread_vars = 0;
+    void visit_allocate(const ir::AllocateNode* op) override {
+        if (op->buffer->scope == ir::Scope::Register) registers.push_back(op->buffer);
+        IRVisitor::visit_allocate(op);
+    }
+    void visit_barrier(const ir::BarrierNode*) override { ++barriers; }
+    void visit_for(const ir::ForNode* op) override {
+        if (op->for_kind == ir::ForKind::Unroll) ++unrolled;
+        IRVisitor::visit_for(op);
+    }
+    void visit_if(const ir::IfNode* op) override {
+        ++ifs;
+        IRVisitor::visit_if(op);
+    }
+    void visit_var(const ir::VarNode* v) override {
+        if (v->var_kind == ir::VarKind::ThreadIdx) ++thread_vars;
+    }
+    void visit_copy(const ir::CopyNode*) override { ++tile_ops; }
+    void visit_fill(const ir::FillNode*) override { ++tile_ops; }
+};
+
+// Runs a thread-level function (no shared memory, no barriers: threads independent)
+// in the tile-level interpreter: the thread index becomes a serial loop around the
+// body, so every thread of every block runs, one after another.
+ir::PrimFunc serialize_threads(const ir::PrimFunc& f) {
+    ir::VarMap map;
+    ir::Var t = ir::make_loop_var("t");
+    struct Find : ir::IRVisitor {
+        std::vector<const ir::VarNode*> tids;
+        bool shared = false, barrier = false;
+        void visit_var(const ir::VarNode* v) override {
+            if (v->var_kind == ir::VarKind::ThreadIdx) tids.push_back(v);
+        }
+        void visit_buffer_use(const ir::Buffer& b) override { shared |= b->scope == ir::Scope::Shared; }
+        void visit_barrier(const ir::BarrierNode*) override { barrier = true; }
+    } find;
+    find.visit(f.body);
+    REQUIRE(!find.shared);
+    REQUIRE(!find.barrier);
+    for (auto* v : find.tids) map[v] = t;
+    ir::PrimFunc out = f;
+    out.body = ir::make_for(t, ir::make_int(0), ir::make_int(f.threads), ir::ForKind::Serial,
+                            ir::substitute(f.body, map));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("lower: target table holds the listed archs with their warp widths", "[lower][target]") {
+    for (const char* n : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"}) {
+        const auto* t = target::find_gpu_target(n);
+        REQUIRE(t != nullptr);
+        CHECK(t->vendor == target::Vendor::Nvidia);
+        CHECK(t->warp_size == 32);
+        CHECK(t->static_shared_bytes == 48 * 1024);
+        CHECK(t->ptx_version >= 70);
+    }
+    CHECK(target::find_gpu_target("sm_90a")->arch_specific);
+    CHECK(target::find_gpu_target("sm_90a")->ptx_version >= 80);
+    CHECK(target::find_gpu_target("gfx942")->warp_size == 64);
+    CHECK(target::find_gpu_target("gfx1100")->warp_size == 32);
+    CHECK(target::find_gpu_target("sm_70") == nullptr);
+}
+
+TEST_CASE("lower: fragment assignment vectorises by 4 and covers the tile exactly", "[lower]") {
+    auto f = lower::assign_fragment({1024}, 128);
+    REQUIRE(f.has_value());
+    CHECK(f->registers_per_thread() == 8);
+    CHECK(f->replicate() == 1);
+    CHECK(f->is_exact());
+    // Thread 0 holds elements 0..3 (one 16-byte vector of f32), then 512..515.
+    CHECK(f->evaluate({3}) == layout::FragmentSlot{0, 3});
+    CHECK(f->evaluate({4}) == layout::FragmentSlot{1, 0});
+    CHECK(f->evaluate({512}) == layout::FragmentSlot{0, 4});
+    // 2-D: the innermost extent decides the vector width.
+    auto g = lower::assign_fragment({16, 8}, 32);
+    REQUIRE(g.has_value());
+    CHECK(g->registers_per_thread() == 4);
+    CHECK(g->evaluate({1, 0}) == layout::FragmentSlot{2, 0});
+    CHECK(g->is_exact());
+    // Too narrow for a full vector per thread: scalars, still exact.
+    auto n = lower::assign_fragment({16, 2}, 32);
+    REQUIRE(n.has_value());
+    CHECK(n->registers_per_thread() == 1);
+    CHECK(n->is_exact());
+    // A tile smaller than the block: replicas.
+    auto s = lower::assign_fragment({64}, 128);
+    REQUIRE(s.has_value());
+    CHECK(s->replicate() == 2);
+    CHECK_FALSE(lower::assign_fragment({100}, 128).has_value());
+}
+
+TEST_CASE("lower: vector_add gets registers per thread, an explicit thread index and masks", "[lower]") {
+    const auto& c = compiled("kernels/vector_add.tile");
+    for (const char* name : {"vector_add_f32", "vector_add_f16", "vector_add_bf16"}) {
+        INFO(name);
+        ir::PrimFunc t = lowered(kernel(c, name));
+        CHECK(lower::is_thread_level(t));
+        Census census;
+        census.visit(t.body);
+        // a and b: 1024 elements over 128 threads = 8 registers each.
+        REQUIRE(census.registers.size() == 2);
+        for (auto& r : census.registers) {
+            CHECK(r->rank() == 1);
+            CHECK(ir::is_const_int(r->shape[0], 8));
+        }
+        CHECK(census.tile_ops == 0);
+        CHECK(census.barriers == 0);
+        CHECK(census.thread_vars > 0);
+        // Three copies, each an unmasked and a masked register loop, plus the parallel loop.
+        CHECK(census.unrolled == 7);
+        std::string text = ir::print(t);
+        INFO(text);
+        // The masked path tests each element against N.
+        CHECK(text.find("< N") != std::string::npos);
+        CHECK(text.find("thread") != std::string::npos);
+    }
+}
+
+TEST_CASE("lower: saxpy keeps shared memory and puts barriers between its uses", "[lower]") {
+    const auto& c = compiled(interp::testing::stdlib_dir() + "/../samples/saxpy.tile", false);
+    ir::PrimFunc t = lowered(kernel(c, "saxpy_f32"));
+    Census census;
+    census.visit(t.body);
+    CHECK(census.registers.empty());
+    // After copy x, copy y and the loop; not after the last copy (nothing follows).
+    CHECK(census.barriers == 3);
+}
+
+TEST_CASE("lower: ops outside the element-wise path are refused, with their location", "[lower]") {
+    const auto& c = compiled("kernels/gemm.tile");
+    const auto& f = kernel(c, "gemm_f16");
+    // Without diagnostics: an internal error naming the op.
+    try {
+        (void)lower::lower_to_thread_level(f, sm80(), nullptr);
+        FAIL("no error");
+    } catch (const InternalError& e) {
+        std::string msg = e.what();
+        CHECK(msg.find("gemm") != std::string::npos);
+        CHECK(msg.find("not supported for GPU targets yet") != std::string::npos);
+    }
+    auto r = interp::testing::compile_source(R"(
+kernel rowsum(X: f32[M, 8], Y: out f32[M]) grid(cdiv(M, 128)) threads(128) {
+    fragment x: f32[128, 8];
+    fragment s: f32[128];
+    copy(X[block.x * 128, 0], x);
+    reduce_sum(x, s, dim = 1);
+    copy(s, Y[block.x * 128]);
+}
+export rowsum as rowsum;
+)");
+    INFO(r.diagnostics);
+    REQUIRE(r.ok);
+    try {
+        (void)lower::lower_to_thread_level(r.module.funcs.at(0), sm80(), nullptr);
+        FAIL("no error");
+    } catch (const InternalError& e) {
+        CHECK(std::string(e.what()).find("reduce is not supported") != std::string::npos);
+    }
+}
+
+TEST_CASE("lower: the thread-level verifier rejects tile-level leftovers", "[lower]") {
+    const auto& c = compiled("kernels/vector_add.tile");
+    const auto& f = kernel(c, "vector_add_f32");
+    auto errs = lower::verify_thread_level(f);
+    // Tile level: no level attribute, fragments, copies and a parallel loop.
+    CHECK(errs.size() >= 4);
+}
+
+TEST_CASE("lower: vector_add at thread level, threads run in turn, matches the tile level", "[lower][interp]") {
+    const auto& c = compiled("kernels/vector_add.tile");
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> d(-1, 1);
+    for (const char* name : {"vector_add_f32", "vector_add_f16"}) {
+        const auto& f = kernel(c, name);
+        ir::PrimFunc serial = serialize_threads(lowered(f));
+        for (int64_t n : {1, 5, 1024, 1500, 2048 + 3}) {
+            INFO(name << " N=" << n);
+            std::vector<double> a(n), b(n);
+            for (auto& x : a) x = d(rng);
+            for (auto& x : b) x = d(rng);
+            auto args_for = [&] {
+                interp::RunArgs args;
+                args.tensors = {{a, {}, {}, {}}, {b, {}, {}, {}}, {std::vector<double>(n, NAN), {}, {}, {}}};
+                args.sizes = {n};
+                return args;
+            };
+            auto want = args_for(), got = args_for();
+            auto r1 = interp::run(f, want);
+            REQUIRE(r1.ok);
+            auto r2 = interp::run(serial, got);
+            INFO(r2.str());
+            REQUIRE(r2.ok);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(got.tensors[2].data[i] == want.tensors[2].data[i]);
+        }
+    }
+}
