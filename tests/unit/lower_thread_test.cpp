@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <unordered_map>
 
 #include "interp/interp.h"
 #include "interp/testing.h"
@@ -79,28 +80,114 @@ struct Census : ir::IRVisitor {
     void visit_fill(const ir::FillNode*) override { ++tile_ops; }
 };
 
-// Runs a thread-level function (no shared memory, no barriers: threads independent)
-// in the tile-level interpreter: the thread index becomes a serial loop around the
-// body, so every thread of every block runs, one after another.
-ir::PrimFunc serialize_threads(const ir::PrimFunc& f) {
-    ir::VarMap map;
-    ir::Var t = ir::make_loop_var("t");
-    struct Find : ir::IRVisitor {
-        std::vector<const ir::VarNode*> tids;
-        bool shared = false, barrier = false;
-        void visit_var(const ir::VarNode* v) override {
-            if (v->var_kind == ir::VarKind::ThreadIdx) tids.push_back(v);
+// Runs a thread-level function in the tile-level interpreter, with GPU semantics for
+// block-wide barriers: the body is cut at its top-level barriers into phases, and each
+// phase runs every thread in turn (`for t in threads: phase[thread.x := t]`), so all
+// threads finish a phase before any starts the next, as a barrier guarantees. Registers
+// become a [threads, registers] local buffer, so each thread's survive between phases.
+// Barriers must sit in the top-level chain of allocations, lets and sequences (what the
+// element-wise lowering produces).
+struct PhaseSerializer {
+    int64_t threads;
+    std::unordered_map<const ir::BufferNode*, ir::Buffer> regs;  // register -> [threads, R] local
+    const ir::VarNode* tid = nullptr;
+    int phases = 0;
+
+    static bool has_barrier(const ir::Stmt& s) {
+        struct F : ir::IRVisitor {
+            bool found = false;
+            void visit_barrier(const ir::BarrierNode*) override { found = true; }
+        } f;
+        f.visit(s);
+        return f.found;
+    }
+
+    // Register accesses r[i] -> r'[thread.x, i]; thread.x is replaced per phase.
+    struct Rewrite : ir::IRMutator {
+        PhaseSerializer* self;
+        ir::Expr mutate_load(const ir::LoadNode* op, const ir::Expr& e) override {
+            auto it = self->regs.find(op->buffer.get());
+            if (it == self->regs.end()) return ir::IRMutator::mutate_load(op, e);
+            std::vector<ir::Expr> idx{self->tid_expr};
+            for (auto& i : op->indices) idx.push_back(mutate(i));
+            return ir::make_load(it->second, idx, op->loc);
         }
-        void visit_buffer_use(const ir::Buffer& b) override { shared |= b->scope == ir::Scope::Shared; }
-        void visit_barrier(const ir::BarrierNode*) override { barrier = true; }
+        ir::Stmt mutate_store(const ir::StoreNode* op, const ir::Stmt& st) override {
+            auto it = self->regs.find(op->buffer.get());
+            if (it == self->regs.end()) return ir::IRMutator::mutate_store(op, st);
+            std::vector<ir::Expr> idx{self->tid_expr};
+            for (auto& i : op->indices) idx.push_back(mutate(i));
+            return ir::make_store(it->second, idx, mutate(op->value), op->loc);
+        }
+    };
+    ir::Expr tid_expr;
+
+    ir::Stmt run_phase(std::vector<ir::Stmt> group) {
+        ir::Stmt body = ir::make_seq(std::move(group));
+        Rewrite rw;
+        rw.self = this;
+        body = rw.mutate(body);
+        ir::Var t = ir::make_loop_var("t" + std::to_string(phases++));
+        ir::VarMap map;
+        if (tid) map[tid] = t;
+        return ir::make_for(t, ir::make_int(0), ir::make_int(threads), ir::ForKind::Serial, ir::substitute(body, map));
+    }
+
+    ir::Stmt chain(const ir::Stmt& s) {
+        if (auto a = ir::stmt_as<ir::AllocateNode>(s)) {
+            ir::Buffer b = a->buffer;
+            if (b->scope == ir::Scope::Register) {
+                ir::BufferNode n = *b;
+                n.scope = ir::Scope::Local;
+                n.shape.insert(n.shape.begin(), ir::make_int(threads));
+                ir::Buffer local = ir::make_buffer(std::move(n));
+                regs[b.get()] = local;
+                b = local;
+            }
+            return ir::make_allocate(b, chain(a->body), s->loc);
+        }
+        if (auto l = ir::stmt_as<ir::LetStmtNode>(s)) {
+            if (tid) REQUIRE_FALSE(ir::uses_var(l->value, tid));
+            return ir::make_let(l->var, l->value, chain(l->body), s->loc);
+        }
+        std::vector<ir::Stmt> items = {s};
+        if (auto q = ir::stmt_as<ir::SeqNode>(s)) items = q->stmts;
+        std::vector<ir::Stmt> out, group;
+        for (auto& c : items) {
+            if (c->is<ir::BarrierNode>()) {
+                out.push_back(run_phase(std::move(group)));
+                group.clear();
+            } else if (has_barrier(c)) {
+                REQUIRE((c->is<ir::AllocateNode>() || c->is<ir::LetStmtNode>() || c->is<ir::SeqNode>()));
+                if (!group.empty()) out.push_back(run_phase(std::move(group)));
+                group.clear();
+                out.push_back(chain(c));
+            } else {
+                group.push_back(c);
+            }
+        }
+        if (!group.empty()) out.push_back(run_phase(std::move(group)));
+        return ir::make_seq(out, s->loc);
+    }
+};
+
+ir::PrimFunc serialize_threads(const ir::PrimFunc& f, int* phases = nullptr) {
+    PhaseSerializer ps;
+    ps.threads = f.threads;
+    struct Find : ir::IRVisitor {
+        const ir::VarNode* tid = nullptr;
+        void visit_var(const ir::VarNode* v) override {
+            if (v->var_kind == ir::VarKind::ThreadIdx) tid = v;
+        }
     } find;
     find.visit(f.body);
-    REQUIRE(!find.shared);
-    REQUIRE(!find.barrier);
-    for (auto* v : find.tids) map[v] = t;
+    ps.tid = find.tid;
+    REQUIRE(ps.tid != nullptr);
+    // The thread index var as an Expr (a non-owning alias: the lowered function keeps it alive).
+    ps.tid_expr = ir::Expr(std::shared_ptr<const ir::ExprNode>(std::shared_ptr<const ir::ExprNode>{}, ps.tid));
     ir::PrimFunc out = f;
-    out.body = ir::make_for(t, ir::make_int(0), ir::make_int(f.threads), ir::ForKind::Serial,
-                            ir::substitute(f.body, map));
+    out.body = ps.chain(f.body);
+    if (phases) *phases = ps.phases;
     return out;
 }
 
@@ -231,9 +318,13 @@ TEST_CASE("lower: vector_add at thread level, threads run in turn, matches the t
     const auto& c = compiled("kernels/vector_add.tile");
     std::mt19937 rng(7);
     std::uniform_real_distribution<double> d(-1, 1);
-    for (const char* name : {"vector_add_f32", "vector_add_f16"}) {
+    for (const char* name : {"vector_add_f32", "vector_add_f16", "vector_add_bf16"}) {
         const auto& f = kernel(c, name);
-        ir::PrimFunc serial = serialize_threads(lowered(f));
+        ir::PrimFunc low = lowered(f);
+        int phases = 0;
+        ir::PrimFunc serial = serialize_threads(low, &phases);
+        CHECK(phases == 1);  // no barrier: one phase
+        REQUIRE(ir::verify(serial).empty());
         for (int64_t n : {1, 5, 1024, 1500, 2048 + 3}) {
             INFO(name << " N=" << n);
             std::vector<double> a(n), b(n);
@@ -253,5 +344,82 @@ TEST_CASE("lower: vector_add at thread level, threads run in turn, matches the t
             REQUIRE(r2.ok);
             for (int64_t i = 0; i < n; ++i) REQUIRE(got.tensors[2].data[i] == want.tensors[2].data[i]);
         }
+    }
+}
+
+TEST_CASE("lower: saxpy (shared memory, barriers) at thread level matches the tile level", "[lower][interp]") {
+    const auto& c = compiled(interp::testing::stdlib_dir() + "/../samples/saxpy.tile", false);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> d(-2, 2);
+    for (const char* name : {"saxpy_f32", "saxpy_f16"}) {
+        const auto& f = kernel(c, name);
+        ir::PrimFunc low = lowered(f);
+        int phases = 0;
+        ir::PrimFunc serial = serialize_threads(low, &phases);
+        CHECK(phases == 4);  // copy x | copy y | loop | copy back
+        REQUIRE(ir::verify(serial).empty());
+        for (int64_t n : {3, 1024, 1025, 3000}) {
+            INFO(name << " N=" << n);
+            std::vector<double> x(n), y(n);
+            for (auto& v : x) v = d(rng);
+            for (auto& v : y) v = d(rng);
+            auto args_for = [&] {
+                interp::RunArgs args;
+                args.tensors = {{x, {}, {}, {}}, {y, {}, {}, {}}};
+                args.sizes = {n};
+                args.scalars = {1.5};
+                return args;
+            };
+            auto want = args_for(), got = args_for();
+            REQUIRE(interp::run(f, want).ok);
+            auto r = interp::run(serial, got);
+            INFO(r.str());
+            REQUIRE(r.ok);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(got.tensors[1].data[i] == want.tensors[1].data[i]);
+        }
+    }
+}
+
+TEST_CASE("lower: a shared tile smaller than the block (replicas) at thread level matches the tile level",
+          "[lower][interp]") {
+    auto c = interp::testing::compile_source(R"(
+kernel scale2d(X: f32[M, N], Y: out f32[M, N]) grid(cdiv(N, 8), cdiv(M, 8)) threads(128) {
+    shared s: f32[8, 8];
+    var acc: f32;
+    acc = 3.0;
+    copy(X[block.y * 8, block.x * 8], s, pad = 1.0);
+    for i, j in parallel(8, 8) {
+        s[i, j] = s[i, j] * acc + cast<f32>(i);
+    }
+    copy(s, Y[block.y * 8, block.x * 8]);
+}
+export scale2d as scale2d;
+)");
+    INFO(c.diagnostics);
+    REQUIRE(c.ok);
+    const auto& f = c.module.funcs.at(0);
+    ir::PrimFunc low = lowered(f);
+    INFO(ir::print(low));
+    CHECK(ir::print(low).find("if rep == 0") != std::string::npos);
+    ir::PrimFunc serial = serialize_threads(low);
+    REQUIRE(ir::verify(serial).empty());
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<double> d(-1, 1);
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{8, 8}, {13, 21}, {1, 3}}) {
+        INFO("M=" << m << " N=" << n);
+        std::vector<double> x(m * n);
+        for (auto& v : x) v = d(rng);
+        auto args_for = [&] {
+            interp::RunArgs args;
+            args.tensors = {{x, {}, {}, {}}, {std::vector<double>(m * n, NAN), {}, {}, {}}};
+            args.sizes = {m, n};
+            return args;
+        };
+        auto want = args_for(), got = args_for();
+        REQUIRE(interp::run(f, want).ok);
+        auto r = interp::run(serial, got);
+        INFO(r.str());
+        REQUIRE(r.ok);
+        for (int64_t i = 0; i < m * n; ++i) REQUIRE(got.tensors[1].data[i] == want.tensors[1].data[i]);
     }
 }
