@@ -88,6 +88,34 @@ Stmt strip_trailing_barrier(const Stmt& s) {
     }
 }
 
+// Types and math the NVPTX backend does not handle yet: 8-bit floats and 4-bit integers
+// (no LLVM types / packed access), transcendental functions of f64 (no approximate
+// instructions; libdevice is not linked).
+void check_gpu_types(const Stmt& body) {
+    struct Check : IRVisitor {
+        using IRVisitor::visit;
+        static void type(DataType t, SourceLoc loc) {
+            if (t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2 || (t.is_integer() && t.bits == 4))
+                unsupported(loc, t.str() + " data");
+        }
+        void visit(const Expr& e) override {
+            if (!e) return;
+            type(e->type, e->loc);
+            if (auto* c = e->as<CallNode>(); c && e->type == DataType::f64() &&
+                                             c->op != CallOp::Abs && c->op != CallOp::Floor && c->op != CallOp::Ceil &&
+                                             c->op != CallOp::Sqrt && c->op != CallOp::Rsqrt)
+                unsupported(e->loc, std::string(call_op_name(c->op)) + " of f64");
+            IRVisitor::visit(e);
+        }
+        void visit_buffer_use(const Buffer& b) override { type(b->dtype, b->loc); }
+        void visit_allocate(const AllocateNode* op) override {
+            type(op->buffer->dtype, op->loc);
+            IRVisitor::visit_allocate(op);
+        }
+    } check;
+    check.visit(body);
+}
+
 class ThreadLowering {
 public:
     ThreadLowering(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {
@@ -98,6 +126,7 @@ public:
         if (f_.threads > target_.max_threads_per_block)
             unsupported(f_.loc, std::to_string(f_.threads) + " threads per block (" + target_.name + " allows " +
                                     std::to_string(target_.max_threads_per_block) + ")");
+        check_gpu_types(f_.body);
         PrimFunc out = f_;
         out.body = strip_trailing_barrier(lower(f_.body));
         out.attrs.emplace_back(kLevelAttr, kThreadLevel);

@@ -6,7 +6,8 @@
 // non-global buffers of one shape), `fill` of a fragment or shared buffer, `parallel`
 // loops whose fragment accesses are the loop's own coordinates, serial loops, `if`,
 // `let`, `var` locals, shared memory up to the target's static limit. Anything else
-// (gemm, reduce, cumsum, atomic_add, print, assert, ...) is refused: a user error with
+// (gemm, reduce, cumsum, atomic_add, print, assert, f8 / 4-bit data, f64 exp and
+// friends, ...) is refused: a user error with
 // its location when a DiagnosticEngine is given, an internal error otherwise.
 #pragma once
 #include <cstdint>
