@@ -11,6 +11,8 @@
 #include "codegen/nvptx_backend.h"
 
 #include <llvm/Analysis/ConstantFolding.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/DiagnosticInfo.h>
@@ -62,14 +64,18 @@ struct GpuBuffer {
 
 class GpuLowering {
 public:
-    GpuLowering(llvm::Module& m, llvm::Function* fn) : m_(m), ctx_(m.getContext()), fn_(fn), b_(ctx_) {
+    GpuLowering(llvm::Module& m, llvm::Function* fn, const target::GpuTarget& t)
+        : m_(m), ctx_(m.getContext()), fn_(fn), b_(ctx_), target_(t) {
         auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
         b_.SetInsertPoint(entry);
         alloca_point_ = b_.CreateAlloca(b_.getInt8Ty(), nullptr, "alloca.point");
     }
 
-    void finish() {
-        b_.CreateRetVoid();
+    void finish(llvm::Value* ret = nullptr) {
+        if (ret)
+            b_.CreateRet(ret);
+        else
+            b_.CreateRetVoid();
         alloca_point_->eraseFromParent();
     }
 
@@ -141,9 +147,14 @@ public:
             llvm::Value* f;
             if (from.is_float()) {
                 // f64 -> narrow rounds once, straight from double.
-                if (is_narrow(to) && v->getType()->isDoubleTy())
+                if (is_narrow(to) && v->getType()->isDoubleTy()) {
+                    if (to.kind == ir::TypeKind::BFloat && !target_.cvt_bf16_from_f64_and_int)
+                        return b_.CreateFPExt(b_.CreateFPTrunc(f64_to_f32_odd(v), storage_type(to)), rt);
                     return b_.CreateFPExt(b_.CreateFPTrunc(v, storage_type(to)), rt);
+                }
                 f = v->getType() == rt ? v : (v->getType()->isDoubleTy() ? b_.CreateFPTrunc(v, rt) : b_.CreateFPExt(v, rt));
+            } else if (to.kind == ir::TypeKind::BFloat && !target_.cvt_bf16_from_f64_and_int) {
+                return b_.CreateFPExt(b_.CreateFPTrunc(int_to_f32_odd(v, from), storage_type(to)), rt);
             } else if (from.is_bool() || from.is_uint()) {
                 if (is_narrow(to)) return b_.CreateFPExt(b_.CreateUIToFP(v, storage_type(to)), rt);
                 f = b_.CreateUIToFP(v, rt);
@@ -160,6 +171,46 @@ public:
         }
         if (from.is_bool() || from.is_uint()) return b_.CreateZExtOrTrunc(v, rt);
         return b_.CreateSExtOrTrunc(v, rt);
+    }
+
+    // Before sm_90, PTX converts to bf16 only from f32 (cvt.rn.bf16.f32), and LLVM goes
+    // through f32 with two roundings, which can differ from one. Rounding to f32 "to
+    // odd" (truncate, then set the last bit if anything was lost) keeps the information
+    // that the final round-to-nearest-even to bf16 (16 fewer bits) needs: one rounding.
+    llvm::Value* f64_to_f32_odd(llvm::Value* x) {
+        llvm::Value* r = b_.CreateFPTrunc(x, b_.getFloatTy());
+        llvm::Value* bits = b_.CreateBitCast(r, b_.getInt32Ty());
+        llvm::Value* back = b_.CreateFPExt(r, b_.getDoubleTy());
+        auto fabs = [&](llvm::Value* v) { return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v); };
+        // Rounded away from zero (or to inf): step back one ulp toward zero = truncation.
+        llvm::Value* away = b_.CreateFCmpOGT(fabs(back), fabs(x));
+        bits = b_.CreateSelect(away, b_.CreateSub(bits, b_.getInt32(1)), bits);
+        llvm::Value* inexact = b_.CreateFCmpONE(b_.CreateFPExt(b_.CreateBitCast(bits, b_.getFloatTy()), b_.getDoubleTy()), x);
+        bits = b_.CreateSelect(inexact, b_.CreateOr(bits, b_.getInt32(1)), bits);
+        llvm::Value* odd = b_.CreateBitCast(bits, b_.getFloatTy());
+        return b_.CreateSelect(b_.CreateFCmpUNO(x, x), r, odd);  // NaN stays NaN
+    }
+    // An integer as an f32 rounded to odd (see above): its magnitude normalised to the
+    // top of 64 bits, cut to 24 bits with the bits below folded into the last one (which
+    // f32 holds exactly), then scaled back by a power of two (exact).
+    llvm::Value* int_to_f32_odd(llvm::Value* v, DataType from) {
+        auto* i64 = b_.getInt64Ty();
+        bool is_signed = from.is_int();
+        llvm::Value* w = from.is_bool() || !is_signed ? b_.CreateZExt(v, i64) : b_.CreateSExt(v, i64);
+        llvm::Value* neg = is_signed ? b_.CreateICmpSLT(w, b_.getInt64(0)) : b_.getFalse();
+        llvm::Value* mag = is_signed ? b_.CreateSelect(neg, b_.CreateNeg(w), w) : w;  // |INT64_MIN| wraps to 2^63: right as unsigned
+        llvm::Value* lz = b_.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, mag, b_.getTrue());
+        llvm::Value* zero = b_.CreateICmpEQ(mag, b_.getInt64(0));
+        lz = b_.CreateSelect(zero, b_.getInt64(0), lz);
+        llvm::Value* n = b_.CreateShl(mag, lz);
+        llvm::Value* sticky = b_.CreateZExt(b_.CreateICmpNE(b_.CreateAnd(n, b_.getInt64((int64_t{1} << 40) - 1)), b_.getInt64(0)), i64);
+        llvm::Value* top = b_.CreateOr(b_.CreateLShr(n, b_.getInt64(40)), sticky);
+        llvm::Value* f = b_.CreateUIToFP(top, b_.getFloatTy());  // < 2^24: exact
+        // f * 2^(40 - lz): the exponent field of a power of two, built directly.
+        llvm::Value* e = b_.CreateTrunc(b_.CreateSub(b_.getInt64(40 + 127), lz), b_.getInt32Ty());
+        llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(e, b_.getInt32(23)), b_.getFloatTy());
+        llvm::Value* out = b_.CreateFMul(f, scale);
+        return b_.CreateSelect(neg, b_.CreateFNeg(out), out);
     }
 
     // ---- expressions ---------------------------------------------------------------
@@ -536,6 +587,7 @@ private:
     std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
     std::unordered_map<const ir::BufferNode*, GpuBuffer> buffers_;
     llvm::Value* sregs_[6] = {};
+    const target::GpuTarget& target_;
 };
 
 // The C type of a scalar parameter (as the CPU entry point and the header pass it).
@@ -546,7 +598,7 @@ llvm::Type* scalar_arg_type(llvm::LLVMContext& ctx, DataType t) {
     return llvm::Type::getFloatTy(ctx);
 }
 
-void emit_kernel(llvm::Module& m, const ir::PrimFunc& f) {
+void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget& target) {
     auto& ctx = m.getContext();
     std::vector<llvm::Type*> params;
     for (auto& p : f.params) {
@@ -561,7 +613,7 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f) {
     auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, f.name, m);
     fn->setCallingConv(llvm::CallingConv::PTX_Kernel);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
-    GpuLowering low(m, fn);
+    GpuLowering low(m, fn, target);
     auto& b = low.builder();
     // Sizes and scalars first: tensor strides are computed from the sizes.
     for (size_t i = 0; i < f.params.size(); ++i) {
@@ -644,7 +696,7 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     m.setSourceFileName(module_name);
     m.setTargetTriple(triple);
     m.setDataLayout(tm->createDataLayout());
-    for (auto& f : funcs) emit_kernel(m, f);
+    for (auto& f : funcs) emit_kernel(m, f, target);
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
         fn.addFnAttr("target-cpu", target.llvm_cpu);
@@ -670,6 +722,46 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     pm.run(m);
     if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the NVPTX module: " + llvm_errors);
     return std::string(buffer.begin(), buffer.end());
+}
+
+std::function<uint64_t(double, int64_t)> host_conversion_for_test(ir::DataType from, ir::DataType to,
+                                                                  const target::GpuTarget& target) {
+    static std::once_flag init;
+    std::call_once(init, [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+    });
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    auto m = std::make_unique<llvm::Module>("conversion", *ctx);
+    auto* i64 = llvm::Type::getInt64Ty(*ctx);
+    auto* fty = llvm::FunctionType::get(i64, {llvm::Type::getDoubleTy(*ctx), i64}, false);
+    auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, "convert", *m);
+    GpuLowering low(*m, fn, target);
+    auto& b = low.builder();
+    llvm::Value* x;
+    if (from.is_float()) {
+        x = fn->getArg(0);
+        if (!from.is_scalar() || from.bits != 64) x = b.CreateFPTrunc(x, b.getFloatTy());
+        if (GpuLowering::is_narrow(from)) x = low.round_narrow(x, from);
+    } else {
+        x = b.CreateTrunc(fn->getArg(1), low.reg_type(from));
+    }
+    llvm::Value* r = low.to_storage(low.convert(x, from, to), to);
+    unsigned bits = r->getType()->getPrimitiveSizeInBits();
+    r = b.CreateBitCast(r, b.getIntNTy(bits));
+    low.finish(b.CreateZExt(r, i64));
+    std::string err;
+    llvm::raw_string_ostream os(err);
+    if (llvm::verifyModule(*m, &os)) TILEC_ICE("conversion test module: " + err);
+    auto jit = llvm::orc::LLJITBuilder().create();
+    if (!jit) TILEC_ICE("conversion test: " + llvm::toString(jit.takeError()));
+    std::shared_ptr<llvm::orc::LLJIT> j(std::move(*jit));
+    if (auto e = j->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+        TILEC_ICE("conversion test: " + llvm::toString(std::move(e)));
+    auto sym = j->lookup("convert");
+    if (!sym) TILEC_ICE("conversion test: " + llvm::toString(sym.takeError()));
+    auto* f = sym->toPtr<uint64_t (*)(double, int64_t)>();
+    return [j, f](double d, int64_t i) { return f(d, i); };
 }
 
 std::string ptxas_path() {

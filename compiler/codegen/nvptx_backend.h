@@ -5,6 +5,8 @@
 // C types (bool as int32, narrow floats as float). The grid is block.x/y/z = ctaid.x/y/z;
 // the block is `threads` threads in x.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,5 +31,12 @@ std::string ptxas_path();
 // Runs `ptxas -arch=<target> ptx -o cubin` and returns the cubin's bytes. A missing
 // ptxas or an assembler error throws InternalError with ptxas's output: the PTX is ours.
 std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& target);
+
+// For tests: the backend's `cast<to>(x)` as it emits it for `target` (same LLVM IR,
+// compiled for the host by a JIT). The function takes x as a double (float sources,
+// rounded to `from` first) or an int64 (integer sources, truncated to `from`) and
+// returns the result's bits in memory (16 for bf16 / f16, 32 for f32, ...).
+std::function<uint64_t(double, int64_t)> host_conversion_for_test(ir::DataType from, ir::DataType to,
+                                                                  const target::GpuTarget& target);
 
 }  // namespace tilec::codegen

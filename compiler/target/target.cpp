@@ -19,6 +19,7 @@ GpuTarget nvidia(std::string name, int arch, bool specific, int64_t max_smem, in
     t.static_shared_bytes = 48 * 1024;
     t.max_shared_bytes = max_smem;
     t.ptx_version = ptx;
+    t.cvt_bf16_from_f64_and_int = arch >= 90;
     return t;
 }
 

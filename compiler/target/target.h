@@ -22,6 +22,7 @@ struct GpuTarget {
     int64_t static_shared_bytes = 48 * 1024;  // without the dynamic opt-in
     int64_t max_shared_bytes = 48 * 1024;     // per block, with the opt-in (NVIDIA) / LDS (AMD)
     int ptx_version = 0;          // NVIDIA: the PTX ISA version emitted, e.g. 78 for 7.8
+    bool cvt_bf16_from_f64_and_int = false;  // cvt.rn.bf16.{f64,s32,...} exist (sm_90+)
     std::string llvm_cpu;         // the LLVM target CPU: "sm_90a", "gfx942"
 };
 

@@ -3,9 +3,13 @@
 // ptxas. These are what `tilec --emit=ptx|cubin` produce, without the driver.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <iostream>
+#include <random>
 
 #include "codegen/nvptx_backend.h"
+#include "interp/float_formats.h"
 #include "interp/testing.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
@@ -111,4 +115,88 @@ TEST_CASE("nvptx: ptxas errors are internal errors with ptxas's output", "[nvptx
         CHECK(contains(e.what(), "ptxas -arch=sm_80 failed"));
         CHECK(contains(e.what(), "nonsense"));
     }
+}
+
+namespace {
+
+// bf16 bits of a value exactly representable in bf16.
+uint64_t bf16_bits(double v) {
+    float f = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u >> 16;
+}
+
+// An integer rounded to bf16 (8 significant bits, nearest, ties to even), exactly.
+double int_to_bf16(bool neg, uint64_t m) {
+    if (m == 0) return 0.0;
+    int p = 63 - __builtin_clzll(m);
+    int shift = p - 7;
+    double out;
+    if (shift <= 0) {
+        out = static_cast<double>(m);
+    } else {
+        uint64_t q = m >> shift, rem = m & ((uint64_t{1} << shift) - 1), half = uint64_t{1} << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) ++q;
+        out = std::ldexp(static_cast<double>(q), shift);
+    }
+    return neg ? -out : out;
+}
+
+}  // namespace
+
+TEST_CASE("nvptx: conversions to bf16 round once where PTX lacks a direct cvt (sm_80)", "[nvptx][convert]") {
+    const auto* sm80 = target::find_gpu_target("sm_80");
+    REQUIRE_FALSE(sm80->cvt_bf16_from_f64_and_int);
+    using ir::DataType;
+    std::mt19937_64 rng(5);
+
+    // f64 -> bf16: random values over many binades, and values just off bf16 ties, where
+    // rounding to f32 first lands on the tie and then goes the wrong way.
+    auto from_f64 = codegen::host_conversion_for_test(DataType::f64(), DataType::bf16(), *sm80);
+    std::vector<double> values = {0.0, -0.0, 1.0, 1.0 + 0x1p-8 + 0x1p-40, 1.0 + 0x1p-8 - 0x1p-40,
+                                  -(1.0 + 0x1p-8 + 0x1p-40), 3.0 * 0x1p-9 + 0x1p-45, 0x1p-140, 1e39, -1e39,
+                                  INFINITY, -INFINITY, 3.3895313892515355e38};
+    std::uniform_real_distribution<double> mant(1.0, 2.0);
+    std::uniform_int_distribution<int> ex(-130, 127);
+    for (int k = 0; k < 20000; ++k) values.push_back((k & 1 ? -1 : 1) * std::ldexp(mant(rng), ex(rng)));
+    for (int k = 0; k < 2000; ++k) {
+        // bf16 midpoint m (8 significant bits + a half) nudged by a few f64 ulps.
+        double m = std::ldexp(std::floor(std::ldexp(mant(rng), 7)) + 0.5, ex(rng) - 7);
+        values.push_back(std::nextafter(m, 0.0));
+        values.push_back(std::nextafter(m, INFINITY * m));
+    }
+    int bad = 0;
+    for (double v : values) {
+        // The host's f32 -> bf16 (the last step here, cvt.rn.bf16.f32 on the GPU, which
+        // keeps subnormals) flushes subnormals, so the JIT cannot check that range.
+        if (std::fabs(v) < 0x1p-126 && v != 0) continue;
+        uint64_t want = bf16_bits(interp::round_to_float_type(v, DataType::bf16()));
+        uint64_t got = from_f64(v, 0);
+        if (got != want && bad++ < 5) FAIL_CHECK("f64 " << v << ": got 0x" << std::hex << got << ", want 0x" << want);
+    }
+    CHECK(bad == 0);
+    CHECK((from_f64(NAN, 0) & 0x7fff) > 0x7f80);  // NaN stays NaN
+
+    // Integers -> bf16: i32, i64, u64, including ties and values past 2^53.
+    std::vector<int64_t> ints = {0, 1, -1, 255, 256, 257, 258, 259, 0x1010, 0x1018, -0x1018, INT64_MIN, INT64_MAX,
+                                 (int64_t{1} << 60) + (int64_t{1} << 52) + 1, (int64_t{1} << 60) + (int64_t{1} << 52)};
+    for (int k = 0; k < 20000; ++k) ints.push_back(static_cast<int64_t>(rng()) >> (rng() % 63));
+    auto i64c = codegen::host_conversion_for_test(DataType::i64(), DataType::bf16(), *sm80);
+    auto u64c = codegen::host_conversion_for_test(DataType::u64(), DataType::bf16(), *sm80);
+    auto i32c = codegen::host_conversion_for_test(DataType::i32(), DataType::bf16(), *sm80);
+    bad = 0;
+    for (int64_t v : ints) {
+        uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+        auto check = [&](const char* what, uint64_t got, double want) {
+            if (got != bf16_bits(want) && bad++ < 5)
+                FAIL_CHECK(what << " " << v << ": got 0x" << std::hex << got << ", want 0x" << bf16_bits(want));
+        };
+        check("i64", i64c(0, v), int_to_bf16(v < 0, mag));
+        check("u64", u64c(0, v), int_to_bf16(false, static_cast<uint64_t>(v)));
+        int32_t w = static_cast<int32_t>(v);
+        uint64_t wmag = w < 0 ? 0 - static_cast<uint64_t>(static_cast<int64_t>(w)) : static_cast<uint64_t>(w);
+        check("i32", i32c(0, w), int_to_bf16(w < 0, wmag));
+    }
+    CHECK(bad == 0);
 }
