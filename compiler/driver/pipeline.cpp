@@ -260,7 +260,15 @@ int compile(const Options& options) {
                 return 1;
             }
             std::ostringstream dep;
-            dep << escape_make(target) << ":";
+            if (gpu_emit && gpu_targets.size() > 1 && !options.output.empty() && options.output != "-") {
+                // One file per arch was written: each depends on the sources.
+                target.clear();
+                for (auto& arch : gpu_targets)
+                    target += (target.empty() ? "" : " ") + escape_make(per_arch_path(options.output, arch, true));
+                dep << target << ":";
+            } else {
+                dep << escape_make(target) << ":";
+            }
             for (auto& in : options.inputs) dep << " \\\n  " << escape_make(in);
             for (auto& imp : program->imported_paths) dep << " \\\n  " << escape_make(imp);
             dep << "\n";
