@@ -24,6 +24,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -658,6 +659,28 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget
     annotate("maxntidz", 1);
 }
 
+// A copy's unmasked and masked register loops load the same addresses; left to O3,
+// SimplifyCFG sinks their common last load into a shared block before the NVPTX
+// load/store vectoriser runs, and a thread's last vector becomes v2 + scalars.
+// Registers promoted, alignment inferred and loads combined into vectors first, the
+// two paths no longer end alike.
+void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(&tm);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm;
+    if (auto err = pb.parsePassPipeline(mpm, "function(sroa,early-cse,instcombine,infer-alignment,load-store-vectorizer)"))
+        TILEC_ICE("NVPTX backend: bad pass pipeline: " + llvm::toString(std::move(err)));
+    mpm.run(m, mam);
+}
+
 void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
     if (info->getSeverity() != llvm::DS_Error) return;
     std::string text;
@@ -705,6 +728,7 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     std::string verify_errors;
     llvm::raw_string_ostream vos(verify_errors);
     if (llvm::verifyModule(m, &vos)) TILEC_ICE("NVPTX backend produced invalid LLVM IR: " + verify_errors);
+    vectorize_early(m, *tm);
     optimize_module(m, *tm);
     if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the NVPTX module: " + llvm_errors);
 
