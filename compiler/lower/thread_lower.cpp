@@ -8,6 +8,7 @@
 // need) or a per-element masked one (the ragged last block).
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
@@ -50,6 +51,36 @@ bool uses_scope(const Stmt& s, Scope scope) {
     f.scope = scope;
     f.visit(s);
     return f.found;
+}
+
+// The global tensors a statement reads, or writes (stores, copy and fill targets).
+std::unordered_set<const BufferNode*> global_accesses(const Stmt& s, bool writes) {
+    struct Finder : IRVisitor {
+        bool writes = false;
+        std::unordered_set<const BufferNode*> found;
+        void note(const Buffer& b) {
+            if (b->scope == Scope::Global) found.insert(b.get());
+        }
+        void visit_load(const LoadNode* op) override {
+            if (!writes) note(op->buffer);
+            IRVisitor::visit_load(op);
+        }
+        void visit_store(const StoreNode* op) override {
+            if (writes) note(op->buffer);
+            IRVisitor::visit_store(op);
+        }
+        void visit_copy(const CopyNode* op) override {
+            note(writes ? op->dst.buffer : op->src.buffer);
+            IRVisitor::visit_copy(op);
+        }
+        void visit_fill(const FillNode* op) override {
+            if (writes) note(op->dst.buffer);
+            IRVisitor::visit_fill(op);
+        }
+    } f;
+    f.writes = writes;
+    f.visit(s);
+    return std::move(f.found);
 }
 
 // Statements without sub-statements: what a barrier is placed after.
@@ -128,6 +159,7 @@ public:
                                     std::to_string(target_.max_threads_per_block) + ")");
         check_gpu_types(f_.body);
         PrimFunc out = f_;
+        global_reads_ = global_accesses(f_.body, false);
         out.body = strip_trailing_barrier(lower(f_.body));
         out.attrs.emplace_back(kLevelAttr, kThreadLevel);
         return out;
@@ -178,9 +210,17 @@ private:
         Stmt out = lower_inner(s);
         // Conservative until barrier insertion exists: whatever touches shared memory is
         // followed by a block barrier (RAW into the next statement, WAR into the next
-        // iteration of an enclosing loop).
-        if (is_leaf(s) && uses_scope(s, Scope::Shared)) out = make_seq({out, make_barrier(s->loc)}, s->loc);
+        // iteration of an enclosing loop), and so is a write to a global tensor that the
+        // kernel also reads (bar.sync orders global memory within the block too).
+        if (is_leaf(s) && (uses_scope(s, Scope::Shared) || writes_read_global(s)))
+            out = make_seq({out, make_barrier(s->loc)}, s->loc);
         return out;
+    }
+
+    bool writes_read_global(const Stmt& s) const {
+        for (auto* b : global_accesses(s, true))
+            if (global_reads_.count(b)) return true;
+        return false;
     }
 
     Stmt lower_inner(const Stmt& s) {
@@ -368,6 +408,11 @@ private:
             Expr value = mutate(op->value);
             if (op->buffer->scope == Scope::Fragment)
                 return make_store(register_of(op->buffer, op->indices, op->loc), {r}, value, op->loc);
+            // Each thread has its own copy of an outer `var`: a write to it here would
+            // be a reduction across threads, which this lowering does not do.
+            if (op->buffer->scope == Scope::Local && !inner_locals.count(op->buffer.get()))
+                unsupported(op->loc, "writing `var` '" + op->buffer->name +
+                                         "' (declared outside) inside a parallel loop (a reduction across threads)");
             Buffer b = self->plain_buffer(op->buffer, op->loc);
             std::vector<Expr> idx;
             if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
@@ -387,8 +432,10 @@ private:
             n.scope = Scope::Register;
             Buffer regs = make_buffer(std::move(n));
             self->locals_.emplace(op->buffer.get(), regs);
+            inner_locals.insert(op->buffer.get());
             return make_allocate(regs, mutate(op->body), op->loc);
         }
+        std::unordered_set<const BufferNode*> inner_locals;  // `var`s declared in the body
         Stmt mutate_copy(const CopyNode* op, const Stmt&) override { unsupported(op->loc, "copy inside a parallel loop"); }
         Stmt mutate_gemm(const GemmNode* op, const Stmt&) override { unsupported(op->loc, "gemm"); }
         Stmt mutate_fill(const FillNode* op, const Stmt&) override { unsupported(op->loc, "fill inside a parallel loop"); }
@@ -485,7 +532,8 @@ private:
         if (src.global && dst.global) unsupported(c.loc, "copy between two global tensors");
         const Side& tile_side = src.global ? dst : src;
         tileshape_ = tile_side.tile;
-        if (!src.global && !dst.global && squeeze(src.tile) != squeeze(dst.tile))
+        // Both sides are indexed by one fragment's coordinates: the shapes must be equal.
+        if (!src.global && !dst.global && src.tile != dst.tile)
             unsupported(c.loc, "copy between tiles of different shapes");
         const Side* g = src.global ? &src : (dst.global ? &dst : nullptr);
         if (g) {
@@ -556,6 +604,7 @@ private:
     std::unordered_map<const BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;
     int64_t shared_bytes_ = 0;
+    std::unordered_set<const BufferNode*> global_reads_;  // tensors the kernel reads
 };
 
 }  // namespace
