@@ -28,6 +28,9 @@
 #ifdef TILEC_WITH_LLVM
 #include "codegen/cpu_backend.h"
 #include "codegen/cpu_jit.h"
+#include "lower/thread_lower.h"
+#include "sim/sim.h"
+#include "target/target.h"
 #include "tile/runtime.h"
 #endif
 
@@ -234,6 +237,93 @@ int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const st
 }
 #endif
 
+#ifdef TILEC_WITH_LLVM
+// --target=sim:ARCH: lowers `f` to thread level for ARCH, runs it in the simulator on
+// the tensors' current contents, prints its checks' findings (as errors at their source
+// lines) and, with --profile, its memory counters. `results` gets what the kernel wrote
+// (the poison where it did not), `problems` a line when a check fired. Returns 0, or
+// the exit status of a failure that ends the run (the lowering refused the kernel, the
+// simulator could not run it).
+int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const RunOptions& options,
+                     const SourceManager& sources, DiagnosticEngine& diags, const std::vector<BoundTensor>& tensors,
+                     const std::vector<int64_t>& size_values, const std::vector<BoundScalar>& scalars,
+                     std::vector<HostTensor>& results, std::vector<std::string>& problems) {
+    auto l0 = Clock::now();
+    auto thread = lower::lower_to_thread_level(f, gpu, &diags);
+    if (!thread || diags.has_errors()) return 1;
+    auto malformed = lower::verify_thread_level(*thread);
+    if (!malformed.empty()) {
+        std::string msg = "thread-level IR of '" + f.name + "' is malformed:";
+        for (auto& e : malformed) msg += "\n  " + e;
+        TILEC_ICE(msg);
+    }
+    if (options.sim_drop_barriers) *thread = sim::drop_barriers(*thread);
+    double lower_seconds = std::chrono::duration<double>(Clock::now() - l0).count();
+
+    interp::RunArgs sa;
+    for (auto& t : tensors) sa.tensors.push_back(t.host.to_interp());
+    sa.sizes = size_values;
+    for (auto& s : scalars) sa.scalars.push_back(s.value);
+    sim::Options so;
+    so.target = &gpu;
+    auto s0 = Clock::now();
+    sim::Result sr = sim::run(*thread, sa, so);
+    double sim_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
+    if (!sr.ok) {
+        std::string msg = "the simulator failed: " + sr.message;
+        if (sr.loc.valid() && sr.loc.file != 0)
+            diags.error(SourceRange(sr.loc), msg);
+        else
+            std::cerr << "tilec: error: " << msg << "\n";
+        return 1;
+    }
+    std::cout << "lower to thread level (" << gpu.name << "): " << fmt_seconds(lower_seconds) << "\n";
+    std::cout << "simulator: " << fmt_seconds(sim_seconds) << " (" << sr.blocks_run
+              << (sr.blocks_run == 1 ? " block" : " blocks") << " of " << f.threads << " threads, warp "
+              << sr.warp_size << ")" << std::endl;
+    // The findings, as errors at their lines (each site once, with its count).
+    try {
+        for (auto& is : sr.issues) {
+            std::string msg = std::string("simulator: ") + issue_kind_name(is.kind) + ": " + is.message + " (block " +
+                              std::to_string(is.block[0]) + ", " + std::to_string(is.block[1]) + ", " +
+                              std::to_string(is.block[2]) + ", thread " + std::to_string(is.thread) + ")" +
+                              (is.count > 1 ? ", " + std::to_string(is.count) + " times" : std::string());
+            if (is.loc.valid() && is.loc.file != 0)
+                diags.error(SourceRange(is.loc), msg);
+            else
+                std::cerr << "tilec: error: " << msg << "\n";
+        }
+    } catch (const ErrorLimitReached&) {
+    }
+    if (!sr.issues.empty())
+        problems.push_back("the simulator's checks found " + std::to_string(sr.issues.size()) +
+                           (sr.issues.size() == 1 ? " problem" : " problems") + " (" +
+                           std::to_string(sr.total_issues) + " occurrences), reported above");
+    if (options.profile) std::cout << sim::format_counters(sr, &sources);
+
+    // What the kernel stored, over the poisoned memory; inputs are never written (a
+    // store into one is a finding, and is dropped).
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const HostTensor& t = tensors[i].host;
+        if (t.access == ir::Access::In) continue;
+        HostTensor got = t;
+        if (t.access == ir::Access::Out) got.poison();
+        const auto& arg = sa.tensors[i];
+        const auto& written = sr.written[i];
+        for (int64_t off = 0; off < t.span && static_cast<size_t>(off) < written.size(); ++off) {
+            if (!written[static_cast<size_t>(off)]) continue;
+            if (t.dtype.is_float())
+                got.set_float(off, arg.data[static_cast<size_t>(off)]);
+            else
+                got.set_int(off, arg.ints.empty() ? static_cast<int64_t>(arg.data[static_cast<size_t>(off)])
+                                                  : arg.ints[static_cast<size_t>(off)]);
+        }
+        results.push_back(std::move(got));
+    }
+    return 0;
+}
+#endif
+
 }  // namespace
 
 int run_kernel(const RunOptions& options) {
@@ -243,10 +333,28 @@ int run_kernel(const RunOptions& options) {
         "tilec run needs the CPU backend, which this tilec was built without "
         "(configure it with -DTILEC_WITH_LLVM=ON)");
 #else
-    for (auto& t : options.targets)
-        if (t != "host")
-            return option_error("--target=" + t +
-                                ": tilec run runs kernels on the host CPU only (--target=host)");
+    // One target: host (the JIT) or sim:ARCH (the simulator of ARCH's thread-level IR).
+    const target::GpuTarget* sim_target = nullptr;
+    if (options.targets.size() > 1)
+        return option_error("--target=" + join(options.targets, ",") +
+                            ": tilec run runs on one target at a time (host or sim:ARCH)");
+    for (auto& t : options.targets) {
+        if (t == "host") continue;
+        if (t.rfind("sim:", 0) == 0) {
+            sim_target = target::find_gpu_target(t.substr(4));
+            if (sim_target) continue;
+            std::vector<std::string> known;
+            for (auto& g : target::gpu_targets()) known.push_back("sim:" + g.name);
+            return option_error("--target=" + t + ": no GPU architecture '" + t.substr(4) +
+                                "' (known: " + join(known) + ")");
+        }
+        return option_error("--target=" + t + ": tilec run runs on host (the CPU) or sim:ARCH (the GPU " +
+                            "simulator, e.g. sim:sm_80, sim:gfx942)");
+    }
+    if (options.profile && !sim_target)
+        return option_error("--profile needs the simulator (--target=sim:ARCH, e.g. sim:sm_80)");
+    if (options.sim_drop_barriers && !sim_target)
+        return option_error("--sim-drop-barriers needs the simulator (--target=sim:ARCH)");
     if (options.repeat < 1) return option_error("--repeat must be at least 1");
     if (options.threads < 0) return option_error("--threads must be 0 (the runtime's default) or more");
     if ((options.rtol && *options.rtol < 0) || (options.atol && *options.atol < 0))
@@ -471,91 +579,97 @@ int run_kernel(const RunOptions& options) {
         inputs_before.push_back(t.host.access == ir::Access::In ? t.host.bytes
                                                                 : std::vector<unsigned char>{});
 
-    // 5. Compile for the host and load the object.
-    auto c0 = Clock::now();
-    ir::Module one;
-    one.funcs.push_back(f);
-    codegen::CpuOptions copt;
-    auto slash = options.input.find_last_of('/');
-    copt.source_name = slash == std::string::npos ? options.input : options.input.substr(slash + 1);
-    copt.sources = &sources;
-    auto object = codegen::compile_cpu(one, codegen::CpuOutput::Object, copt, diags);
-    if (!object) return 1;
-    std::string error;
-    auto jit = codegen::CpuJit::load(*object, error);
-    codegen::PackedEntry entry = jit ? jit->packed_entry(f, error) : nullptr;
-    if (!entry) return option_error(error);
-    double compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
+    std::vector<std::string> problems;
+    std::vector<HostTensor> results;  // what the kernel wrote, per in-out and out tensor
+    if (sim_target) {
+        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, results,
+                                  problems);
+        if (rc != 0) return rc;
+    } else {
+        // 5. Compile for the host and load the object.
+        auto c0 = Clock::now();
+        ir::Module one;
+        one.funcs.push_back(f);
+        codegen::CpuOptions copt;
+        auto slash = options.input.find_last_of('/');
+        copt.source_name = slash == std::string::npos ? options.input : options.input.substr(slash + 1);
+        copt.sources = &sources;
+        auto object = codegen::compile_cpu(one, codegen::CpuOutput::Object, copt, diags);
+        if (!object) return 1;
+        std::string error;
+        auto jit = codegen::CpuJit::load(*object, error);
+        codegen::PackedEntry entry = jit ? jit->packed_entry(f, error) : nullptr;
+        if (!entry) return option_error(error);
+        double compile_seconds = std::chrono::duration<double>(Clock::now() - c0).count();
 
-    // 6. The compiled kernel: one checked run, then timed runs on the same buffers.
-    // args[i] points at parameter i's C value (tensors: at the data pointer).
-    std::vector<void*> args(f.params.size(), nullptr);
-    std::vector<int64_t> size_args(f.params.size(), 0);
-    std::vector<void*> tensor_ptrs(f.params.size(), nullptr);
-    {
-        size_t si = 0, ci = 0, ti = 0;
-        for (size_t i = 0; i < f.params.size(); ++i) {
-            switch (f.params[i].kind) {
-            case ir::ParamKind::Size:
-                size_args[i] = size_values[si++];
-                args[i] = &size_args[i];
-                break;
-            case ir::ParamKind::Scalar: args[i] = &scalars[ci++].c_slot; break;
-            case ir::ParamKind::Tensor:
-                tensor_ptrs[i] = tensors[ti++].host.data();
-                args[i] = &tensor_ptrs[i];
-                break;
+        // 6. The compiled kernel: one checked run, then timed runs on the same buffers.
+        // args[i] points at parameter i's C value (tensors: at the data pointer).
+        std::vector<void*> args(f.params.size(), nullptr);
+        std::vector<int64_t> size_args(f.params.size(), 0);
+        std::vector<void*> tensor_ptrs(f.params.size(), nullptr);
+        {
+            size_t si = 0, ci = 0, ti = 0;
+            for (size_t i = 0; i < f.params.size(); ++i) {
+                switch (f.params[i].kind) {
+                case ir::ParamKind::Size:
+                    size_args[i] = size_values[si++];
+                    args[i] = &size_args[i];
+                    break;
+                case ir::ParamKind::Scalar: args[i] = &scalars[ci++].c_slot; break;
+                case ir::ParamKind::Tensor:
+                    tensor_ptrs[i] = tensors[ti++].host.data();
+                    args[i] = &tensor_ptrs[i];
+                    break;
+                }
             }
         }
-    }
-    tile_cpu_options copts = TILE_CPU_OPTIONS_INIT;
-    copts.num_threads = options.threads;
-    double first_seconds = 0;
-    tile_clear_error();
-    std::optional<CrashGuard> crash_guard;
-    crash_guard.emplace(codegen::cpu_entry_name(f));
-    int status = call_entry(entry, copts, args, first_seconds);
-    if (status != 0) {
-        std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed ("
-                  << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
-                  << "\n";
-        return 1;
-    }
-    std::vector<std::string> problems;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-        auto& t = tensors[i].host;
-        if (!t.guard_intact())
-            problems.push_back("the compiled kernel wrote past the end of " + t.name + " (" +
-                               shape_str(t.dtype, t.shape) + ")");
-        if (t.access == ir::Access::In &&
-            !std::equal(t.bytes.begin(), t.bytes.begin() + static_cast<long>(t.data_bytes()),
-                        inputs_before[i].begin()))
-            problems.push_back("the compiled kernel changed the input tensor " + t.name);
-    }
-    // What the checked run wrote; the timed runs write again.
-    std::vector<HostTensor> results;
-    for (auto& t : tensors)
-        if (t.host.access != ir::Access::In) results.push_back(t.host);
-    double best = first_seconds;
-    for (int r = 1; r < options.repeat; ++r) {
-        double s = 0;
-        status = call_entry(entry, copts, args, s);
+        tile_cpu_options copts = TILE_CPU_OPTIONS_INIT;
+        copts.num_threads = options.threads;
+        double first_seconds = 0;
+        tile_clear_error();
+        std::optional<CrashGuard> crash_guard;
+        crash_guard.emplace(codegen::cpu_entry_name(f));
+        int status = call_entry(entry, copts, args, first_seconds);
         if (status != 0) {
-            std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed on run " << r + 1 << " ("
+            std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed ("
                       << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
                       << "\n";
             return 1;
         }
-        best = std::min(best, s);
-    }
-    crash_guard.reset();
+        for (size_t i = 0; i < tensors.size(); ++i) {
+            auto& t = tensors[i].host;
+            if (!t.guard_intact())
+                problems.push_back("the compiled kernel wrote past the end of " + t.name + " (" +
+                                   shape_str(t.dtype, t.shape) + ")");
+            if (t.access == ir::Access::In &&
+                !std::equal(t.bytes.begin(), t.bytes.begin() + static_cast<long>(t.data_bytes()),
+                            inputs_before[i].begin()))
+                problems.push_back("the compiled kernel changed the input tensor " + t.name);
+        }
+        // What the checked run wrote; the timed runs write again.
+        for (auto& t : tensors)
+            if (t.host.access != ir::Access::In) results.push_back(t.host);
+        double best = first_seconds;
+        for (int r = 1; r < options.repeat; ++r) {
+            double s = 0;
+            status = call_entry(entry, copts, args, s);
+            if (status != 0) {
+                std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed on run " << r + 1 << " ("
+                          << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
+                          << "\n";
+                return 1;
+            }
+            best = std::min(best, s);
+        }
+        crash_guard.reset();
 
-    // The compiled kernel's times now: the reference may take a while.
-    std::cout << "compile: " << fmt_seconds(compile_seconds) << "\n";
-    std::cout << "compiled kernel: " << fmt_seconds(best) << " (best of " << options.repeat
-              << (options.repeat == 1 ? " run" : " runs");
-    if (options.threads) std::cout << ", " << options.threads << " threads";
-    std::cout << ")" << std::endl;
+        // The compiled kernel's times now: the reference may take a while.
+        std::cout << "compile: " << fmt_seconds(compile_seconds) << "\n";
+        std::cout << "compiled kernel: " << fmt_seconds(best) << " (best of " << options.repeat
+                  << (options.repeat == 1 ? " run" : " runs");
+        if (options.threads) std::cout << ", " << options.threads << " threads";
+        std::cout << ")" << std::endl;
+    }
 
     // 7. The reference interpreter on the same inputs.
     double ref_seconds = 0;

@@ -17,13 +17,15 @@ struct RunOptions {
     std::vector<std::pair<std::string, std::string>> defines;  // -D BM=64
     std::vector<std::string> include_dirs;
     std::string stdlib_dir;
-    std::vector<std::string> targets;  // only "host" runs today
+    std::vector<std::string> targets;  // one of: "host" (default), "sim:ARCH" (the GPU simulator)
     uint64_t seed = 1;
     int repeat = 3;                    // timed runs of the compiled kernel (best is reported)
     int threads = 0;                   // tile_cpu_options.num_threads (0: the runtime's default)
     std::optional<double> rtol, atol;  // override the per-dtype tolerances
     bool reference = true;             // run the interpreter (--no-reference: skip it)
     bool color = false;
+    bool profile = false;            // sim: memory counters per source line
+    bool sim_drop_barriers = false;  // sim: run without barriers (tests of the race check)
     unsigned error_limit = 20;
 };
 

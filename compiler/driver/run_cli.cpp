@@ -10,9 +10,9 @@
 namespace tilec::driver {
 namespace {
 
-const char* kRunDescription = R"(tilec run: compile one export for the host CPU, run it on seeded random
-data, run the reference interpreter (Tile IR evaluated in float64) on the same data,
-and compare every output.
+const char* kRunDescription = R"(tilec run: compile one export for the host CPU (or the GPU simulator), run
+it on seeded random data, run the reference interpreter (Tile IR evaluated in float64)
+on the same data, and compare every output.
 
 Inputs (in and inout tensors) are uniform in [-1, 1) rounded to their element type
 (integers: [-8, 8] but never 0, unsigned [1, 15]; bool: 0 or 1); out tensors start as
@@ -35,12 +35,20 @@ Exit status: 0 PASS (or ran, with --no-reference); 1 FAIL, an error in the input
 the options, an error reported by the kernel (its tile_last_error() is printed), or a
 crash of the compiled kernel (the signal is named).
 
+--target=sim:ARCH lowers the export to thread level for ARCH (sm_80, gfx942, ...) and
+runs it in the GPU simulator instead of the JIT: every block, all threads in lock step,
+warps of ARCH's width, shared memory and barriers, values rounded as the GPU rounds
+them. It reports shared-memory races, out-of-bounds accesses, uninitialised reads and
+barriers not reached by every thread as errors at their source lines (the run then
+fails), and with --profile prints memory counters per source line.
+
 Examples:
   tilec run stdlib/kernels/gemm.tile --kernel gemm_f16 --size M=300,N=200,K=130
   tilec run stdlib/kernels/vector_add.tile --kernel vector_add_f32 --size N=100000 --repeat 10
   tilec run stdlib/kernels/rmsnorm.tile --kernel rmsnorm_f16 --size M=7,N=1000 --scalar eps=1e-5
   tilec run my.tile --size N=1000 --seed 7 --rtol 1e-3       (a file with one export)
   tilec run gemm.tile --kernel gemm_f16 --size M=4096,N=4096,K=4096 --no-reference
+  tilec run stdlib/kernels/vector_add.tile -k vector_add_f16 -s N=3001 --target=sim:sm_80 --profile
 )";
 
 // "M=300,N=200" (already split at commas by CLI11) -> pairs; "" on success.
@@ -87,9 +95,16 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
     app.add_flag("--no-reference", no_reference,
                  "Do not run the reference interpreter (slow for large sizes: it runs every\n"
                  "block serially in float64); the outputs are then not compared");
-    app.add_option("--target", o.targets, "Where to run: host (the only one today)")
+    app.add_option("--target", o.targets,
+                   "Where to run: host (the CPU, default) or sim:ARCH (the GPU simulator running\n"
+                   "ARCH's thread-level code, e.g. sim:sm_80, sim:gfx942)")
         ->delimiter(',')
-        ->type_name("LIST");
+        ->type_name("TARGET");
+    app.add_flag("--profile", o.profile,
+                 "With sim:ARCH: print global-memory sectors and shared-memory bank conflicts\n"
+                 "per warp request, per source line");
+    // For tests of the simulator's race check: the lowering's barriers removed.
+    app.add_flag("--sim-drop-barriers", o.sim_drop_barriers, "")->group("");
     app.add_option("-D", defines, "Override a compile-time default, e.g. -D BM=64 (as for tilec)")
         ->type_name("NAME=VALUE");
     app.add_option("-I", o.include_dirs, "Add DIR to the import search path")->type_name("DIR");

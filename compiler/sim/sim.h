@@ -1,0 +1,147 @@
+// The GPU simulator: runs thread-level Tile IR (lower::lower_to_thread_level's output)
+// on the CPU with the semantics of a GPU, checks what a GPU would not, and counts the
+// memory traffic a GPU would see. It is how the GPU lowering is tested where no GPU
+// exists, and `tilec run --target=sim:ARCH`.
+//
+// Model. Every block of the grid (or those a filter accepts) runs, one after another.
+// Within a block all `threads` threads run in SIMT lock step: each statement executes
+// for every active thread before the next one starts; an `if` on a per-thread value
+// splits the active set (the `then` side runs first, then the `else` side); a loop runs
+// while any thread has iterations left, each iteration with the threads that do. A
+// statement evaluates its values for all active threads first and then stores them
+// (as a warp does), so a thread never sees another's store of the same statement.
+// Threads are grouped in warps of the target's width (thread t is lane t % W of warp
+// t / W): memory counters are per warp request, and warp-collective operations (see
+// "Collectives" below) see every active lane of their warp at once. A barrier must be
+// reached by every thread of the block at the same time (the same dynamic barrier);
+// it then ends a race epoch.
+//
+// Values, as the GPU computes them (the simulator models the GPU, not the float64
+// reference): integers wrap to their width; every float operation rounds its result to
+// the expression's type (f32 in float, f64 in double, f16/bf16 to their format with
+// round-to-nearest-even, interp/float_formats.h); conversions follow the reference's
+// rules (float -> integer truncates and saturates, NaN -> 0). Transcendentals (exp,
+// tanh, ...) are the correctly rounded libm results, not the GPU's approximations.
+//
+// Checks, each reported with the IR node's SourceLoc, the block and the thread; each
+// site (kind, location) is reported once with a count of its occurrences:
+// - shared-memory races: an element written by one thread and read or written by
+//   another in the same barrier epoch (shadow state per element: last writer and its
+//   epoch, the reader (or "several") and its epoch);
+// - out-of-bounds accesses: global elements outside the tensor's extents (per
+//   dimension), shared and register elements outside the buffer (the access is then
+//   skipped: a load gives 0);
+// - reads of uninitialised shared or register elements (an init bit per element,
+//   fresh at each execution of the `alloc`);
+// - barriers not reached by all threads of the block (inside a thread-dependent `if`,
+//   or a loop with a thread-dependent trip count);
+// - integer division by zero and out-of-range shifts; stores into an input tensor.
+//
+// Counters (per source line of the access): global-memory 32-byte sectors per warp
+// request against the ideal (the distinct bytes requested / 32, rounded up); shared-
+// memory wavefronts per warp request (32 banks of 4 bytes: distinct 4-byte words in
+// one bank serialise, the same word is a broadcast) against the ideal (the distinct
+// words / 32, rounded up); the difference is the bank conflicts. The accesses one node
+// makes in all iterations of an unrolled register loop (`for r in unroll(R)`) count as
+// one request per warp, as the backend emits them as vector accesses (ld.v4 and the
+// like); every other execution of an access is its own request. Tensors start at
+// 256-byte aligned addresses, shared buffers at 128-byte aligned offsets in the order of
+// their allocation.
+//
+// Collectives (the hook for shuffles, ldmatrix, mma). The IR has no warp-collective
+// op yet. Lock step makes them natural: every active lane of a warp is at the same
+// statement, so when one is added, `is_warp_collective` in exec.cpp marks its node and
+// the statement's execution first evaluates its operands for all active threads,
+// groups them by warp (lane = thread % warp size) and computes each lane's result
+// from the other lanes' operands; the per-thread evaluation then reads that result
+// (see the comment at `is_warp_collective`).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "interp/interp.h"
+#include "ir/ir.h"
+#include "support/source.h"
+#include "target/target.h"
+
+namespace tilec::sim {
+
+struct Options {
+    // The warp width comes from here (32 when null).
+    const target::GpuTarget* target = nullptr;
+    // When set, only the blocks it accepts run.
+    std::function<bool(int64_t x, int64_t y, int64_t z)> block_filter;
+    bool check_races = true;
+    bool check_uninitialized = true;
+    // Stop after this many issues in total (occurrences, not sites); 0: never.
+    int64_t max_issues = 100000;
+};
+
+enum class IssueKind : uint8_t {
+    Race,
+    OutOfBounds,
+    Uninitialized,
+    BarrierDivergence,
+    Arithmetic,   // integer division by zero, shift out of range
+    InputWrite,   // a store into an `in` tensor
+};
+const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
+
+// One site that went wrong: the first occurrence's details and how often it happened.
+struct Issue {
+    IssueKind kind;
+    SourceLoc loc;
+    std::string message;  // the first occurrence, with the element and the threads
+    std::array<int64_t, 3> block{};
+    int64_t thread = 0;
+    int64_t count = 1;
+    // "LINE:COL: MESSAGE (block x, y, z, thread t)[, N times]"; with `sources`, the
+    // file's path first.
+    std::string str(const SourceManager* sources = nullptr) const;
+};
+
+// Memory traffic of the accesses on one source line, of one kind.
+struct LineCounters {
+    SourceLoc loc;           // of the first access seen on that line
+    bool shared = false;     // shared memory (else global)
+    bool store = false;      // stores (else loads)
+    int64_t requests = 0;    // warp requests (one per warp per dynamic execution)
+    int64_t lanes = 0;       // element accesses over all requests (lanes x vector width)
+    int64_t transactions = 0;  // global: 32-byte sectors; shared: wavefronts
+    int64_t ideal = 0;         // the same if the request were perfectly coalesced / conflict-free
+};
+
+struct Result {
+    // A fatal error: the run stopped (bad arguments, IR the simulator cannot run).
+    bool ok = true;
+    std::string message;
+    SourceLoc loc;
+    // What the checks found (the run went on after each).
+    std::vector<Issue> issues;
+    int64_t total_issues = 0;  // occurrences
+    std::vector<LineCounters> counters;  // sorted by file, line, kind
+    int64_t blocks_run = 0;
+    int warp_size = 32;
+    // Per tensor argument (in order), one byte per element of its array: 1 where the
+    // kernel stored (so a caller can tell unwritten outputs).
+    std::vector<std::vector<uint8_t>> written;
+
+    bool clean() const { return ok && issues.empty(); }
+};
+
+// Runs the thread-level function `f` (it must carry the attribute level=thread) on
+// `args`, laid out as for the reference interpreter (interp::RunArgs: tensors as
+// arrays, narrow floats rounded in place when bound). Tensors are updated in place.
+Result run(const ir::PrimFunc& f, interp::RunArgs& args, const Options& opt = {});
+
+// `f` without its barriers: for tests that the race check fires (tilec run
+// --sim-drop-barriers).
+ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
+
+// The counters as a table, one line per source line and kind (--profile).
+std::string format_counters(const Result& r, const SourceManager* sources = nullptr);
+
+}  // namespace tilec::sim
