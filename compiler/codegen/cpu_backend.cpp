@@ -9,6 +9,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -69,8 +70,20 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         diags.error({}, "cannot generate code for the host (" + triple + "): " + error);
         return std::nullopt;
     }
-    std::string cpu = llvm::sys::getHostCPUName().str();
-    std::string features = host_features();
+    // "native": this machine's CPU with every feature it has; otherwise an LLVM CPU name
+    // whose features LLVM knows (x86-64 = any x86-64, x86-64-v3 = AVX2, znver4, ...).
+    const bool native = options.cpu.empty() || options.cpu == "native";
+    std::string cpu = native ? llvm::sys::getHostCPUName().str() : options.cpu;
+    std::string features = native ? host_features() : "";
+    if (!native) {
+        std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
+        if (!sti || !sti->isCPUStringValid(cpu)) {
+            diags.error({}, "unknown CPU '" + cpu + "' for " + triple +
+                                " (use native, or an LLVM CPU name such as x86-64, x86-64-v2, x86-64-v3, "
+                                "x86-64-v4, znver4, sapphirerapids)");
+            return std::nullopt;
+        }
+    }
     llvm::TargetOptions target_options;
     std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, target_options,
                                                                         llvm::Reloc::PIC_, std::nullopt,
@@ -89,17 +102,18 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     m.setDataLayout(tm->createDataLayout());
     m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
     ModuleState ms(m, options.sources);
-    if (features.find("+avx512f") != std::string::npos) {
+    const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
+    if (sti->checkFeatures("+avx512f")) {
         ms.vector_bytes = 64;
         ms.vector_registers = 32;
-    } else if (features.find("+avx") != std::string::npos) {
+    } else if (sti->checkFeatures("+avx")) {
         ms.vector_bytes = 32;
     }
     for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
         fn.addFnAttr("target-cpu", cpu);
-        fn.addFnAttr("target-features", features);
+        if (!features.empty()) fn.addFnAttr("target-features", features);
         fn.setUWTableKind(llvm::UWTableKind::Async);  // unwind tables, as C compilers emit
     }
     std::string verify_errors;

@@ -8,7 +8,8 @@
 //       checks the arguments, packs them and runs every block with tile_cpu_launch.
 // The entry point never prints and never exits: a bad argument returns
 // TILE_ERROR_INVALID_ARGUMENT after tile_set_error() recorded a message naming it.
-// Code is generated for the host triple and the host CPU (like -march=native).
+// Code is generated for the host triple and, by default, the host CPU (like
+// -march=native); CpuOptions::cpu picks another CPU (like -march=x86-64-v3).
 // This header is free of LLVM: only compiler/codegen/*.cpp include LLVM headers.
 #pragma once
 #include <optional>
@@ -25,6 +26,10 @@ enum class CpuOutput { LlvmIr, Assembly, Object };
 struct CpuOptions {
     // The module's source file name (recorded in the object); the input's base name.
     std::string source_name = "module.tile";
+    // The CPU to generate code for: "native" (this machine's CPU and all its features;
+    // the object may not run on an older CPU) or an LLVM CPU name such as "x86-64"
+    // (every x86-64), "x86-64-v3" (AVX2), "znver4". An unknown name is a user error.
+    std::string cpu = "native";
     // Run LLVM's optimisation pipeline (O3) before emitting; off only to debug codegen.
     bool optimize = true;
     // Names the files of source locations in the messages of failed asserts; may be null.

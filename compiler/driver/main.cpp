@@ -99,6 +99,7 @@ struct Args {
     std::vector<std::string> defines;
     std::vector<std::string> include_dirs;
     std::vector<std::string> targets;
+    std::string cpu = "native";
     std::string stdlib_dir;  // empty: <prefix>/share/tilec/stdlib if there, else TILEC_STDLIB_DIR
     bool md = false;
     std::string mf;
@@ -159,6 +160,13 @@ int run(int argc, char** argv) {
     app.add_option("--target", a.targets, kTargetHelp)
         ->delimiter(',')
         ->type_name("LIST");
+    app.add_option("--cpu", a.cpu,
+                   "The CPU the host code is for: native (default: this machine's CPU with all\n"
+                   "its features; the object may not run on older CPUs), or an LLVM CPU name:\n"
+                   "x86-64 (any x86-64), x86-64-v2, x86-64-v3 (AVX2), x86-64-v4 (AVX-512),\n"
+                   "znver4, ... Build objects that ship to other machines for the oldest CPU\n"
+                   "they must run on, e.g. --cpu=x86-64-v3")
+        ->type_name("NAME");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
     app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported\nfile (also spelled -MD)");
@@ -222,6 +230,7 @@ int run(int argc, char** argv) {
     opt.emit = a.emit;
     opt.include_dirs = a.include_dirs;
     opt.targets = a.targets;
+    opt.cpu = a.cpu;
     opt.stdlib_dir = a.stdlib_dir;
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = TILEC_STDLIB_DIR;

@@ -213,6 +213,7 @@ int compile(const Options& options) {
                 codegen::CpuOptions copt;
                 copt.source_name = source;
                 copt.sources = &sources;
+                copt.cpu = options.cpu;
                 auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
                             : options.emit == "asm" ? codegen::CpuOutput::Assembly
                                                     : codegen::CpuOutput::Object;

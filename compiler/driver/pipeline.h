@@ -15,6 +15,7 @@ struct Options {
     std::string emit;  // "", "ast", "tir"
     std::vector<std::string> include_dirs;
     std::vector<std::string> targets;
+    std::string cpu = "native";  // --cpu: the host code's CPU (codegen::CpuOptions::cpu)
     std::string stdlib_dir;
     std::vector<std::pair<std::string, std::string>> defines;
     bool depfile = false;
