@@ -348,8 +348,9 @@ int run_kernel(const RunOptions& options) {
             return option_error("--target=" + t + ": no GPU architecture '" + t.substr(4) +
                                 "' (known: " + join(known) + ")");
         }
-        return option_error("--target=" + t + ": tilec run runs on host (the CPU) or sim:ARCH (the GPU " +
-                            "simulator, e.g. sim:sm_80, sim:gfx942)");
+        return option_error("--target=" + t +
+                            ": tilec run runs kernels on the host CPU only (--target=host) or in the GPU "
+                            "simulator (--target=sim:ARCH, e.g. sim:" + t + ")");
     }
     if (options.profile && !sim_target)
         return option_error("--profile needs the simulator (--target=sim:ARCH, e.g. sim:sm_80)");

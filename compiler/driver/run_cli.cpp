@@ -10,9 +10,9 @@
 namespace tilec::driver {
 namespace {
 
-const char* kRunDescription = R"(tilec run: compile one export for the host CPU (or the GPU simulator), run
-it on seeded random data, run the reference interpreter (Tile IR evaluated in float64)
-on the same data, and compare every output.
+const char* kRunDescription = R"(tilec run: compile one export for the host CPU, run it on seeded random
+data, run the reference interpreter (Tile IR evaluated in float64) on the same data,
+and compare every output (--target=sim:ARCH: run it in the GPU simulator instead).
 
 Inputs (in and inout tensors) are uniform in [-1, 1) rounded to their element type
 (integers: [-8, 8] but never 0, unsigned [1, 15]; bool: 0 or 1); out tensors start as
@@ -99,7 +99,7 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
                    "Where to run: host (the CPU, default) or sim:ARCH (the GPU simulator running\n"
                    "ARCH's thread-level code, e.g. sim:sm_80, sim:gfx942)")
         ->delimiter(',')
-        ->type_name("TARGET");
+        ->type_name("LIST");
     app.add_flag("--profile", o.profile,
                  "With sim:ARCH: print global-memory sectors and shared-memory bank conflicts\n"
                  "per warp request, per source line");
