@@ -26,7 +26,9 @@ struct Fatal {
     SourceLoc loc;
     std::string message;
 };
-[[noreturn]] void fatal(SourceLoc loc, std::string message) { throw Fatal{loc, std::move(message)}; }
+[[noreturn]] void fatal(SourceLoc loc, std::string message) {
+    throw Fatal{loc, std::move(message)};
+}
 // Thrown when Options::max_issues is reached.
 struct TooManyIssues {};
 
@@ -35,7 +37,9 @@ constexpr int kBanks = 32;
 constexpr int kBankBytes = 4;
 constexpr int kSectorBytes = 32;
 
-bool is_u64(DataType t) { return t.is_uint() && t.bits == 64; }
+bool is_u64(DataType t) {
+    return t.is_uint() && t.bits == 64;
+}
 
 // A float result rounded to its type, as the GPU's instruction for that type gives it.
 double round_to(double v, DataType t) {
@@ -45,12 +49,18 @@ double round_to(double v, DataType t) {
     return interp::round_to_float_type(v, t);
 }
 
-int64_t wrap(uint64_t v, DataType t) { return normalize_int(static_cast<int64_t>(v), t); }
+int64_t wrap(uint64_t v, DataType t) {
+    return normalize_int(static_cast<int64_t>(v), t);
+}
 bool int_less(int64_t a, int64_t b, DataType t) {
     return is_u64(t) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
 }
-double nan_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (b < a ? b : a); }
-double nan_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (b > a ? b : a); }
+double nan_min(double a, double b) {
+    return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (b < a ? b : a);
+}
+double nan_max(double a, double b) {
+    return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (b > a ? b : a);
+}
 
 std::string idx_str(const std::vector<int64_t>& v) {
     std::string s = "[";
@@ -71,7 +81,7 @@ struct Storage {
     int64_t* i = nullptr;
     std::vector<double> own_f;
     std::vector<int64_t> own_i;
-    std::vector<uint8_t> init;        // shared, register: written since the alloc
+    std::vector<uint8_t> init;                // shared, register: written since the alloc
     std::vector<uint8_t>* written = nullptr;  // tensors: stored by the kernel
     // Shared: the race shadow per element (epoch 0: never).
     std::vector<int32_t> w_tid, w_epoch, r_tid, r_epoch;
@@ -90,7 +100,8 @@ struct Storage {
         else if (i)
             i[off] = v.i;
         else
-            f[off] = is_u64(dtype) ? static_cast<double>(static_cast<uint64_t>(v.i)) : static_cast<double>(v.i);
+            f[off] =
+                is_u64(dtype) ? static_cast<double>(static_cast<uint64_t>(v.i)) : static_cast<double>(v.i);
     }
     void allocate_own(int64_t n) {
         if (dtype.is_float()) {
@@ -103,7 +114,9 @@ struct Storage {
     }
 };
 
-const char* kind_word(Scope s) { return s == Scope::Shared ? "shared" : s == Scope::Register ? "register" : "global"; }
+const char* kind_word(Scope s) {
+    return s == Scope::Shared ? "shared" : s == Scope::Register ? "register" : "global";
+}
 
 // One memory access of a statement, kept until the statement is done so the accesses
 // of one node can be grouped per warp.
@@ -136,7 +149,9 @@ struct CounterKey {
 // node -> value per thread, which eval() returns for that node. Whole-block lock step
 // guarantees every active lane of a warp is at that statement; mma and ldmatrix
 // statements take the same path with register operands.
-[[maybe_unused]] bool is_warp_collective(const Expr&) { return false; }
+[[maybe_unused]] bool is_warp_collective(const Expr&) {
+    return false;
+}
 
 class Executor {
 public:
@@ -160,7 +175,8 @@ private:
     std::vector<std::pair<const BufferNode*, Storage*>> buffers_;
 
     std::vector<Value>& push_tvar(const VarNode* v) {
-        if (tdepth_ == tvars_.size()) tvars_.push_back({v, std::vector<Value>(static_cast<size_t>(threads_))});
+        if (tdepth_ == tvars_.size())
+            tvars_.push_back({v, std::vector<Value>(static_cast<size_t>(threads_))});
         tvars_[tdepth_].var = v;
         return tvars_[tdepth_++].vals;
     }
@@ -223,8 +239,8 @@ private:
     // ---- counters ------------------------------------------------------------------
     void record(const void* node, SourceLoc loc, const Storage& s, bool store, int t, int64_t off) {
         if (s.scope == Scope::Register) return;
-        accesses_.push_back({node, at(loc), s.scope == Scope::Shared, store, t, s.base + off * s.elem_bytes,
-                             s.elem_bytes});
+        accesses_.push_back(
+            {node, at(loc), s.scope == Scope::Shared, store, t, s.base + off * s.elem_bytes, s.elem_bytes});
     }
     // Turns the accesses of the statement just executed into counters.
     void flush();
@@ -238,7 +254,7 @@ private:
     int threads_ = 0;
     std::array<int64_t, 3> block_{};
     int32_t epoch_ = 1;
-    int unroll_depth_ = 0;  // > 0: inside an unrolled loop, whose accesses flush at its end
+    int unroll_depth_ = 0;    // > 0: inside an unrolled loop, whose accesses flush at its end
     int64_t shared_top_ = 0;  // bump allocator of shared addresses
     SourceLoc stmt_loc_;
     Active all_;
@@ -250,7 +266,8 @@ private:
 Value Executor::eval(const Expr& e, int t) {
     switch (e->kind) {
     case ExprKind::IntImm: return Value::of_int(static_cast<const IntImmNode*>(e.get())->value);
-    case ExprKind::FloatImm: return Value::of_float(round_to(static_cast<const FloatImmNode*>(e.get())->value, e->type));
+    case ExprKind::FloatImm:
+        return Value::of_float(round_to(static_cast<const FloatImmNode*>(e.get())->value, e->type));
     case ExprKind::StringImm: fatal(at(e->loc), "a string is not a value");
     case ExprKind::Var: return var_value(static_cast<const VarNode*>(e.get()), t, e->loc);
     case ExprKind::Binary: return eval_binary(static_cast<const BinaryNode*>(e.get()), t);
@@ -372,7 +389,9 @@ Value Executor::eval_call(const CallNode* op, int t) {
     auto arg = [&](size_t k) {
         Value v = eval(op->args[k], t);
         DataType at = op->args[k]->type;
-        return at.is_float() ? v.f : (is_u64(at) ? static_cast<double>(static_cast<uint64_t>(v.i)) : static_cast<double>(v.i));
+        return at.is_float() ? v.f
+                             : (is_u64(at) ? static_cast<double>(static_cast<uint64_t>(v.i))
+                                           : static_cast<double>(v.i));
     };
     double x = arg(0), r = 0;
     switch (op->op) {
@@ -396,7 +415,8 @@ Value Executor::eval_call(const CallNode* op, int t) {
     return Value::of_float(round_to(r, op->type));
 }
 
-int64_t Executor::offset_of(const Storage& s, const std::vector<Expr>& indices, SourceLoc loc, int t, bool store) {
+int64_t Executor::offset_of(const Storage& s, const std::vector<Expr>& indices, SourceLoc loc, int t,
+                            bool store) {
     if (indices.size() != s.shape.size())
         fatal(loc, "'" + s.name() + "' of rank " + std::to_string(s.shape.size()) + " indexed with " +
                        std::to_string(indices.size()) + " indices");
@@ -411,9 +431,9 @@ int64_t Executor::offset_of(const Storage& s, const std::vector<Expr>& indices, 
     if (!inside) {
         issue(IssueKind::OutOfBounds, loc, t, [&] {
             std::vector<int64_t> v(idx, idx + indices.size());
-            return std::string(store ? "store" : "load") + " out of bounds: '" + s.name() + "'" + idx_str(v) + " of " +
-                   kind_word(s.scope) + (s.scope == Scope::Global ? " tensor" : " buffer") + " of shape " +
-                   idx_str(s.shape);
+            return std::string(store ? "store" : "load") + " out of bounds: '" + s.name() + "'" + idx_str(v) +
+                   " of " + kind_word(s.scope) + (s.scope == Scope::Global ? " tensor" : " buffer") +
+                   " of shape " + idx_str(s.shape);
         });
         return -1;
     }
@@ -431,9 +451,9 @@ Value Executor::load(const LoadNode* op, int t) {
         size_t k = static_cast<size_t>(off);
         if (s.w_epoch[k] == epoch_ && s.w_tid[k] != t)
             issue(IssueKind::Race, loc, t, [&] {
-                return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) + " read by thread " +
-                       std::to_string(t) + " after thread " + std::to_string(s.w_tid[k]) +
-                       " wrote it, with no barrier between";
+                return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
+                       " read by thread " + std::to_string(t) + " after thread " +
+                       std::to_string(s.w_tid[k]) + " wrote it, with no barrier between";
             });
         if (s.r_epoch[k] != epoch_) {
             s.r_epoch[k] = epoch_;
@@ -444,8 +464,8 @@ Value Executor::load(const LoadNode* op, int t) {
     }
     if (!s.init.empty() && !s.init[static_cast<size_t>(slot)] && opt_.check_uninitialized) {
         issue(IssueKind::Uninitialized, loc, t, [&] {
-            return "read of uninitialised " + std::string(kind_word(s.scope)) + " element '" + s.name() + "'[" +
-                   std::to_string(off) + "] (never written" +
+            return "read of uninitialised " + std::string(kind_word(s.scope)) + " element '" + s.name() +
+                   "'[" + std::to_string(off) + "] (never written" +
                    (s.scope == Scope::Register ? " by thread " + std::to_string(t) : std::string()) + ")";
         });
     }
@@ -483,8 +503,8 @@ void Executor::exec(const Stmt& s, const Active& act) {
             for (int32_t t : act)
                 if (k < ext[t]) {
                     sub.push_back(t);
-                    tvars_[tdepth_ - 1].vals[t] = Value::of_int(
-                        normalize_int(static_cast<int64_t>(static_cast<uint64_t>(mins[t]) + k), op->var->type));
+                    tvars_[tdepth_ - 1].vals[t] = Value::of_int(normalize_int(
+                        static_cast<int64_t>(static_cast<uint64_t>(mins[t]) + k), op->var->type));
                 }
             exec(op->body, sub);
         }
@@ -555,7 +575,8 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
         int t = p.t;
         int64_t off = p.off;
         if (s.scope == Scope::Global && !s.writable) {
-            issue(IssueKind::InputWrite, loc, t, [&] { return "store into the input tensor '" + s.name() + "'"; });
+            issue(IssueKind::InputWrite, loc, t,
+                  [&] { return "store into the input tensor '" + s.name() + "'"; });
             continue;
         }
         record(op, loc, s, true, t, off);
@@ -565,14 +586,15 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
             if (s.w_epoch[k] == epoch_ && s.w_tid[k] != t)
                 issue(IssueKind::Race, loc, t, [&] {
                     return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
-                           " written by thread " + std::to_string(t) + " and by thread " + std::to_string(s.w_tid[k]) +
-                           " with no barrier between";
+                           " written by thread " + std::to_string(t) + " and by thread " +
+                           std::to_string(s.w_tid[k]) + " with no barrier between";
                 });
             else if (s.r_epoch[k] == epoch_ && s.r_tid[k] != t)
                 issue(IssueKind::Race, loc, t, [&] {
                     return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
                            " written by thread " + std::to_string(t) + " after " +
-                           (s.r_tid[k] < 0 ? std::string("other threads") : "thread " + std::to_string(s.r_tid[k])) +
+                           (s.r_tid[k] < 0 ? std::string("other threads")
+                                           : "thread " + std::to_string(s.r_tid[k])) +
                            " read it, with no barrier between";
                 });
             s.w_epoch[k] = epoch_;
@@ -588,8 +610,8 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
 void Executor::exec_allocate(const AllocateNode* op, const Active& act) {
     const Buffer& b = op->buffer;
     if (b->scope != Scope::Shared && b->scope != Scope::Register)
-        fatal(op->loc, std::string("the simulator runs thread-level IR; ") + scope_name(b->scope) + " buffer '" +
-                           b->name + "' is not thread level (lower it first)");
+        fatal(op->loc, std::string("the simulator runs thread-level IR; ") + scope_name(b->scope) +
+                           " buffer '" + b->name + "' is not thread level (lower it first)");
     Storage st;
     st.buffer = b.get();
     st.scope = b->scope;
@@ -601,7 +623,8 @@ void Executor::exec_allocate(const AllocateNode* op, const Active& act) {
         int64_t n = eval_int(e, act.front());
         if (n <= 0) fatal(op->loc, "buffer '" + b->name + "' has a dimension of size " + std::to_string(n));
         st.shape.push_back(n);
-        if (size > (int64_t(1) << 28) / n) fatal(op->loc, "buffer '" + b->name + "' is too large to simulate");
+        if (size > (int64_t(1) << 28) / n)
+            fatal(op->loc, "buffer '" + b->name + "' is too large to simulate");
         size *= n;
     }
     st.size = size;
@@ -638,8 +661,8 @@ void Executor::barrier(const BarrierNode* op, const Active& act) {
             ++missing;
         }
         issue(IssueKind::BarrierDivergence, at(op->loc), act.front(), [&] {
-            return "barrier reached by " + std::to_string(act.size()) + " of the block's " + std::to_string(threads_) +
-                   " threads (thread " + std::to_string(missing) +
+            return "barrier reached by " + std::to_string(act.size()) + " of the block's " +
+                   std::to_string(threads_) + " threads (thread " + std::to_string(missing) +
                    " does not reach it: a barrier under a thread-dependent condition)";
         });
     }
@@ -662,7 +685,8 @@ void Executor::flush() {
         size_t end = k;
         const MemAccess& first = accesses_[k];
         int warp = first.thread / warp_;
-        while (end < accesses_.size() && accesses_[end].node == first.node && accesses_[end].thread / warp_ == warp)
+        while (end < accesses_.size() && accesses_[end].node == first.node &&
+               accesses_[end].thread / warp_ == warp)
             ++end;
         CounterKey key{first.loc.file, first.loc.line, first.shared, first.store};
         auto [it, fresh] = counters_.try_emplace(key);
@@ -678,7 +702,8 @@ void Executor::flush() {
         if (first.shared) {
             // Distinct 4-byte words; per bank, the distinct words serialise.
             for (size_t a = k; a < end; ++a)
-                for (int64_t w = accesses_[a].addr / kBankBytes; w <= (accesses_[a].addr + accesses_[a].bytes - 1) / kBankBytes; ++w)
+                for (int64_t w = accesses_[a].addr / kBankBytes;
+                     w <= (accesses_[a].addr + accesses_[a].bytes - 1) / kBankBytes; ++w)
                     units.push_back(w);
             std::sort(units.begin(), units.end());
             units.erase(std::unique(units.begin(), units.end()), units.end());
@@ -691,7 +716,8 @@ void Executor::flush() {
             // Distinct sectors against the distinct bytes.
             std::vector<int64_t> bytes;
             for (size_t a = k; a < end; ++a) {
-                for (int64_t s = accesses_[a].addr / kSectorBytes; s <= (accesses_[a].addr + accesses_[a].bytes - 1) / kSectorBytes; ++s)
+                for (int64_t s = accesses_[a].addr / kSectorBytes;
+                     s <= (accesses_[a].addr + accesses_[a].bytes - 1) / kSectorBytes; ++s)
                     units.push_back(s);
                 bytes.push_back(accesses_[a].addr);
             }
@@ -717,10 +743,12 @@ void Executor::run(interp::RunArgs& args) {
     for (auto& [k, v] : f_.attrs)
         if (k == "level" && v == "thread") thread_level = true;
     if (!thread_level)
-        fatal(f_.loc, "'" + f_.name + "' is tile-level IR; the simulator runs thread-level IR (lower it first)");
+        fatal(f_.loc,
+              "'" + f_.name + "' is tile-level IR; the simulator runs thread-level IR (lower it first)");
     threads_ = static_cast<int>(f_.threads);
     if (f_.threads <= 0 || f_.threads > 1024)
-        fatal(f_.loc, "'" + f_.name + "' has " + std::to_string(f_.threads) + " threads per block (1..1024 simulated)");
+        fatal(f_.loc, "'" + f_.name + "' has " + std::to_string(f_.threads) +
+                          " threads per block (1..1024 simulated)");
     for (int t = 0; t < threads_; ++t) all_.push_back(t);
 
     size_t n_tensors = 0, n_sizes = 0, n_scalars = 0;
@@ -728,8 +756,8 @@ void Executor::run(interp::RunArgs& args) {
         (p.kind == ParamKind::Tensor ? n_tensors : p.kind == ParamKind::Size ? n_sizes : n_scalars)++;
     auto count = [&](const char* what, size_t want, size_t got) {
         if (want != got)
-            fatal(f_.loc, "'" + f_.name + "' takes " + std::to_string(want) + " " + what + ", " + std::to_string(got) +
-                              " given");
+            fatal(f_.loc, "'" + f_.name + "' takes " + std::to_string(want) + " " + what + ", " +
+                              std::to_string(got) + " given");
     };
     count("tensors", n_tensors, args.tensors.size());
     count("sizes", n_sizes, args.sizes.size());
@@ -738,10 +766,12 @@ void Executor::run(interp::RunArgs& args) {
     for (const auto& p : f_.params) {
         if (p.kind == ParamKind::Size) {
             int64_t v = args.sizes[si++];
-            if (v < 0) fatal(p.var->loc, "size '" + p.var->name + "' is negative (" + std::to_string(v) + ")");
+            if (v < 0)
+                fatal(p.var->loc, "size '" + p.var->name + "' is negative (" + std::to_string(v) + ")");
             uniform_.emplace_back(p.var.get(), Value::of_int(normalize_int(v, p.var->type)));
         } else if (p.kind == ParamKind::Scalar) {
-            uniform_.emplace_back(p.var.get(), convert(Value::of_float(args.scalars[ci++]), DataType::f64(), p.var->type));
+            uniform_.emplace_back(p.var.get(),
+                                  convert(Value::of_float(args.scalars[ci++]), DataType::f64(), p.var->type));
         }
     }
     // Tensors: shapes and strides from the sizes, checked against the arrays.
@@ -773,7 +803,8 @@ void Executor::run(interp::RunArgs& args) {
             for (const auto& e : b->strides) st->strides.push_back(eval_int(e, 0));
         }
         if (!arg.shape.empty() && arg.shape != st->shape)
-            fatal(b->loc, what + " is given with shape " + idx_str(arg.shape) + "; the sizes make it " + idx_str(st->shape));
+            fatal(b->loc, what + " is given with shape " + idx_str(arg.shape) + "; the sizes make it " +
+                              idx_str(st->shape));
         if (!arg.strides.empty() && arg.strides != st->strides)
             fatal(b->loc, what + " is given with strides " + idx_str(arg.strides) + "; it is declared with " +
                               idx_str(st->strides));

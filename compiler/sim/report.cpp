@@ -57,17 +57,20 @@ std::string format_counters(const Result& r, const SourceManager* sources) {
     for (const auto& c : r.counters) {
         std::string loc = where(c.loc, sources);
         if (!loc.empty()) loc.resize(loc.size() - 2);  // without ": "
-        const char* what = c.shared ? (c.store ? "shared store" : "shared load") : (c.store ? "global store" : "global load");
+        const char* what = c.shared ? (c.store ? "shared store" : "shared load")
+                                    : (c.store ? "global store" : "global load");
         double lanes = c.requests ? static_cast<double>(c.lanes) / static_cast<double>(c.requests) : 0;
         if (c.shared)
-            std::snprintf(buf, sizeof buf,
-                          "%s: %lld requests (%.1f accesses each), %lld wavefronts, ideal %lld, bank conflicts %lld",
-                          what, static_cast<long long>(c.requests), lanes, static_cast<long long>(c.transactions),
-                          static_cast<long long>(c.ideal), static_cast<long long>(c.transactions - c.ideal));
+            std::snprintf(
+                buf, sizeof buf,
+                "%s: %lld requests (%.1f accesses each), %lld wavefronts, ideal %lld, bank conflicts %lld",
+                what, static_cast<long long>(c.requests), lanes, static_cast<long long>(c.transactions),
+                static_cast<long long>(c.ideal), static_cast<long long>(c.transactions - c.ideal));
         else
-            std::snprintf(buf, sizeof buf, "%s: %lld requests (%.1f accesses each), %lld sectors, ideal %lld (%.2f per ideal)",
-                          what, static_cast<long long>(c.requests), lanes, static_cast<long long>(c.transactions),
-                          static_cast<long long>(c.ideal),
+            std::snprintf(buf, sizeof buf,
+                          "%s: %lld requests (%.1f accesses each), %lld sectors, ideal %lld (%.2f per ideal)",
+                          what, static_cast<long long>(c.requests), lanes,
+                          static_cast<long long>(c.transactions), static_cast<long long>(c.ideal),
                           c.ideal ? static_cast<double>(c.transactions) / static_cast<double>(c.ideal) : 0.0);
         out += "  " + (loc.empty() ? std::string("(unknown line)") : loc) + ": " + buf + "\n";
     }

@@ -85,8 +85,8 @@ enum class IssueKind : uint8_t {
     OutOfBounds,
     Uninitialized,
     BarrierDivergence,
-    Arithmetic,   // integer division by zero, shift out of range
-    InputWrite,   // a store into an `in` tensor
+    Arithmetic,  // integer division by zero, shift out of range
+    InputWrite,  // a store into an `in` tensor
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
@@ -105,11 +105,11 @@ struct Issue {
 
 // Memory traffic of the accesses on one source line, of one kind.
 struct LineCounters {
-    SourceLoc loc;           // of the first access seen on that line
-    bool shared = false;     // shared memory (else global)
-    bool store = false;      // stores (else loads)
-    int64_t requests = 0;    // warp requests (one per warp per dynamic execution)
-    int64_t lanes = 0;       // element accesses over all requests (lanes x vector width)
+    SourceLoc loc;             // of the first access seen on that line
+    bool shared = false;       // shared memory (else global)
+    bool store = false;        // stores (else loads)
+    int64_t requests = 0;      // warp requests (one per warp per dynamic execution)
+    int64_t lanes = 0;         // element accesses over all requests (lanes x vector width)
     int64_t transactions = 0;  // global: 32-byte sectors; shared: wavefronts
     int64_t ideal = 0;         // the same if the request were perfectly coalesced / conflict-free
 };
@@ -121,7 +121,7 @@ struct Result {
     SourceLoc loc;
     // What the checks found (the run went on after each).
     std::vector<Issue> issues;
-    int64_t total_issues = 0;  // occurrences
+    int64_t total_issues = 0;            // occurrences
     std::vector<LineCounters> counters;  // sorted by file, line, kind
     int64_t blocks_run = 0;
     int warp_size = 32;
