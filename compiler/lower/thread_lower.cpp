@@ -6,6 +6,8 @@
 // tile level leaves bounds implicit (copies mask global accesses); here they become
 // explicit: one test of the whole region picks an unmasked path (what vector loads
 // need) or a per-element masked one (the ragged last block).
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -160,6 +162,7 @@ public:
         check_gpu_types(f_.body);
         PrimFunc out = f_;
         global_reads_ = global_accesses(f_.body, false);
+        collect_reductions(f_.body);
         out.body = strip_trailing_barrier(lower(f_.body));
         out.attrs.emplace_back(kLevelAttr, kThreadLevel);
         return out;
@@ -170,6 +173,52 @@ private:
         Buffer regs;
         layout::Fragment frag;
     };
+
+    // ---- fragments of reduced shapes ------------------------------------------------
+    // The one-fragment-per-shape rule, extended: a shape that some fragment reduce
+    // writes gets the reduced fragment of its source (Fragment::reduce_dim, replicated
+    // over the threads that held a row), so a row's result already sits in every thread
+    // that held part of the row, and a parallel loop over the source's shape reads it
+    // as m[i] without moving data. Two reductions into one shape that disagree on the
+    // layout are refused (layout inference would pick or convert).
+    std::vector<std::pair<std::vector<int64_t>, layout::Fragment>> reduced_;
+
+    const layout::Fragment* reduced_fragment(const std::vector<int64_t>& shape) const {
+        for (const auto& [s, f] : reduced_)
+            if (s == shape) return &f;
+        return nullptr;
+    }
+
+    std::optional<layout::Fragment> fragment_for(const std::vector<int64_t>& shape) const {
+        if (auto* f = reduced_fragment(shape)) return *f;
+        return assign_fragment(shape, f_.threads);
+    }
+
+    void collect_reductions(const Stmt& body) {
+        struct Finder : IRVisitor {
+            std::vector<const ReduceNode*> found;
+            void visit_reduce(const ReduceNode* op) override { found.push_back(op); }
+        } finder;
+        finder.visit(body);
+        for (const ReduceNode* op : finder.found) {
+            const Buffer& sb = op->src.buffer;
+            const Buffer& db = op->dst.buffer;
+            if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment) continue;  // refused when lowered
+            auto ss = const_shape(sb->shape), ds = const_shape(db->shape);
+            if (!ss || !ds) continue;
+            auto F = fragment_for(*ss);
+            if (!F) continue;
+            auto G = F->reduce_dim(static_cast<size_t>(op->dim), ds->size() == ss->size());
+            if (!G) continue;
+            if (auto* have = reduced_fragment(*ds)) {
+                if (have->str() != G->str())
+                    unsupported(op->loc, "reductions into fragments of shape " + layout::shape_str(*ds) +
+                                             " from differently laid out sources (needs layout inference)");
+                continue;
+            }
+            reduced_.emplace_back(*ds, *G);
+        }
+    }
 
     // One register loop: for r in unroll(regs): let coord... = F^-1(tx, r); body.
     // `body` gets the register var, the coordinate exprs (let vars) and the replica
@@ -262,7 +311,7 @@ private:
         case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
         case StmtKind::Barrier: return s;
         case StmtKind::Gemm: unsupported(s->loc, "gemm");
-        case StmtKind::Reduce: unsupported(s->loc, "reduce");
+        case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
         case StmtKind::Cumsum: unsupported(s->loc, "cumsum");
         case StmtKind::AtomicAdd: unsupported(s->loc, "atomic_add");
         case StmtKind::Print: unsupported(s->loc, "print");
@@ -277,11 +326,11 @@ private:
         if (!shape) TILEC_ICE("thread-level lowering: allocation of '" + b->name + "' with a non-constant shape");
         switch (b->scope) {
         case Scope::Fragment: {
-            auto F = assign_fragment(*shape, f_.threads);
+            auto F = fragment_for(*shape);
             if (!F)
                 unsupported(a.loc, "fragment '" + b->name + "' of shape " + layout::shape_str(*shape) +
                                        " on " + std::to_string(f_.threads) + " threads (it does not divide among them)");
-            if (F->replicate() > 1)
+            if (F->replicate() > 1 && !reduced_fragment(*shape))
                 unsupported(a.loc, "fragment '" + b->name + "' smaller than the block (" +
                                        std::to_string(layout::shape_size(*shape)) + " elements on " +
                                        std::to_string(f_.threads) + " threads)");
@@ -354,12 +403,12 @@ private:
             if (!inner || inner->for_kind != ForKind::Parallel) break;
             f = inner;
         }
-        auto F = assign_fragment(extents, f_.threads);
+        auto F = fragment_for(extents);
         if (!F)
             unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
                                        std::to_string(f_.threads) + " threads (it does not divide among them)");
         return register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-            BodyRewriter rw(this, vars, extents, r, rep);
+            BodyRewriter rw(this, vars, extents, r, rep, &*F);
             Stmt b = rw.mutate(body);
             VarMap map;
             for (size_t d = 0; d < vars.size(); ++d)
@@ -377,8 +426,33 @@ private:
         const std::vector<int64_t>& extents;
         Var r;
         Expr rep;
-        BodyRewriter(ThreadLowering* s, const std::vector<Var>& v, const std::vector<int64_t>& e, Var reg, Expr rp)
-            : self(s), vars(v), extents(e), r(std::move(reg)), rep(std::move(rp)) {}
+        const layout::Fragment* loop_frag;
+        BodyRewriter(ThreadLowering* s, const std::vector<Var>& v, const std::vector<int64_t>& e, Var reg, Expr rp,
+                     const layout::Fragment* lf)
+            : self(s), vars(v), extents(e), r(std::move(reg)), rep(std::move(rp)), loop_frag(lf) {}
+
+        // A read of a reduced fragment at the loop's coordinates but one (m[i] inside
+        // `for i, c in parallel`): when its fragment is the loop's reduced along that
+        // dimension, the thread at (i, c) holds row i, in the register the reduced
+        // fragment gives i (its register digits do not involve the replica).
+        std::optional<Expr> broadcast_register(const layout::Fragment& frag, const std::vector<Expr>& indices) {
+            if (indices.size() + 1 != vars.size()) return std::nullopt;
+            size_t missing = vars.size();
+            for (size_t d = 0, k = 0; d < vars.size(); ++d) {
+                auto v = k < indices.size() ? expr_as<VarNode>(indices[k]) : nullptr;
+                if (v && v.get() == vars[d].get()) {
+                    ++k;
+                } else if (missing == vars.size()) {
+                    missing = d;
+                } else {
+                    return std::nullopt;
+                }
+            }
+            if (missing == vars.size()) return std::nullopt;
+            auto G = loop_frag->reduce_dim(missing);
+            if (!G || G->str() != frag.str()) return std::nullopt;
+            return frag.apply(indices, make_int(0)).second;
+        }
 
         // The register buffer for a fragment access at the loop's coordinates.
         Buffer register_of(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
@@ -396,8 +470,13 @@ private:
         }
 
         Expr mutate_load(const LoadNode* op, const Expr& s) override {
-            if (op->buffer->scope == Scope::Fragment)
+            if (op->buffer->scope == Scope::Fragment) {
+                auto it = self->frags_.find(op->buffer.get());
+                if (it != self->frags_.end())
+                    if (auto reg = broadcast_register(it->second.frag, op->indices))
+                        return make_load(it->second.regs, {*reg}, op->loc);
                 return make_load(register_of(op->buffer, op->indices, op->loc), {r}, op->loc);
+            }
             Buffer b = self->plain_buffer(op->buffer, op->loc);
             std::vector<Expr> idx;
             bool changed = mutate_exprs(op->indices, &idx);
@@ -554,7 +633,7 @@ private:
         else if (!dst.global && dst.region->buffer->scope == Scope::Fragment)
             F = frags_.at(dst.region->buffer.get()).frag;
         else
-            F = assign_fragment(tileshape_, f_.threads);
+            F = fragment_for(tileshape_);
         if (!F) unsupported(c.loc, "copy of a tile of shape " + layout::shape_str(tileshape_) + " that does not divide among the threads");
 
         DataType sd = src.region->buffer->dtype, dd = dst.region->buffer->dtype;
@@ -590,11 +669,131 @@ private:
             });
         }
         auto shape = *const_shape(b->shape);
-        auto F = assign_fragment(shape, f_.threads);
+        auto F = fragment_for(shape);
         if (!F) unsupported(f.loc, "fill of a tile that does not divide among the threads");
         return register_loop(*F, f.loc, [&](const Var&, const std::vector<Expr>& coord, const Expr& rep) {
             return guard_replica(rep, make_store(b, coord, v, f.loc));
         });
+    }
+
+    // ---- reductions -----------------------------------------------------------------
+    // dst = reduce(src, dim) for whole fragments, dst laid out as src reduced (see
+    // collect_reductions). Each thread folds its own registers into one partial per row
+    // it holds; the partials go to a shared scratch [rows x replicas]; after a barrier
+    // every replica folds its row's partials in the same order, so all replicas agree
+    // bit for bit; a second barrier lets the scratch be reused (the reduce in a loop).
+    // Floats accumulate in at least f32, as the interpreter accumulates in double.
+    Stmt lower_reduce(const ReduceNode& op) {
+        const Buffer& sb = op.src.buffer;
+        const Buffer& db = op.dst.buffer;
+        SourceLoc loc = op.loc;
+        if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment || !is_full_region(op.src) ||
+            !is_full_region(op.dst))
+            unsupported(loc, "reduce other than of a whole fragment into a whole fragment");
+        const FragInfo& src = frags_.at(sb.get());
+        const FragInfo& dst = frags_.at(db.get());
+        if (src.frag.replicate() > 1)
+            unsupported(loc, "reduce of fragment '" + sb->name + "' held by several threads (replicas)");
+        auto G = src.frag.reduce_dim(static_cast<size_t>(op.dim), db->rank() == sb->rank());
+        if (!G || G->str() != dst.frag.str())
+            unsupported(loc, "reduce into fragment '" + db->name + "' laid out other than '" + sb->name +
+                                 "' reduced (needs layout inference)");
+        DataType dt = db->dtype;
+        DataType acc = dt.is_float() ? (dt.bits > 32 ? dt : DataType::f32()) : dt;
+        Expr identity;
+        switch (op.reduce_kind) {
+        case ReduceKind::Sum:
+        case ReduceKind::AbsMax: identity = make_zero(acc); break;
+        case ReduceKind::Max:
+        case ReduceKind::Min: {
+            bool hi = op.reduce_kind == ReduceKind::Min;
+            if (acc.is_float()) {
+                identity = make_float(hi ? HUGE_VAL : -HUGE_VAL, acc);
+            } else if (acc.is_uint()) {
+                identity = hi ? make_int(acc.bits >= 64 ? -1 : (int64_t{1} << acc.bits) - 1, acc) : make_zero(acc);
+            } else {
+                int64_t m = acc.bits >= 64 ? INT64_MAX : (int64_t{1} << (acc.bits - 1)) - 1;
+                identity = make_int(hi ? m : -m - 1, acc);
+            }
+            break;
+        }
+        }
+        auto combine = [&](Expr a, Expr x) -> Expr {
+            switch (op.reduce_kind) {
+            case ReduceKind::Sum: return add(a, x);
+            case ReduceKind::Max: return maximum(a, x);
+            case ReduceKind::Min: return minimum(a, x);
+            case ReduceKind::AbsMax:
+                if (acc.is_uint()) return maximum(a, x);
+                return maximum(a, make_select(lt(x, make_zero(acc)), sub(make_zero(acc), x), x, loc));
+            }
+            TILEC_ICE("thread-level lowering: unknown reduce kind");
+        };
+        auto as_acc = [&](Expr v, DataType t) { return t == acc ? v : make_cast(acc, v, loc); };
+
+        Buffer part = make_buffer(db->name + "_part", acc, {make_int(G->registers_per_thread())}, Scope::Register, loc);
+        Stmt init = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+            return make_store(part, {r}, identity, loc);
+        });
+        size_t dim = static_cast<size_t>(op.dim);
+        bool keep = db->rank() == sb->rank();
+        Stmt fold = register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+            std::vector<Expr> out;
+            for (size_t d = 0; d < coord.size(); ++d) {
+                if (d != dim)
+                    out.push_back(coord[d]);
+                else if (keep)
+                    out.push_back(make_int(0));
+            }
+            Expr g = G->apply(out, make_int(0)).second;
+            Expr x = as_acc(make_load(src.regs, {r}, loc), sb->dtype);
+            return make_store(part, {g}, combine(make_load(part, {g}, loc), x), loc);
+        });
+        auto start = [&](const Var& r) -> Expr {
+            return op.clear ? identity : as_acc(make_load(dst.regs, {r}, loc), dt);
+        };
+        auto finish = [&](const Var& r, Expr v) {
+            return make_store(dst.regs, {r}, acc == dt ? v : make_cast(dt, v, loc), loc);
+        };
+        const int64_t P = G->replicate();
+        if (P == 1) {
+            // Every row within one thread: no exchange.
+            Stmt done = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+                return finish(r, combine(start(r), make_load(part, {r}, loc)));
+            });
+            return make_allocate(part, make_seq({init, fold, done}, loc), loc);
+        }
+        auto dshape = *const_shape(db->shape);
+        int64_t rows = layout::shape_size(dshape);
+        int64_t bytes = rows * P * ((acc.bits + 7) / 8);
+        shared_bytes_ += bytes;
+        if (shared_bytes_ > target_.static_shared_bytes)
+            unsupported(loc, "reduce scratch above " + std::to_string(target_.static_shared_bytes / 1024) +
+                                 " KiB of shared memory per block");
+        Buffer scratch = make_buffer(db->name + "_red", acc, {make_int(rows * P)}, Scope::Shared, loc);
+        auto row_of = [&](const std::vector<Expr>& coord) {
+            Expr lin = coord.at(0);
+            for (size_t d = 1; d < coord.size(); ++d) lin = add(mul(lin, make_int(dshape[d])), coord[d]);
+            return mul(lin, make_int(P));
+        };
+        Stmt publish = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            return make_store(scratch, {add(row_of(coord), rep)}, make_load(part, {r}, loc), loc);
+        });
+        Stmt gather = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+            Var p = make_loop_var("p", loc);
+            Stmt step = make_store(part, {r},
+                                   combine(make_load(part, {r}, loc),
+                                           make_load(scratch, {add(row_of(coord), Expr(p))}, loc)),
+                                   loc);
+            return make_seq({make_store(part, {r}, identity, loc),
+                             make_for(p, make_int(0), make_int(P), ForKind::Serial, step, loc),
+                             finish(r, combine(start(r), make_load(part, {r}, loc)))},
+                            loc);
+        });
+        return make_allocate(
+            scratch,
+            make_allocate(part, make_seq({init, fold, publish, make_barrier(loc), gather, make_barrier(loc)}, loc), loc),
+            loc);
     }
 
     const PrimFunc& f_;

@@ -5,9 +5,16 @@
 // a global region and a whole fragment or shared buffer (or between two whole
 // non-global buffers of one shape), `fill` of a fragment or shared buffer, `parallel`
 // loops whose fragment accesses are the loop's own coordinates, serial loops, `if`,
-// `let`, `var` locals, shared memory up to the target's static limit. Anything else
-// (gemm, reduce, cumsum, atomic_add, print, assert, f8 / 4-bit data, f64 exp and
-// friends, ...) is refused: a user error with
+// `let`, `var` locals, shared memory up to the target's static limit; and row
+// reductions: reduce_sum / max / min / absmax of a whole fragment over one dimension
+// into a whole fragment (dim dropped or kept as 1), the destination laid out as the
+// source reduced (Fragment::reduce_dim, replicated over the threads that held a row):
+// per-thread partials, a shared scratch [rows x replicas] between two barriers, every
+// replica folding the row's partials. A parallel loop over the source's shape may read
+// such a fragment at all its coordinates but the reduced one (m[i] in `for i, c`).
+// Anything else (gemm, cumsum, atomic_add, print, assert, reduce of shared memory or
+// into a differently laid out fragment, f8 / 4-bit data, f64 exp and friends, ...) is
+// refused: a user error with
 // its location when a DiagnosticEngine is given, an internal error otherwise.
 #pragma once
 #include <cstdint>

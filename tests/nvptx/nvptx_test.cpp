@@ -30,7 +30,11 @@ std::vector<Case> cases() {
     return {{root + "/stdlib/kernels/vector_add.tile", {"vector_add_f32", "vector_add_f16", "vector_add_bf16"}},
             {root + "/samples/saxpy.tile", {"saxpy_f32", "saxpy_f16"}},
             {root + "/stdlib/kernels/activations.tile",
-             {"gelu_f16", "gelu_bf16", "gelu_f32", "silu_f16", "silu_bf16", "silu_f32", "swiglu_f16", "swiglu_bf16"}}};
+             {"gelu_f16", "gelu_bf16", "gelu_f32", "silu_f16", "silu_bf16", "silu_f32", "swiglu_f16", "swiglu_bf16"}},
+            // Row reductions: per-thread partials, a shared scratch and barriers.
+            {root + "/stdlib/kernels/softmax.tile", {"softmax_f16", "softmax_bf16", "softmax_f32"}},
+            {root + "/stdlib/kernels/rmsnorm.tile", {"rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_f32"}},
+            {root + "/stdlib/kernels/layernorm.tile", {"layernorm_f16", "layernorm_bf16", "layernorm_f32"}}};
 }
 
 std::vector<ir::PrimFunc> thread_level(const Case& c, const target::GpuTarget& t) {

@@ -157,6 +157,21 @@ struct PhaseSerializer {
             if (c->is<ir::BarrierNode>()) {
                 out.push_back(run_phase(std::move(group)));
                 group.clear();
+            } else if (has_barrier(c) && (c->is<ir::ForNode>() || c->is<ir::IfNode>())) {
+                // A block-uniform loop or branch around barriers (a reduce in a loop over
+                // column blocks): every thread takes the same path, so run it once with
+                // the phases inside.
+                if (!group.empty()) out.push_back(run_phase(std::move(group)));
+                group.clear();
+                if (auto f = ir::stmt_as<ir::ForNode>(c)) {
+                    if (tid) REQUIRE_FALSE((ir::uses_var(f->min, tid) || ir::uses_var(f->extent, tid)));
+                    out.push_back(ir::make_for(f->var, f->min, f->extent, ir::ForKind::Serial, chain(f->body), c->loc));
+                } else {
+                    auto i = ir::stmt_as<ir::IfNode>(c);
+                    if (tid) REQUIRE_FALSE(ir::uses_var(i->cond, tid));
+                    out.push_back(ir::make_if(i->cond, chain(i->then_case), i->else_case ? chain(i->else_case) : nullptr,
+                                              c->loc));
+                }
             } else if (has_barrier(c)) {
                 REQUIRE((c->is<ir::AllocateNode>() || c->is<ir::LetStmtNode>() || c->is<ir::SeqNode>()));
                 if (!group.empty()) out.push_back(run_phase(std::move(group)));
@@ -286,23 +301,12 @@ TEST_CASE("lower: ops outside the element-wise path are refused, with their loca
         CHECK(msg.find("gemm") != std::string::npos);
         CHECK(msg.find("not supported for GPU targets yet") != std::string::npos);
     }
-    auto r = interp::testing::compile_source(R"(
-kernel rowsum(X: f32[M, 8], Y: out f32[M]) grid(cdiv(M, 128)) threads(128) {
-    fragment x: f32[128, 8];
-    fragment s: f32[128];
-    copy(X[block.x * 128, 0], x);
-    reduce_sum(x, s, dim = 1);
-    copy(s, Y[block.x * 128]);
-}
-export rowsum as rowsum;
-)");
-    INFO(r.diagnostics);
-    REQUIRE(r.ok);
+    const auto& cs = compiled("kernels/cumsum.tile");
     try {
-        (void)lower::lower_to_thread_level(r.module.funcs.at(0), sm80(), nullptr);
+        (void)lower::lower_to_thread_level(kernel(cs, "cumsum_f32"), sm80(), nullptr);
         FAIL("no error");
     } catch (const InternalError& e) {
-        CHECK(std::string(e.what()).find("reduce is not supported") != std::string::npos);
+        CHECK(std::string(e.what()).find("cumsum is not supported") != std::string::npos);
     }
 }
 
@@ -421,5 +425,150 @@ export scale2d as scale2d;
         INFO(r.str());
         REQUIRE(r.ok);
         for (int64_t i = 0; i < m * n; ++i) REQUIRE(got.tensors[1].data[i] == want.tensors[1].data[i]);
+    }
+}
+
+// ---- reductions ---------------------------------------------------------------------
+
+namespace {
+
+// Runs f at tile level and its lowering with threads serialised, on the same inputs, and
+// compares every tensor: exactly, or within `rel` (relative to max(1, |want|)).
+void check_same(const ir::PrimFunc& f, const std::function<interp::RunArgs()>& args_for, double rel = 0) {
+    ir::PrimFunc low = lowered(f);
+    ir::PrimFunc serial = serialize_threads(low);
+    INFO(ir::print(low));
+    REQUIRE(ir::verify(serial).empty());
+    auto want = args_for(), got = args_for();
+    auto r1 = interp::run(f, want);
+    INFO(r1.str());
+    REQUIRE(r1.ok);
+    auto r2 = interp::run(serial, got);
+    INFO(r2.str());
+    REQUIRE(r2.ok);
+    for (size_t t = 0; t < want.tensors.size(); ++t)
+        for (size_t i = 0; i < want.tensors[t].data.size(); ++i) {
+            double w = want.tensors[t].data[i], g = got.tensors[t].data[i];
+            INFO("tensor " << t << " element " << i);
+            if (std::isnan(w)) {
+                REQUIRE(std::isnan(g));
+            } else if (rel == 0) {
+                REQUIRE(g == w);
+            } else {
+                REQUIRE(std::fabs(g - w) <= rel * std::max(1.0, std::fabs(w)));
+            }
+        }
+}
+
+}  // namespace
+
+TEST_CASE("lower: row and column reductions through shared memory match the tile level", "[lower][interp]") {
+    auto c = interp::testing::compile_source(R"(
+kernel rowops(X: f32[M, N], S: out f32[M], MX: out f32[M], MN: out f32[M, 1], AM: out f32[M],
+              CS: out f32[64], Y: out f32[M, N]) grid(cdiv(M, 8)) threads(128) {
+    fragment x: f32[8, 64];
+    fragment s: f32[8];
+    fragment mx: f32[8];
+    fragment am: f32[8];
+    fragment mn: f32[8, 1];
+    fragment col: f32[64];
+    copy(X[block.x * 8, 0], x);
+    reduce_sum(x, s, dim = 1);
+    fill(mx, 5.0);
+    reduce_max(x, mx, dim = 1, clear = false);
+    reduce_min(x, mn, dim = 1);
+    reduce_absmax(x, am, dim = 1);
+    reduce_sum(x, col, dim = 0);
+    for i, j in parallel(8, 64) {
+        x[i, j] = x[i, j] - mx[i] + s[i] * 2.0;
+    }
+    for i in parallel(8) {
+        am[i] = am[i] + s[i];
+    }
+    copy(x, Y[block.x * 8, 0]);
+    copy(s, S[block.x * 8]);
+    copy(mx, MX[block.x * 8]);
+    copy(mn, MN[block.x * 8, 0]);
+    copy(am, AM[block.x * 8]);
+    if block.x == 0 {
+        copy(col, CS[0]);
+    }
+}
+export rowops as rowops;
+)");
+    INFO(c.diagnostics);
+    REQUIRE(c.ok);
+    const auto& f = c.module.funcs.at(0);
+    {
+        ir::PrimFunc low = lowered(f);
+        Census census;
+        census.visit(low.body);
+        // Two barriers per reduce that crosses threads (rows over 16 threads; columns over 8).
+        CHECK(census.barriers >= 10);
+        std::string text = ir::print(low);
+        INFO(text);
+        CHECK(text.find("shared") != std::string::npos);
+    }
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> d(-8, 8);
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{8, 64}, {13, 40}, {3, 64}, {17, 7}}) {
+        INFO("M=" << m << " N=" << n);
+        std::vector<double> x(m * n);
+        for (auto& v : x) v = d(rng);  // integers: every summation order gives the same f32
+        check_same(f, [&] {
+            interp::RunArgs args;
+            args.tensors = {{x, {}, {}, {}},
+                            {std::vector<double>(m, NAN), {}, {}, {}},
+                            {std::vector<double>(m, NAN), {}, {}, {}},
+                            {std::vector<double>(m, NAN), {}, {}, {}},
+                            {std::vector<double>(m, NAN), {}, {}, {}},
+                            {std::vector<double>(64, NAN), {}, {}, {}},
+                            {std::vector<double>(m * n, NAN), {}, {}, {}}};
+            args.sizes = {m, n};
+            return args;
+        });
+    }
+}
+
+TEST_CASE("lower: stdlib softmax, rmsnorm and layernorm at thread level match the tile level", "[lower][interp]") {
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<double> d(-3, 3);
+    struct Case {
+        const char* file;
+        const char* name;
+    };
+    for (auto [file, name] : {Case{"kernels/softmax.tile", "softmax_f32"}, Case{"kernels/softmax.tile", "softmax_f16"},
+                              Case{"kernels/rmsnorm.tile", "rmsnorm_f32"}, Case{"kernels/layernorm.tile", "layernorm_f32"}}) {
+        const auto& f = kernel(compiled(file), name);
+        for (auto [m, n] : {std::pair<int64_t, int64_t>{4, 1024}, {5, 300}, {3, 2500}}) {
+            INFO(name << " M=" << m << " N=" << n);
+            std::vector<double> x(m * n);
+            for (auto& v : x) v = d(rng);
+            check_same(
+                f,
+                [&] {
+                    interp::RunArgs args;
+                    for (size_t p = 0; p < f.params.size(); ++p) {
+                        const auto& prm = f.params[p];
+                        if (prm.kind != ir::ParamKind::Tensor) continue;
+                        // X first; weights / biases by their column count; outputs NaN.
+                        int64_t len = prm.buffer->rank() == 2 ? m * n : n;
+                        std::vector<double> v(len);
+                        if (p == 0) {
+                            v = x;
+                        } else if (prm.buffer->access == ir::Access::Out) {
+                            v.assign(len, NAN);
+                        } else {
+                            for (int64_t i = 0; i < len; ++i) v[i] = 0.5 + 0.25 * static_cast<double>(i) / len;
+                        }
+                        args.tensors.push_back({v, {}, {}, {}});
+                    }
+                    args.sizes = {m, n};
+                    for (auto& prm : f.params)
+                        if (prm.kind == ir::ParamKind::Scalar) args.scalars.push_back(1e-5);
+                    return args;
+                },
+                2e-3);
+        }
     }
 }
