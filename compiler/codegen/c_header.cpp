@@ -125,13 +125,25 @@ void comment_wrapped(std::ostringstream& o, const std::string& text, size_t hang
     if (!line.empty()) o << " * " << line << "\n";
 }
 
-void write_function(std::ostringstream& o, const ir::PrimFunc& f) {
-    std::string entry = f.name + "_cpu";
+// The entry points a header declares per export: NAME_cpu, NAME_cuda.
+enum class Entry { Cpu, Cuda };
+
+// "sm_80, sm_90 and compute_80".
+std::string list_and(const std::vector<std::string>& items) {
+    std::string s;
+    for (size_t i = 0; i < items.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+    return s;
+}
+
+void write_function(std::ostringstream& o, const ir::PrimFunc& f, Entry kind, const HeaderOptions& options) {
+    const bool cuda = kind == Entry::Cuda;
+    std::string entry = f.name + (cuda ? "_cuda" : "_cpu");
     std::string consts;
     for (auto& [k, v] : f.constants) consts += (consts.empty() ? "" : ", ") + k + " = " + v;
     o << "/*\n";
-    comment_wrapped(
-        o, entry + ": kernel " + f.kernel + (consts.empty() ? "" : "<" + consts + ">") + " on the CPU.");
+    comment_wrapped(o, entry + ": kernel " + f.kernel + (consts.empty() ? "" : "<" + consts + ">") +
+                           (cuda ? " on an NVIDIA GPU (CUDA)." : " on the CPU."));
     o << " *\n";
     size_t width = 1;
     for (auto& p : f.params)
@@ -170,24 +182,49 @@ void write_function(std::ostringstream& o, const ir::PrimFunc& f) {
     o << " *\n";
     comment_wrapped(
         o,
-        "Tensors point at their element 0; shapes are in the size arguments; strides count elements "
-        "(row-major: the last dimension is contiguous).");
+        std::string(cuda ? "Tensors are device pointers (cudaMalloc, cuMemAlloc) to their element 0, 16-byte "
+                           "aligned; "
+                         : "Tensors point at their element 0; ") +
+            "shapes are in the size arguments; strides count elements "
+            "(row-major: the last dimension is contiguous).");
     for (auto& n : notes) comment_wrapped(o, n + ".", 2);
     for (auto& c : constraints) comment_wrapped(o, "Constraint: " + c, 2);
     static const char* axis[3] = {"x", "y", "z"};
     std::string grid;
     for (size_t d = 0; d < f.grid.size() && d < 3; ++d)
         grid += std::string(d ? ", " : "") + axis[d] + " = " + ir::print(f.grid[d]);
-    comment_wrapped(o, "Grid: " + grid + " (blocks), each block one task of the CPU thread pool.", 2);
-    comment_wrapped(
-        o,
-        "opt: NULL for the defaults, or a tile_cpu_options set up with TILE_CPU_OPTIONS_INIT. "
-        "Returns TILE_SUCCESS, or TILE_ERROR_INVALID_ARGUMENT without running anything when a size is "
-        "negative, a constraint fails or a tensor with elements is NULL (tile_last_error() says "
-        "which); other codes come from tile_cpu_launch.");
+    if (!cuda) {
+        comment_wrapped(o, "Grid: " + grid + " (blocks), each block one task of the CPU thread pool.", 2);
+        comment_wrapped(
+            o,
+            "opt: NULL for the defaults, or a tile_cpu_options set up with TILE_CPU_OPTIONS_INIT. "
+            "Returns TILE_SUCCESS, or TILE_ERROR_INVALID_ARGUMENT without running anything when a size is "
+            "negative, a constraint fails or a tensor with elements is NULL (tile_last_error() says "
+            "which); other codes come from tile_cpu_launch.");
+    } else {
+        comment_wrapped(o, "Grid: " + grid + " (blocks of " + std::to_string(f.threads) + " threads).", 2);
+        std::vector<std::string> cubins, ptx;
+        for (auto& a : options.cuda_archs) (a.rfind("compute_", 0) == 0 ? ptx : cubins).push_back(a);
+        comment_wrapped(o, "Images: cubins for " + list_and(cubins) +
+                               (ptx.empty() ? std::string(".")
+                                            : "; PTX " + list_and(ptx) +
+                                                  ", which the driver compiles for GPUs no cubin runs on."));
+        comment_wrapped(
+            o,
+            "stream: the CUstream / cudaStream_t to launch on, cast to void* (NULL: the default stream). "
+            "Uses the calling thread's current CUDA context (else device 0's primary context). Returns "
+            "TILE_SUCCESS once the kernel is enqueued, without waiting for it (faults while it runs surface at "
+            "the stream's next synchronisation), and TILE_SUCCESS without touching the driver when the grid is "
+            "empty. TILE_ERROR_INVALID_ARGUMENT, before the driver is touched: a size is negative, a constraint "
+            "fails, a tensor with elements is NULL, a tensor is not 16-byte aligned, or the grid exceeds CUDA's "
+            "limits. From tile_cuda_launch: TILE_ERROR_NO_DRIVER (libcuda.so.1 not found: \"no CUDA driver "
+            "found\"), TILE_ERROR_NO_DEVICE, TILE_ERROR_NO_IMAGE_FOR_DEVICE (no image above runs on the "
+            "current device), TILE_ERROR_DRIVER, TILE_ERROR_LAUNCH, TILE_ERROR_OUT_OF_MEMORY. tile_last_error() "
+            "says which argument or which driver call and error.");
+    }
     o << " */\n";
     std::ostringstream proto;
-    proto << "tile_status " << entry << "(const tile_cpu_options* opt";
+    proto << "tile_status " << entry << (cuda ? "(void* stream" : "(const tile_cpu_options* opt");
     for (auto& p : f.params) {
         proto << ", ";
         if (p.kind == ParamKind::Tensor)
@@ -226,14 +263,25 @@ std::string c_header(const ir::Module& module, const HeaderOptions& options) {
     o << "/* " << options.header_name << ": the C entry points of " << options.source_name << ".\n"
       << " * Generated by tilec " << options.tilec_version
       << "; do not edit. C99; link with the object tilec\n"
-      << " * wrote beside this header and with libtile_runtime (tile/runtime.h).\n"
-      << " * Every entry point checks its arguments, runs the kernel's grid of blocks on the CPU\n"
-      << " * thread pool (tile_cpu_launch) and returns when all blocks are done; it never prints\n"
-      << " * and never exits. Tensors are raw pointers to element 0, sizes count elements. */\n"
-      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+      << " * wrote beside this header and with libtile_runtime (tile/runtime.h).\n";
+    if (options.cuda_archs.empty()) {
+        o << " * Every entry point checks its arguments, runs the kernel's grid of blocks on the CPU\n"
+          << " * thread pool (tile_cpu_launch) and returns when all blocks are done; it never prints\n"
+          << " * and never exits. Tensors are raw pointers to element 0, sizes count elements. */\n";
+    } else {
+        o << " * Every entry point checks its arguments; NAME_cpu runs the kernel's grid of blocks on\n"
+          << " * the CPU thread pool (tile_cpu_launch) and returns when all blocks are done, NAME_cuda\n"
+          << " * enqueues it on a CUDA stream (tile_cuda_launch: libcuda is loaded at the first call,\n"
+          << " * so this object links and runs without a GPU). None prints or exits. Tensors are\n"
+          << " * raw pointers to element 0 (device pointers for NAME_cuda), sizes count elements. */\n";
+    }
+    o << "#ifndef " << guard << "\n#define " << guard << "\n\n"
       << "#include <stdint.h>\n\n#include \"tile/runtime.h\"\n\n"
       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-    for (auto& f : module.funcs) write_function(o, f);
+    for (auto& f : module.funcs) {
+        if (options.cpu_entries) write_function(o, f, Entry::Cpu, options);
+        if (!options.cuda_archs.empty()) write_function(o, f, Entry::Cuda, options);
+    }
     o << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* " << guard << " */\n";
     return o.str();
 }

@@ -2,6 +2,7 @@
 // "tile/runtime.h", one documented prototype per export and backend. No LLVM here.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -11,6 +12,10 @@ struct HeaderOptions {
     std::string header_name = "kernels.h";  // for the include guard and the banner
     std::string source_name = "kernels.tile";
     std::string tilec_version = "0.0.0";
+    bool cpu_entries = true;  // declare NAME_cpu
+    // The CUDA images in the object ("sm_80", ..., "compute_80"): declare NAME_cuda,
+    // documented with these. Empty: no CUDA entry points (the header of a host object).
+    std::vector<std::string> cuda_archs;
 };
 
 // The header text for `module` (deterministic).

@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "codegen/cpu_lowering.h"
+#include "codegen/gpu_entry.h"
 
 namespace tilec::codegen {
 
@@ -109,7 +110,9 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     } else if (sti->checkFeatures("+avx")) {
         ms.vector_bytes = 32;
     }
-    for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
+    if (options.cpu_entries)
+        for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
+    if (options.gpu) emit_gpu_embedding(ms, module, *options.gpu);
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
         fn.addFnAttr("target-cpu", cpu);

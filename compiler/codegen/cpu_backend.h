@@ -23,6 +23,8 @@ namespace tilec::codegen {
 
 enum class CpuOutput { LlvmIr, Assembly, Object };
 
+struct GpuEmbedding;  // codegen/gpu_entry.h
+
 struct CpuOptions {
     // The module's source file name (recorded in the object); the input's base name.
     std::string source_name = "module.tile";
@@ -34,6 +36,11 @@ struct CpuOptions {
     bool optimize = true;
     // Names the files of source locations in the messages of failed asserts; may be null.
     const SourceManager* sources = nullptr;
+    // Emit NAME_block and NAME_cpu for every export (off for an object of GPU targets only).
+    bool cpu_entries = true;
+    // GPU images and kernels to embed, with their NAME_cuda / NAME_hip entry points
+    // (codegen/gpu_entry.h); null for a host-only object, which is then unchanged.
+    const GpuEmbedding* gpu = nullptr;
 };
 
 // Lowers every function of `module` into one LLVM module and returns its text (LLVM IR,

@@ -2,6 +2,8 @@
 // after each pass, --time-passes how long each took.
 #include "driver/pipeline.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -18,6 +20,7 @@
 #ifdef TILEC_WITH_LLVM
 #include "codegen/c_header.h"
 #include "codegen/cpu_backend.h"
+#include "codegen/gpu_entry.h"
 #include "codegen/nvptx_backend.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
@@ -80,6 +83,76 @@ std::string escape_make(const std::string& p) {
     return out;
 }
 
+#ifdef TILEC_WITH_LLVM
+// The CUDA side of an object for `archs` (sm_XX, in the target table's order): each export
+// lowered to thread level per arch (an export the GPU path does not cover is a located
+// error: the user asked for the arch), and with `images` one cubin per arch plus the PTX
+// of the lowest arch, for the driver to JIT on GPUs newer than every cubin. Returns
+// false after reporting an error.
+bool build_cuda_embedding(const ir::Module& lowered, const std::vector<std::string>& archs, bool images,
+                          const ir::PassManagerOptions& pmo, ir::PassContext& ctx, DiagnosticEngine& diags,
+                          const std::string& source, codegen::GpuEmbedding& out, std::string& ptx_arch) {
+    if (images) {
+        std::string ptxas = codegen::ptxas_path();
+        if (ptxas.empty() || !std::filesystem::exists(ptxas)) {
+            diags.error({}, "--target=" + archs.front() + ": the cubins of an object need ptxas, which was not found" +
+                                (ptxas.empty() ? std::string() : " at " + ptxas) +
+                                " (configure with -DTILEC_PTXAS=/path/to/ptxas or set TILEC_PTXAS)");
+            return false;
+        }
+    }
+    out.module_name = source;
+    const target::GpuTarget* lowest = nullptr;
+    std::string lowest_ptx;
+    for (auto& arch : archs) {
+        const target::GpuTarget* t = target::find_gpu_target(arch);
+        if (!t) TILEC_ICE("no target table row for " + arch);
+        ir::PassManager gpm(pmo);
+        gpm.add(lower::thread_level_pass(*t));
+        auto thread_level = gpm.run(lowered, ctx);
+        if (!thread_level || diags.has_errors()) return false;
+        // NAME_cuda passes NAME_cpu's arguments: the kernel must take exactly those.
+        for (size_t i = 0; i < lowered.funcs.size(); ++i) {
+            const auto& a = lowered.funcs[i].params;
+            const auto& b = thread_level->funcs.at(i).params;
+            bool same = a.size() == b.size();
+            for (size_t j = 0; same && j < a.size(); ++j)
+                same = a[j].kind == b[j].kind &&
+                       (a[j].kind == ir::ParamKind::Tensor ? a[j].buffer->name == b[j].buffer->name &&
+                                                                 a[j].buffer->dtype == b[j].buffer->dtype
+                                                           : a[j].var->name == b[j].var->name &&
+                                                                 a[j].var->type == b[j].var->type);
+            if (!same) TILEC_ICE("the thread-level parameters of " + lowered.funcs[i].name + " differ from the export's");
+        }
+        if (out.kernels.empty()) {
+            for (auto& f : thread_level->funcs) {
+                codegen::GpuKernel k;
+                k.export_name = f.name;
+                k.symbol = f.name;  // the NVPTX backend names the .entry after the export
+                k.threads = f.threads;
+                k.cuda = true;
+                out.kernels.push_back(k);
+            }
+        } else {
+            for (size_t i = 0; i < out.kernels.size(); ++i)
+                if (thread_level->funcs.at(i).threads != out.kernels[i].threads)
+                    TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
+        }
+        // sm_90 before sm_90a: plain PTX runs on every later GPU, arch-specific PTX only on its own.
+        bool is_lowest = !lowest || t->arch < lowest->arch ||
+                         (t->arch == lowest->arch && !t->arch_specific && lowest->arch_specific);
+        if (is_lowest) lowest = t;
+        if (!images) continue;
+        std::string ptx = codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
+        out.images.push_back({codegen::GpuImageKind::Cubin, arch, codegen::assemble_cubin(ptx, *t)});
+        if (is_lowest) lowest_ptx = std::move(ptx);
+    }
+    ptx_arch = codegen::ptx_arch_label(lowest->name);
+    if (images) out.images.push_back({codegen::GpuImageKind::Ptx, ptx_arch, lowest_ptx});
+    return true;
+}
+#endif
+
 }  // namespace
 
 void add_tile_passes(ir::PassManager& pm) { pm.add(transform::make_simplify_pass()); }
@@ -120,12 +193,23 @@ int compile(const Options& options) {
                             "(configure it with -DTILEC_WITH_LLVM=ON)");
         }
 #endif
+        // The sm_XX targets of an object (or its LLVM IR, assembly, header): their images
+        // go into the host object with NAME_cuda entry points (codegen/gpu_entry.h).
+        std::vector<std::string> object_sm_targets;
+        bool object_host = options.targets.empty();
         if (backend) {
-            for (auto& t : options.targets)
-                if (t != "host" && known_targets().count(t))
-                    diags.error({}, "--target=" + t + ": --emit=" + (options.emit.empty() ? "obj" : options.emit) +
-                                    " is host code; GPU code today is --emit=ptx|cubin for sm_XX targets "
-                                    "(objects with GPU images come later)");
+            for (auto& t : options.targets) {
+                if (t == "host") {
+                    object_host = true;
+                } else if (t.rfind("sm_", 0) == 0 && known_targets().count(t)) {
+                    if (std::find(object_sm_targets.begin(), object_sm_targets.end(), t) == object_sm_targets.end())
+                        object_sm_targets.push_back(t);
+                } else if (known_targets().count(t)) {
+                    diags.error({}, "--target=" + t + ": AMD GPU code in objects is not written yet (--emit=" +
+                                    (options.emit.empty() ? "obj" : options.emit) +
+                                    " takes host and NVIDIA sm_XX targets)");
+                }
+            }
             if ((options.emit == "obj" || make_object) && (options.output.empty() || options.output == "-"))
                 diags.error({}, "an object needs -o FILE (it is not written to standard output)");
         }
@@ -180,7 +264,7 @@ int compile(const Options& options) {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
         for (auto& name : options.print_after) {
-            bool found = gpu_emit && name == "lower-thread-level";
+            bool found = (gpu_emit || !object_sm_targets.empty()) && name == "lower-thread-level";
             for (auto& p : pm.passes()) found |= p.name == name;
             if (!found) {
                 std::string list;
@@ -203,6 +287,26 @@ int compile(const Options& options) {
             codegen::HeaderOptions hopt;
             hopt.source_name = source;
             hopt.tilec_version = TILEC_VERSION;
+            // In the target table's order, so the object does not depend on the option's order.
+            auto rank = [](const std::string& arch) {
+                const auto& all = target::gpu_targets();
+                for (size_t i = 0; i < all.size(); ++i)
+                    if (all[i].name == arch) return i;
+                return all.size();
+            };
+            std::stable_sort(object_sm_targets.begin(), object_sm_targets.end(),
+                             [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+            hopt.cpu_entries = object_host;
+            hopt.cuda_archs = object_sm_targets;
+            codegen::GpuEmbedding gpu;
+            if (!object_sm_targets.empty()) {
+                // The header needs only to know that every export lowers; the rest, images too.
+                std::string ptx_arch;
+                if (!build_cuda_embedding(*lowered, object_sm_targets, options.emit != "header", pmo, ctx, diags,
+                                          source, gpu, ptx_arch))
+                    return 1;
+                hopt.cuda_archs.push_back(ptx_arch);
+            }
             if (options.emit == "header") {
                 // Named after the output, or after the input on standard output.
                 hopt.header_name = options.output.empty() || options.output == "-"
@@ -213,6 +317,8 @@ int compile(const Options& options) {
                 codegen::CpuOptions copt;
                 copt.source_name = source;
                 copt.sources = &sources;
+                copt.cpu_entries = object_host;
+                if (!object_sm_targets.empty()) copt.gpu = &gpu;
                 copt.cpu = options.cpu;
                 auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
                             : options.emit == "asm" ? codegen::CpuOutput::Assembly

@@ -1,8 +1,9 @@
 /* A fake libcuda for the runtime's GPU tests (fake_driver.h): the driver API functions
  * tile_cuda_launch uses, with devices, contexts, modules and failures the test controls,
  * recording every call. Images are text: a module "contains" the kernels named after
- * "kernels:" in its image. Built with FAKE_CUDA_WITHOUT_LAUNCH, it lacks cuLaunchKernel
- * (an incomplete driver). */
+ * "kernels:" in its image; real images (tilec's embedded cubins and PTX, tests/gpu_host)
+ * contain the kernels their ELF string table or PTX `.entry` names. Built with
+ * FAKE_CUDA_WITHOUT_LAUNCH, it lacks cuLaunchKernel (an incomplete driver). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
@@ -35,7 +36,57 @@ static Failure failures[16];
 
 typedef struct Module {
     char text[FAKE_TEXT_MAX];
+    char* bytes; /* a real image (ELF or PTX) kept for cuModuleGetFunction; else NULL */
+    size_t size;
 } Module;
+
+static int record_count = 0;
+static unsigned record_sizes[FAKE_MAX_PARAMS];
+
+EXPORT void fake_cuda_record_params(int count, const unsigned* sizes) {
+    int i;
+    pthread_mutex_lock(&lock);
+    record_count = count < FAKE_MAX_PARAMS ? count : FAKE_MAX_PARAMS;
+    for (i = 0; i < record_count; ++i) record_sizes[i] = sizes[i] < 8 ? sizes[i] : 8;
+    pthread_mutex_unlock(&lock);
+}
+
+/* The extent of an ELF64 image: the end of its section or program header table,
+ * whichever is last (what the string tables lie before). */
+static size_t elf_size(const unsigned char* e) {
+    uint64_t shoff, phoff;
+    uint16_t phentsize, phnum, shentsize, shnum;
+    size_t a, b;
+    memcpy(&phoff, e + 0x20, 8);
+    memcpy(&shoff, e + 0x28, 8);
+    memcpy(&phentsize, e + 0x36, 2);
+    memcpy(&phnum, e + 0x38, 2);
+    memcpy(&shentsize, e + 0x3a, 2);
+    memcpy(&shnum, e + 0x3c, 2);
+    a = (size_t)(shoff + (uint64_t)shentsize * shnum);
+    b = (size_t)(phoff + (uint64_t)phentsize * phnum);
+    return a > b ? a : b;
+}
+
+/* Whether a real image defines kernel `name`: "\0name\0" in an ELF (a symbol name), or
+ * ".entry name(" in PTX. */
+static int real_image_has(const Module* m, const char* name) {
+    size_t n = strlen(name), i;
+    if (m->size >= 4 && memcmp(m->bytes, "\177ELF", 4) == 0) {
+        for (i = 0; i + n + 2 <= m->size; ++i)
+            if (m->bytes[i] == '\0' && memcmp(m->bytes + i + 1, name, n) == 0 && m->bytes[i + 1 + n] == '\0')
+                return 1;
+        return 0;
+    }
+    {
+        const char* p = m->bytes;
+        while ((p = strstr(p, ".entry ")) != NULL) {
+            p += 7;
+            if (strncmp(p, name, n) == 0 && p[n] == '(') return 1;
+        }
+    }
+    return 0;
+}
 typedef struct Function {
     char name[FAKE_TEXT_MAX];
     int max_dynamic_smem;
@@ -194,6 +245,11 @@ EXPORT CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned in
     if (fail) return fail;
     m = (Module*)calloc(1, sizeof(Module));
     strncpy(m->text, text, sizeof(m->text) - 1);
+    if (strstr(m->text, "kernels:") == NULL) {
+        m->size = strncmp(text, "\177ELF", 4) == 0 ? elf_size((const unsigned char*)image) : strlen(text) + 1;
+        m->bytes = (char*)malloc(m->size);
+        memcpy(m->bytes, image, m->size);
+    }
     pthread_mutex_lock(&lock);
     ++stats.module_loads;
     stats.last_image = image;
@@ -212,7 +268,11 @@ EXPORT CUresult cuModuleGetFunction(void** function, void* module, const char* n
     pthread_mutex_lock(&lock);
     ++stats.get_function_calls;
     pthread_mutex_unlock(&lock);
-    if (found == NULL || (found[n] != ' ' && found[n] != '\0' && found[n] != '\n')) return 500;
+    if (m->bytes != NULL) {
+        if (!real_image_has(m, name)) return 500;
+    } else if (found == NULL || (found[n] != ' ' && found[n] != '\0' && found[n] != '\n')) {
+        return 500;
+    }
     f = (Function*)calloc(1, sizeof(Function));
     strncpy(f->name, name, sizeof(f->name) - 1);
     f->max_dynamic_smem = 48 * 1024;
@@ -252,6 +312,10 @@ EXPORT CUresult cuLaunchKernel(void* function, unsigned int gx, unsigned int gy,
     stats.last_smem = smem;
     stats.last_stream = stream;
     stats.last_args = params;
+    {
+        int i;
+        for (i = 0; i < record_count; ++i) memcpy(stats.last_params[i], params[i], record_sizes[i]);
+    }
     memcpy(stats.last_kernel, f->name, sizeof(f->name));
     pthread_mutex_unlock(&lock);
     return 0;

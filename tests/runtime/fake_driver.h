@@ -8,6 +8,7 @@
 
 #define FAKE_MAX_DEVICES 8
 #define FAKE_TEXT_MAX 256
+#define FAKE_MAX_PARAMS 16
 
 /* What the runtime did to the fake. Counters only grow. */
 typedef struct fake_stats {
@@ -27,6 +28,10 @@ typedef struct fake_stats {
     void* last_stream;
     void** last_args;
     char last_kernel[FAKE_TEXT_MAX];
+    /* The bytes of the last launch's parameters, copied at the launch (the args array
+     * lives in the caller's frame): the first FAKE_MAX_PARAMS, as many bytes of each as
+     * fake_cuda_record_params said (none until then). */
+    unsigned char last_params[FAKE_MAX_PARAMS][8];
 } fake_stats;
 
 /* Exported by both fakes (prefix fake_cuda_ / fake_hip_). */
@@ -40,6 +45,9 @@ typedef void (*fake_cuda_set_device_fn)(int ordinal, int major, int minor, int o
 /* fake_cuda_make_current(ordinal): makes device ordinal's context current on this thread;
  * -1: no current context (the state of a new thread). */
 typedef void (*fake_cuda_make_current_fn)(int ordinal);
+/* fake_cuda_record_params(count, sizes): from now on a launch copies sizes[i] (<= 8)
+ * bytes of each of its first `count` parameters into fake_stats.last_params. */
+typedef void (*fake_cuda_record_params_fn)(int count, const unsigned* sizes);
 
 /* fake_hip_set_device(ordinal, gcn_arch_name); fake_hip_set_current(ordinal). Device 0
  * is "gfx90a:sramecc+:xnack-" until set. */

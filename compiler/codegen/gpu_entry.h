@@ -1,0 +1,69 @@
+// GPU images in the host object and the GPU entry points that launch them.
+//
+// The driver compiles the device code (PTX, cubins; later HSACO) and hands the bytes
+// here as a GpuEmbedding; compile_cpu (CpuOptions::gpu) then writes into the same host
+// LLVM module, for the whole file:
+//   the image bytes           internal constants in section .rodata.tilec.gpu
+//                             (tilec.gpu.cubin.sm_80, tilec.gpu.ptx.compute_80, ...)
+//   tile_gpu_image[]          tilec.gpu.images (kind, arch, data, size), constant
+//   tile_gpu_module           tilec.gpu.module, writable: its `cache` slot starts NULL and
+//                             is the runtime's (module loaded once per context/device)
+// and per export and API:
+//   tile_status NAME_cuda(void* stream, <tensors>, <sizes>, <scalars>)
+//   tile_status NAME_hip (void* stream, <tensors>, <sizes>, <scalars>)
+// which check the arguments as NAME_cpu does (plus 16-byte alignment of tensors and the
+// API's grid limits), return TILE_SUCCESS for an empty grid without touching the driver,
+// and otherwise call tile_cuda_launch / tile_hip_launch. One module serves both APIs:
+// each launcher only looks at its own image kinds, so HIP is additive (HSACO images,
+// kernels with `hip` set). No LLVM in this header.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tilec::codegen {
+
+class ModuleState;
+
+// The values of tile_gpu_image_kind (tile/runtime.h; ABI).
+enum class GpuImageKind : uint32_t { Cubin = 1, Ptx = 2, Hsaco = 3 };
+
+struct GpuImage {
+    GpuImageKind kind = GpuImageKind::Cubin;
+    std::string arch;  // "sm_80", "compute_80", "gfx942"
+    std::string data;  // the image's bytes (PTX: the text; a NUL is appended when embedded)
+};
+
+enum class GpuApi { Cuda, Hip };
+
+// One kernel in the images and how its entry point launches it.
+struct GpuKernel {
+    std::string export_name;   // the ir::PrimFunc (tile level) whose arguments it takes
+    std::string symbol;        // the kernel's name in the images (PTX .entry)
+    int64_t threads = 0;       // the block: threads x 1 x 1
+    int64_t dynamic_smem = 0;  // bytes of dynamic shared memory per launch
+    bool cuda = false;         // emit NAME_cuda
+    bool hip = false;          // emit NAME_hip
+};
+
+struct GpuEmbedding {
+    std::string module_name;  // tile_gpu_module.name, for the runtime's messages
+    std::vector<GpuImage> images;
+    std::vector<GpuKernel> kernels;
+};
+
+// NAME_cuda / NAME_hip.
+std::string gpu_entry_name(const std::string& export_name, GpuApi api);
+
+// The arch label of PTX assembled for `sm_arch`: sm_80 -> compute_80, sm_90a -> compute_90a.
+std::string ptx_arch_label(const std::string& sm_arch);
+
+// Writes the images, the module and the entry points into the host module. Every kernel
+// must name a function of `module`; its parameters are the kernel's, in order (the NVPTX
+// backend declares the kernel's parameters as the C entry point's). Internal errors on
+// inconsistent input.
+void emit_gpu_embedding(ModuleState& ms, const ir::Module& module, const GpuEmbedding& gpu);
+
+}  // namespace tilec::codegen

@@ -1,0 +1,292 @@
+/* One object per kernel file holding host and CUDA code (tilec --target=host,sm_80,sm_90
+ * -o k.o), called from C99 on a machine without a GPU: the CPU entry points run, the
+ * _cuda ones check their arguments, report a missing driver cleanly, and, against the
+ * fake libcuda of tests/runtime (TILE_CUDA_LIBRARY), launch the right kernel with the
+ * right grid, block and parameters from the image the device's compute capability
+ * selects. One ctest test per case (`gpu_host_test <case>`): the driver is loaded once
+ * per process. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_driver.h"
+#include "saxpy_gpu.h"
+#include "tile/runtime.h"
+#include "vector_add_gpu.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            ++failures;                                                              \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_STATUS(call, expected)                                                           \
+    do {                                                                                       \
+        tile_status got_ = (call);                                                             \
+        if (got_ != (expected)) {                                                              \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; last error: \"%s\"\n",   \
+                    __FILE__, __LINE__, #call, (int)got_, tile_status_string(got_), #expected, \
+                    tile_last_error());                                                        \
+            ++failures;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+#define CHECK_MESSAGE_HAS(text)                                                                 \
+    do {                                                                                        \
+        if (strstr(tile_last_error(), (text)) == NULL) {                                        \
+            fprintf(stderr, "%s:%d: the last error \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, \
+                    tile_last_error(), (text));                                                 \
+            ++failures;                                                                         \
+        }                                                                                       \
+    } while (0)
+
+/* ---- the fake driver --------------------------------------------------------------------- */
+
+static fake_stats* stats;
+static fake_cuda_set_device_fn set_device;
+static fake_cuda_make_current_fn make_current;
+static fake_cuda_record_params_fn record_params;
+
+static void fake_symbol(void* library, const char* name, void* out_fn, size_t size) {
+    void* symbol = dlsym(library, name);
+    if (symbol == NULL) {
+        fprintf(stderr, "the fake driver lacks %s\n", name);
+        exit(2);
+    }
+    memcpy(out_fn, &symbol, size);
+}
+
+/* The same instance of the fake as the runtime loads (dlopen of one path). */
+static void open_fake(void) {
+    const char* path = getenv("TILE_CUDA_LIBRARY");
+    void* library = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    fake_stats_fn stats_fn;
+    if (library == NULL) {
+        fprintf(stderr, "cannot open the fake driver named by TILE_CUDA_LIBRARY: %s\n", path ? dlerror() : "unset");
+        exit(2);
+    }
+    fake_symbol(library, "fake_cuda_stats", &stats_fn, sizeof(stats_fn));
+    fake_symbol(library, "fake_cuda_set_device", &set_device, sizeof(set_device));
+    fake_symbol(library, "fake_cuda_make_current", &make_current, sizeof(make_current));
+    fake_symbol(library, "fake_cuda_record_params", &record_params, sizeof(record_params));
+    stats = stats_fn();
+}
+
+/* What the last module load got: "sm_80" / "sm_90" for a cubin (its ELF e_flags; the
+ * arch sits in bits 8..15 from ELF ABI version 8, bits 0..7 before), "ptx" for PTX. */
+static const char* last_image_arch(void) {
+    static char arch[16];
+    const unsigned char* image = (const unsigned char*)stats->last_image;
+    uint32_t flags;
+    unsigned sm;
+    if (image == NULL) return "none";
+    if (memcmp(image, "\177ELF", 4) != 0) return strstr((const char*)image, ".target sm_80") ? "ptx" : "other";
+    memcpy(&flags, image + 48, 4);
+    sm = image[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
+    sprintf(arch, "sm_%u", sm);
+    return arch;
+}
+
+static int64_t param_i64(int i) {
+    int64_t v;
+    memcpy(&v, stats->last_params[i], 8);
+    return v;
+}
+
+static void* param_ptr(int i) {
+    void* v;
+    memcpy(&v, stats->last_params[i], sizeof(v));
+    return v;
+}
+
+/* ---- cases ------------------------------------------------------------------------------- */
+
+/* The CPU entry points of the mixed object compute what they should; the CUDA ones find
+ * no driver (TILE_CUDA_LIBRARY names a missing file). */
+static void test_cpu_and_no_driver(void) {
+    enum { N = 3000 };
+    float *a = malloc(N * sizeof(float)), *b = malloc(N * sizeof(float)), *c = malloc(N * sizeof(float));
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    int i, bad = 0;
+    for (i = 0; i < N; ++i) {
+        a[i] = (float)i * 0.5f;
+        b[i] = 1.0f - (float)i;
+        c[i] = -99.0f;
+        x[i] = (float)(i % 17);
+        y[i] = (float)(i % 5) - 2.0f;
+    }
+    CHECK_STATUS(vector_add_f32_cpu(NULL, a, b, c, N), TILE_SUCCESS);
+    for (i = 0; i < N; ++i) bad += c[i] != a[i] + b[i];
+    CHECK(bad == 0);
+    CHECK_STATUS(saxpy_f32_cpu(NULL, x, y, N - 7, 2.5f), TILE_SUCCESS);
+    for (i = 0; i < N; ++i) {
+        float want = i < N - 7 ? 2.5f * (float)(i % 17) + ((float)(i % 5) - 2.0f) : (float)(i % 5) - 2.0f;
+        bad += fabsf(y[i] - want) > 1e-6f * (1.0f + fabsf(want));
+    }
+    CHECK(bad == 0);
+
+    CHECK_STATUS(vector_add_f32_cuda(NULL, a, b, c, N), TILE_ERROR_NO_DRIVER);
+    CHECK_MESSAGE_HAS("no CUDA driver found");
+    CHECK_STATUS(saxpy_f32_cuda(NULL, x, y, N, 2.5f), TILE_ERROR_NO_DRIVER);
+    CHECK_MESSAGE_HAS("no CUDA driver found");
+    /* The CPU entry points still work after the failed driver load. */
+    CHECK_STATUS(vector_add_f32_cpu(NULL, a, b, c, 10), TILE_SUCCESS);
+    free(a);
+    free(b);
+    free(c);
+    free(x);
+    free(y);
+}
+
+/* With the default libcuda.so.1: on a machine without one, NO_DRIVER; where a driver is
+ * installed the outcome depends on the machine and is only printed. */
+static void test_default_driver(void) {
+    float a[4] = {1, 2, 3, 4}, c[4];
+    void* real = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    tile_status s = vector_add_f32_cuda(NULL, a, a, c, 4);
+    if (real == NULL) {
+        CHECK(s == TILE_ERROR_NO_DRIVER);
+        CHECK_MESSAGE_HAS("no CUDA driver found (libcuda.so.1");
+    } else {
+        printf("a CUDA driver is installed: vector_add_f32_cuda with host pointers gave %s (%s)\n",
+               tile_status_string(s), tile_last_error());
+    }
+}
+
+/* Bad arguments are reported before the driver is touched, and an empty grid succeeds
+ * without it. */
+static void test_arguments(void) {
+    static float buffer[64];
+    float* aligned = (float*)(((uintptr_t)buffer + 15) & ~(uintptr_t)15);
+    open_fake();
+    CHECK_STATUS(vector_add_f32_cuda(NULL, NULL, aligned, aligned, 10), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_cuda: tensor A is NULL");
+    CHECK_STATUS(vector_add_f32_cuda(NULL, aligned, aligned, NULL, 10), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_cuda: tensor C is NULL");
+    CHECK_STATUS(vector_add_f32_cuda(NULL, aligned, aligned, aligned, -1), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_cuda: size N = -1 is negative");
+    CHECK_STATUS(vector_add_f32_cuda(NULL, aligned, aligned + 1, aligned, 10), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_cuda: tensor B = ");
+    CHECK_MESSAGE_HAS("is not 16-byte aligned");
+    CHECK_STATUS(saxpy_f32_cuda(NULL, aligned, NULL, 5, 1.0f), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("saxpy_f32_cuda: tensor y is NULL");
+    CHECK_STATUS(saxpy_f32_cuda(NULL, aligned, aligned, -7, 1.0f), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("saxpy_f32_cuda: size N = -7 is negative");
+    /* No elements: NULL tensors are fine and nothing is launched. */
+    CHECK_STATUS(vector_add_f32_cuda(NULL, NULL, NULL, NULL, 0), TILE_SUCCESS);
+    CHECK_STATUS(saxpy_f32_cuda((void*)0x1234, NULL, NULL, 0, 3.0f), TILE_SUCCESS);
+    CHECK(stats->init_calls == 0);
+    CHECK(stats->module_loads == 0);
+    CHECK(stats->launches == 0);
+}
+
+static void launch_vector_add(int ordinal, const char* want_arch) {
+    int loads = stats->module_loads, launches = stats->launches;
+    make_current(ordinal);
+    CHECK_STATUS(vector_add_f32_cuda((void*)0x5000, (void*)0x10000, (void*)0x20000, (void*)0x30000, 3000),
+                 TILE_SUCCESS);
+    CHECK(stats->module_loads == loads + 1); /* a new context loads the module */
+    CHECK(stats->launches == launches + 1);
+    if (strcmp(last_image_arch(), want_arch) != 0) {
+        fprintf(stderr, "device %d: got the %s image, expected %s\n", ordinal, last_image_arch(), want_arch);
+        ++failures;
+    }
+}
+
+/* Through the fake driver: what the entry point hands to cuLaunchKernel, and which
+ * embedded image each compute capability gets. */
+static void test_launch(void) {
+    static const unsigned four_params[4] = {8, 8, 8, 8};
+    static const unsigned saxpy_params[4] = {8, 8, 8, 4};
+    float a;
+    open_fake();
+    record_params(4, four_params);
+
+    /* Device 0 is 8.0: the sm_80 cubin. */
+    launch_vector_add(0, "sm_80");
+    CHECK(strcmp(stats->last_kernel, "vector_add_f32") == 0);
+    CHECK(stats->last_grid[0] == 3 && stats->last_grid[1] == 1 && stats->last_grid[2] == 1);
+    CHECK(stats->last_block[0] == 128 && stats->last_block[1] == 1 && stats->last_block[2] == 1);
+    CHECK(stats->last_smem == 0);
+    CHECK(stats->last_stream == (void*)0x5000);
+    CHECK(param_ptr(0) == (void*)0x10000);
+    CHECK(param_ptr(1) == (void*)0x20000);
+    CHECK(param_ptr(2) == (void*)0x30000);
+    CHECK(param_i64(3) == 3000);
+
+    /* The other exports are kernels of the same module (no second load in this context). */
+    CHECK_STATUS(vector_add_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 1025), TILE_SUCCESS);
+    CHECK(strcmp(stats->last_kernel, "vector_add_f16") == 0);
+    CHECK(stats->last_grid[0] == 2);
+    CHECK(param_i64(3) == 1025);
+
+    /* saxpy (another object, another module): x, y, N, a; 256 threads. */
+    record_params(4, saxpy_params);
+    CHECK_STATUS(saxpy_f32_cuda(NULL, (void*)0x40000, (void*)0x50000, 5000, 2.5f), TILE_SUCCESS);
+    CHECK(strcmp(stats->last_kernel, "saxpy_f32") == 0);
+    CHECK(stats->last_grid[0] == 5 && stats->last_block[0] == 256);
+    CHECK(param_ptr(0) == (void*)0x40000);
+    CHECK(param_ptr(1) == (void*)0x50000);
+    CHECK(param_i64(2) == 5000);
+    memcpy(&a, stats->last_params[3], 4);
+    CHECK(a == 2.5f);
+    CHECK(strcmp(last_image_arch(), "sm_80") == 0);
+    record_params(4, four_params);
+
+    /* The image by compute capability, one context per device: 8.6 runs sm_80, 9.0 has
+     * its cubin, 12.0 has none and JIT-compiles the compute_80 PTX. */
+    set_device(1, 8, 6, 101376);
+    set_device(2, 9, 0, 232448);
+    set_device(3, 12, 0, 232448);
+    set_device(4, 7, 5, 65536);
+    launch_vector_add(1, "sm_80");
+    launch_vector_add(2, "sm_90");
+    launch_vector_add(3, "ptx");
+    CHECK(strcmp(stats->last_kernel, "vector_add_f32") == 0);
+
+    /* 7.5: nothing runs there; the message lists what the object has. */
+    make_current(4);
+    CHECK_STATUS(vector_add_f32_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 3000),
+                 TILE_ERROR_NO_IMAGE_FOR_DEVICE);
+    CHECK_MESSAGE_HAS("vector_add_f32");
+    CHECK_MESSAGE_HAS("vector_add.tile");
+    CHECK_MESSAGE_HAS("sm_80, sm_90, compute_80");
+}
+
+typedef struct Case {
+    const char* name;
+    void (*run)(void);
+} Case;
+
+static const Case cases[] = {
+    {"cpu_and_no_driver", test_cpu_and_no_driver},
+    {"default_driver", test_default_driver},
+    {"arguments", test_arguments},
+    {"launch", test_launch},
+};
+
+int main(int argc, char** argv) {
+    size_t i;
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s <case>\n", argv[0]);
+        return 2;
+    }
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        if (strcmp(argv[1], cases[i].name) == 0) {
+            cases[i].run();
+            if (failures) fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
+            return failures ? 1 : 0;
+        }
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}
