@@ -12,7 +12,10 @@
 // per-thread partials, a shared scratch [rows x replicas] between two barriers, every
 // replica folding the row's partials. A parallel loop over the source's shape may read
 // such a fragment at all its coordinates but the reduced one (m[i] in `for i, c`).
-// Anything else (gemm, cumsum, atomic_add, print, assert, reduce of shared memory or
+// gemm on CUDA cores: whole shared a and b (trans_a / trans_b / clear) into a whole
+// fragment, each thread's registers of c accumulated over k (serial k loop around the
+// unrolled register loop) with mul and add in c's type; `pipelined` loops run in order.
+// Anything else (tensor-core gemm, cumsum, atomic_add, print, assert, reduce of shared memory or
 // into a differently laid out fragment, f8 / 4-bit data, f64 exp and friends, ...) is
 // refused: a user error with
 // its location when a DiagnosticEngine is given, an internal error otherwise.

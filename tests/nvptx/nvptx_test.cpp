@@ -34,7 +34,9 @@ std::vector<Case> cases() {
             // Row reductions: per-thread partials, a shared scratch and barriers.
             {root + "/stdlib/kernels/softmax.tile", {"softmax_f16", "softmax_bf16", "softmax_f32"}},
             {root + "/stdlib/kernels/rmsnorm.tile", {"rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_f32"}},
-            {root + "/stdlib/kernels/layernorm.tile", {"layernorm_f16", "layernorm_bf16", "layernorm_f32"}}};
+            {root + "/stdlib/kernels/layernorm.tile", {"layernorm_f16", "layernorm_bf16", "layernorm_f32"}},
+            // gemm on CUDA cores (two of its exports: each is large PTX).
+            {root + "/stdlib/kernels/gemm.tile", {"gemm_f16_m64", "gemm_bf16_nt"}}};
 }
 
 std::vector<ir::PrimFunc> thread_level(const Case& c, const target::GpuTarget& t) {

@@ -290,15 +290,15 @@ TEST_CASE("lower: saxpy keeps shared memory and puts barriers between its uses",
 }
 
 TEST_CASE("lower: ops outside the element-wise path are refused, with their location", "[lower]") {
-    const auto& c = compiled("kernels/gemm.tile");
-    const auto& f = kernel(c, "gemm_f16");
+    const auto& c = compiled("kernels/gemm_splitk.tile");
+    const auto& f = kernel(c, "gemm_splitk_f16");
     // Without diagnostics: an internal error naming the op.
     try {
         (void)lower::lower_to_thread_level(f, sm80(), nullptr);
         FAIL("no error");
     } catch (const InternalError& e) {
         std::string msg = e.what();
-        CHECK(msg.find("gemm") != std::string::npos);
+        CHECK(msg.find("atomic_add") != std::string::npos);
         CHECK(msg.find("not supported for GPU targets yet") != std::string::npos);
     }
     const auto& cs = compiled("kernels/cumsum.tile");
@@ -570,5 +570,91 @@ TEST_CASE("lower: stdlib softmax, rmsnorm and layernorm at thread level match th
                 },
                 2e-3);
         }
+    }
+}
+
+// ---- gemm on CUDA cores ---------------------------------------------------------------
+
+TEST_CASE("lower: gemm on CUDA cores (shared a and b, fragment acc) matches the tile level", "[lower][interp]") {
+    auto c = interp::testing::compile_source(R"(
+kernel mm<TA: bool = false, TB: bool = false>
+    (A: f16[M, K] strides(TA ? 1 : K, TA ? M : 1), B: f16[K, N] strides(TB ? 1 : N, TB ? K : 1),
+     C: out f32[M, N]) grid(cdiv(N, 16), cdiv(M, 32)) threads(64) {
+    shared a: f16[32, 8];
+    shared b: f16[8, 16];
+    shared at: f16[8, 32];
+    shared bt: f16[16, 8];
+    fragment acc: f32[32, 16];
+    fill(acc, 1.0);
+    for k in range(cdiv(K, 8)) {
+        copy(A[block.y * 32, k * 8], a);
+        copy(B[k * 8, block.x * 16], b);
+        if TA {
+            for i, j in parallel(8, 32) { at[i, j] = a[j, i]; }
+            if TB {
+                for i, j in parallel(16, 8) { bt[i, j] = b[j, i]; }
+                gemm(at, bt, acc, trans_a = true, trans_b = true, clear = false);
+            } else {
+                gemm(at, b, acc, trans_a = true, clear = false);
+            }
+        } else {
+            if TB {
+                for i, j in parallel(16, 8) { bt[i, j] = b[j, i]; }
+                gemm(a, bt, acc, trans_b = true, clear = false);
+            } else {
+                gemm(a, b, acc, clear = false);
+            }
+        }
+    }
+    copy(acc, C[block.y * 32, block.x * 16]);
+}
+export mm as mm_nn;
+export mm<TA = true> as mm_tn;
+export mm<TB = true> as mm_nt;
+export mm<TA = true, TB = true> as mm_tt;
+)");
+    INFO(c.diagnostics);
+    REQUIRE(c.ok);
+    std::mt19937 rng(13);
+    std::uniform_int_distribution<int> d(-4, 4);
+    for (const auto& f : c.module.funcs) {
+        for (auto [m, n, k] : {std::array<int64_t, 3>{32, 16, 8}, {45, 19, 21}, {7, 33, 3}}) {
+            INFO(f.name << " M=" << m << " N=" << n << " K=" << k);
+            std::vector<double> a(m * k), b(k * n);
+            for (auto& v : a) v = d(rng);  // small integers: exact in f16 and in any summation order
+            for (auto& v : b) v = d(rng);
+            check_same(f, [&] {
+                interp::RunArgs args;
+                args.tensors = {{a, {}, {}, {}}, {b, {}, {}, {}}, {std::vector<double>(m * n, NAN), {}, {}, {}}};
+                args.sizes = {m, k, n};
+                return args;
+            });
+        }
+    }
+}
+
+TEST_CASE("lower: stdlib gemm at thread level matches the tile level", "[lower][interp]") {
+    const auto& c = compiled("kernels/gemm.tile");
+    std::mt19937 rng(17);
+    std::uniform_int_distribution<int> d(-3, 3);
+    for (const char* name : {"gemm_f16_m64", "gemm_bf16_tn"}) {
+        const auto& f = kernel(c, name);
+        {
+            ir::PrimFunc low = lowered(f);
+            Census census;
+            census.visit(low.body);
+            CHECK(census.tile_ops == 0);
+        }
+        int64_t m = 70, n = 9, k = 40;
+        INFO(name);
+        std::vector<double> a(m * k), b(k * n);
+        for (auto& v : a) v = d(rng);
+        for (auto& v : b) v = d(rng);
+        check_same(f, [&] {
+            interp::RunArgs args;
+            args.tensors = {{a, {}, {}, {}}, {b, {}, {}, {}}, {std::vector<double>(m * n, NAN), {}, {}, {}}};
+            args.sizes = {m, k, n};
+            return args;
+        });
     }
 }
