@@ -268,6 +268,11 @@ std::string c_header(const ir::Module& module, const HeaderOptions& options) {
         o << " * Every entry point checks its arguments, runs the kernel's grid of blocks on the CPU\n"
           << " * thread pool (tile_cpu_launch) and returns when all blocks are done; it never prints\n"
           << " * and never exits. Tensors are raw pointers to element 0, sizes count elements. */\n";
+    } else if (!options.cpu_entries) {
+        o << " * Every entry point checks its arguments and enqueues the kernel's grid of blocks on a\n"
+          << " * CUDA stream (tile_cuda_launch: libcuda is loaded at the first call, so this object\n"
+          << " * links and runs without a GPU); it never prints and never exits. Tensors are device\n"
+          << " * pointers to element 0, sizes count elements. */\n";
     } else {
         o << " * Every entry point checks its arguments; NAME_cpu runs the kernel's grid of blocks on\n"
           << " * the CPU thread pool (tile_cpu_launch) and returns when all blocks are done, NAME_cuda\n"
