@@ -1,6 +1,8 @@
-# The NVPTX backend (nvptx_backend.cpp): thread-level Tile IR -> PTX (LLVM's NVPTX
-# target) -> cubin (ptxas). Its own library so the CPU backend's target list stays as is;
-# it reuses the CPU backend's optimisation pipeline (optimize_module).
+# The GPU backends: the shared lowering of thread-level Tile IR to LLVM IR
+# (gpu_lowering.cpp), the NVPTX backend (nvptx_backend.cpp): PTX (LLVM's NVPTX target) ->
+# cubin (ptxas), and the AMDGPU backend (amdgpu.cmake). Their own libraries so the CPU
+# backend's target list stays as is; they reuse the CPU backend's optimisation pipeline
+# (optimize_module).
 find_program(TILEC_PTXAS NAMES ptxas PATHS /usr/local/cuda/bin 
              DOC "ptxas, for --emit=cubin and the ptxas tests (overridable; $TILEC_PTXAS at run time)")
 if(TILEC_PTXAS)
@@ -8,9 +10,18 @@ if(TILEC_PTXAS)
 else()
   message(STATUS "NVPTX backend: ptxas not found (--emit=cubin and the ptxas tests need -DTILEC_PTXAS=...)")
 endif()
+add_library(tilec_gpu_lowering STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp)
+target_include_directories(tilec_gpu_lowering PUBLIC ${PROJECT_SOURCE_DIR}/compiler)
+target_include_directories(tilec_gpu_lowering SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
+target_compile_definitions(tilec_gpu_lowering PRIVATE ${_llvm_definitions})
+target_compile_options(tilec_gpu_lowering PRIVATE ${TILEC_COMMON_WARNINGS})
+target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen LLVM)
+
 add_library(tilec_nvptx STATIC ${CMAKE_CURRENT_LIST_DIR}/nvptx_backend.cpp)
 target_include_directories(tilec_nvptx PUBLIC ${PROJECT_SOURCE_DIR}/compiler)
 target_include_directories(tilec_nvptx SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
 target_compile_definitions(tilec_nvptx PRIVATE ${_llvm_definitions} "TILEC_PTXAS_PATH=\"$<$<BOOL:${TILEC_PTXAS}>:${TILEC_PTXAS}>\"")
 target_compile_options(tilec_nvptx PRIVATE ${TILEC_COMMON_WARNINGS})
-target_link_libraries(tilec_nvptx PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen LLVM)
+target_link_libraries(tilec_nvptx PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_gpu_lowering tilec_codegen LLVM)
+
+include(${CMAKE_CURRENT_LIST_DIR}/amdgpu.cmake)  # tilec_amdgpu: the AMDGPU backend

@@ -40,6 +40,8 @@ Examples:
   tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (element-wise kernels today)
   tilec k.tile --target=sm_80,sm_90 --emit=cubin -o k.cubin
                                                      ptxas per arch: k.sm_80.cubin, k.sm_90.cubin
+  tilec k.tile --target=gfx90a,gfx1100 --emit=hsaco -o k.hsaco
+                                                     AMD code objects: k.gfx90a.hsaco, k.gfx1100.hsaco
   tilec gemm.tile -D BM=64 --emit=tir                override a compile-time default
   tilec attn.tile -I include/ --emit=ast             print the syntax tree
   tilec gemm.tile --print-after-all                  print the IR after every pass
@@ -59,13 +61,18 @@ const char* kEmitHelp =
     "  ptx     the PTX of every export for each --target=sm_XX (GPU targets)\n"
     "  cubin   ptxas's cubin for each --target=sm_XX (needs -o; with several\n"
     "          archs, one file each: k.cubin -> k.sm_80.cubin, k.sm_90.cubin)\n"
+    "  amdgcn  the AMDGPU assembly of every export for each --target=gfxNNN\n"
+    "  hsaco   the HSACO code object (ld.lld) for each --target=gfxNNN (needs -o;\n"
+    "          with several, one file each: k.hsaco -> k.gfx942.hsaco)\n"
     "  (default: check only; with -o FILE.o: the object, and FILE.h beside it)\n"
     "e.g. --emit=tir";
-const std::vector<std::string> kEmitStages = {"ast", "tir", "llvm", "asm", "obj", "header", "ptx", "cubin"};
+const std::vector<std::string> kEmitStages = {"ast", "tir", "llvm", "asm", "obj",
+                                              "header", "ptx", "cubin", "amdgcn", "hsaco"};
 const char* kTargetHelp =
     "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
     "(all are checked; host, the default, generates CPU code; sm_XX gives\n"
-    "--emit=ptx|cubin for kernels the GPU path covers: element-wise ones today)";
+    "--emit=ptx|cubin and gfxNNN --emit=amdgcn|hsaco for kernels the GPU path\n"
+    "covers: element-wise ones today)";
 #else
 const char* kDescription = R"(tilec: the tile language compiler.
 

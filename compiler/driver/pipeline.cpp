@@ -18,6 +18,7 @@
 #define TILEC_VERSION "0.0.0"
 #endif
 #ifdef TILEC_WITH_LLVM
+#include "codegen/amdgpu_backend.h"
 #include "codegen/c_header.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/gpu_entry.h"
@@ -62,8 +63,9 @@ std::string header_beside(const std::string& object) {
     return object.substr(0, dot) + ".h";
 }
 
-// Where --emit=cubin|ptx -o PATH writes one arch's file: PATH itself for one arch,
-// else PATH with ".sm_XX" before its extension ("k.cubin" -> "k.sm_80.cubin").
+// Where --emit=cubin|ptx|hsaco|amdgcn -o PATH writes one arch's file: PATH itself for
+// one arch, else PATH with ".sm_XX" (".gfxNNN") before its extension ("k.cubin" ->
+// "k.sm_80.cubin", "k.hsaco" -> "k.gfx942.hsaco").
 std::string per_arch_path(const std::string& path, const std::string& arch, bool several) {
     if (!several || path.empty() || path == "-") return path;
     auto slash = path.find_last_of('/');
@@ -178,8 +180,10 @@ int compile(const Options& options) {
         const bool backend = make_object || options.emit == "llvm" || options.emit == "asm" ||
                              options.emit == "obj" || options.emit == "header";
         // The GPU path: --emit=ptx|cubin for the sm_XX targets (thread-level lowering,
-        // NVPTX, ptxas), for the kernels the thread-level lowering covers.
-        const bool gpu_emit = options.emit == "ptx" || options.emit == "cubin";
+        // NVPTX, ptxas), --emit=amdgcn|hsaco for the gfxNNN targets (AMDGPU, ld.lld), for
+        // the kernels the thread-level lowering covers.
+        const bool amd_emit = options.emit == "amdgcn" || options.emit == "hsaco";
+        const bool gpu_emit = options.emit == "ptx" || options.emit == "cubin" || amd_emit;
 #ifndef TILEC_WITH_LLVM
         if (make_object) {
             diags.error({}, "writing an object (-o without --emit) needs the CPU/GPU backends, which are not built yet; "
@@ -189,7 +193,8 @@ int compile(const Options& options) {
             diags.error({}, "--emit=" + options.emit + " needs the CPU backend, which this tilec was built without "
                             "(configure it with -DTILEC_WITH_LLVM=ON)");
         } else if (gpu_emit) {
-            diags.error({}, "--emit=" + options.emit + " needs the NVPTX backend, which this tilec was built without "
+            diags.error({}, "--emit=" + options.emit + " needs the " + (amd_emit ? "AMDGPU" : "NVPTX") +
+                                " backend, which this tilec was built without "
                             "(configure it with -DTILEC_WITH_LLVM=ON)");
         }
 #endif
@@ -213,20 +218,27 @@ int compile(const Options& options) {
             if ((options.emit == "obj" || make_object) && (options.output.empty() || options.output == "-"))
                 diags.error({}, "an object needs -o FILE (it is not written to standard output)");
         }
-        std::vector<std::string> gpu_targets;  // the sm_XX of --emit=ptx|cubin, in order
+        // The sm_XX of --emit=ptx|cubin (the gfxNNN of --emit=amdgcn|hsaco), in order.
+        std::vector<std::string> gpu_targets;
         if (gpu_emit) {
             for (auto& t : options.targets) {
                 if (t == "host" || !known_targets().count(t)) continue;
-                if (t.rfind("sm_", 0) == 0)
+                if (t.rfind(amd_emit ? "gfx" : "sm_", 0) == 0)
                     gpu_targets.push_back(t);
+                else if (amd_emit)
+                    diags.error({}, "--target=" + t + ": --emit=" + options.emit +
+                                    " is for AMD gfxNNN targets (NVIDIA sm_XX targets take --emit=ptx|cubin)");
                 else
-                    diags.error({}, "--target=" + t + ": code generation for AMD GPUs is not written yet "
-                                    "(--emit=" + options.emit + " is for NVIDIA sm_XX targets)");
+                    diags.error({}, "--target=" + t + ": --emit=" + options.emit +
+                                    " is for NVIDIA sm_XX targets (AMD gfxNNN targets take --emit=amdgcn|hsaco)");
             }
             if (gpu_targets.empty() && !diags.has_errors())
-                diags.error({}, "--emit=" + options.emit + " needs an NVIDIA target, e.g. --target=sm_80");
-            if (options.emit == "cubin" && (options.output.empty() || options.output == "-"))
-                diags.error({}, "--emit=cubin needs -o FILE (it is not written to standard output)");
+                diags.error({}, "--emit=" + options.emit + " needs " +
+                                    (amd_emit ? "an AMD target, e.g. --target=gfx942"
+                                              : "an NVIDIA target, e.g. --target=sm_80"));
+            const bool binary = options.emit == "cubin" || options.emit == "hsaco";
+            if (binary && (options.output.empty() || options.output == "-"))
+                diags.error({}, "--emit=" + options.emit + " needs -o FILE (it is not written to standard output)");
         }
         if (diags.has_errors()) return 1;
 
@@ -332,10 +344,11 @@ int compile(const Options& options) {
                 }
             }
         }
-        // 6. The GPU path: thread level, PTX, cubins, one arch after another.
+        // 6. The GPU path: thread level, PTX and cubins or AMDGPU assembly and HSACO, one
+        // arch after another.
         if (gpu_emit) {
             std::string source = base_name(options.inputs.front());
-            std::string ptx_out;
+            std::string ptx_out;  // the text (PTX, AMDGPU assembly) of each arch for standard output
             for (auto& arch : gpu_targets) {
                 const target::GpuTarget* t = target::find_gpu_target(arch);
                 if (!t) TILEC_ICE("no target table row for " + arch);
@@ -343,9 +356,23 @@ int compile(const Options& options) {
                 gpm.add(lower::thread_level_pass(*t));
                 auto thread_level = gpm.run(*lowered, ctx);
                 if (!thread_level || diags.has_errors()) return 1;
+                std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);
+                if (amd_emit) {
+                    if (options.emit == "hsaco") {
+                        if (!write_output(path, codegen::compile_hsaco(thread_level->funcs, *t, source), diags))
+                            return 1;
+                        continue;
+                    }
+                    std::string text =
+                        codegen::compile_amdgpu(thread_level->funcs, *t, codegen::AmdgpuOutput::Assembly, source);
+                    if (path.empty() || path == "-")
+                        ptx_out += text;
+                    else if (!write_output(path, text, diags))
+                        return 1;
+                    continue;
+                }
                 std::string ptx =
                     codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
-                std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);
                 if (options.emit == "ptx") {
                     if (path.empty() || path == "-")
                         ptx_out += ptx;  // several archs on standard output: one after another

@@ -1,0 +1,176 @@
+// The AMDGPU backend (entry: compile_amdgpu, link_hsaco). The lowering of thread-level
+// IR is shared with the NVPTX backend (gpu_lowering.h); what is AMD's own is here: the
+// work-item and workgroup ids, s_barrier with its fences, exp2 / log2, the
+// amdgpu_kernel calling convention with the workgroup size and wavefront attributes,
+// the code object version, and ld.lld.
+#include "codegen/amdgpu_backend.h"
+
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+#include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
+#include "codegen/gpu_lowering.h"
+
+#ifndef TILEC_LD_LLD_PATH
+#define TILEC_LD_LLD_PATH ""
+#endif
+
+extern "C" {
+void LLVMInitializeAMDGPUTargetInfo();
+void LLVMInitializeAMDGPUTarget();
+void LLVMInitializeAMDGPUTargetMC();
+void LLVMInitializeAMDGPUAsmPrinter();
+}
+
+namespace tilec::codegen {
+
+namespace {
+
+class AmdgpuHooks final : public gpu::GpuTargetHooks {
+public:
+    const char* backend_name() const override { return "AMDGPU backend"; }
+    llvm::Value* hardware_index(llvm::IRBuilder<>& b, bool thread, int dim) override {
+        static const llvm::Intrinsic::ID item[3] = {llvm::Intrinsic::amdgcn_workitem_id_x,
+                                                    llvm::Intrinsic::amdgcn_workitem_id_y,
+                                                    llvm::Intrinsic::amdgcn_workitem_id_z};
+        static const llvm::Intrinsic::ID group[3] = {llvm::Intrinsic::amdgcn_workgroup_id_x,
+                                                     llvm::Intrinsic::amdgcn_workgroup_id_y,
+                                                     llvm::Intrinsic::amdgcn_workgroup_id_z};
+        return b.CreateIntrinsic(thread ? item[dim] : group[dim], {}, {});
+    }
+    // s_barrier only synchronises execution: LDS accesses before it may still be in
+    // flight. The workgroup-scope release/acquire fences make the compiler wait for them
+    // (s_waitcnt lgkmcnt(0)) and keep loads and stores from moving across, as HIP's
+    // __syncthreads does.
+    void barrier(llvm::IRBuilder<>& b) override {
+        auto scope = b.getContext().getOrInsertSyncScopeID("workgroup");
+        b.CreateFence(llvm::AtomicOrdering::Release, scope);
+        b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
+        b.CreateFence(llvm::AtomicOrdering::Acquire, scope);
+    }
+    // The generic intrinsics rather than llvm.amdgcn.exp2 / llvm.amdgcn.log: AMDGPU
+    // lowers them to v_exp_f32 / v_log_f32 plus the range scaling that keeps denormal
+    // inputs and results (which the raw instructions flush) within an ulp or so, the
+    // accuracy of PTX's ex2.approx.f32 / lg2.approx.f32 and of HIP's exp2f / log2f.
+    llvm::Value* exp2(llvm::IRBuilder<>& b, llvm::Value* x) override {
+        return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp2, x);
+    }
+    llvm::Value* log2(llvm::IRBuilder<>& b, llvm::Value* x) override {
+        return b.CreateUnaryIntrinsic(llvm::Intrinsic::log2, x);
+    }
+};
+
+std::string features_of(const target::GpuTarget& target) {
+    if (target.warp_size != 32 && target.warp_size != 64)
+        TILEC_ICE("AMDGPU backend: " + target.name + " has a wavefront of " + std::to_string(target.warp_size));
+    return target.warp_size == 64 ? "+wavefrontsize64" : "+wavefrontsize32";
+}
+
+}  // namespace
+
+std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                           AmdgpuOutput what, const std::string& module_name) {
+    if (target.vendor != target::Vendor::Amd) TILEC_ICE("AMDGPU backend: " + target.name + " is not an AMD target");
+    static std::once_flag init;
+    std::call_once(init, [] {
+        LLVMInitializeAMDGPUTargetInfo();
+        LLVMInitializeAMDGPUTarget();
+        LLVMInitializeAMDGPUTargetMC();
+        LLVMInitializeAMDGPUAsmPrinter();
+    });
+    const std::string triple = "amdgcn-amd-amdhsa";
+    std::string error;
+    const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!llvm_target) TILEC_ICE("AMDGPU backend: LLVM has no AMDGPU target: " + error);
+    std::string features = features_of(target);
+    llvm::TargetOptions options;
+    std::unique_ptr<llvm::TargetMachine> tm(llvm_target->createTargetMachine(
+        triple, target.llvm_cpu, features, options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    if (!tm) TILEC_ICE("AMDGPU backend: cannot create the target machine for " + target.name);
+
+    llvm::LLVMContext ctx;
+    std::string llvm_errors;
+    ctx.setDiagnosticHandlerCallBack(gpu::on_llvm_diagnostic, &llvm_errors);
+    llvm::Module m(module_name, ctx);
+    m.setSourceFileName(module_name);
+    m.setTargetTriple(triple);
+    m.setDataLayout(tm->createDataLayout());
+    // Code object v4: what ROCm 4.x through 6.x loaders all accept (v5 needs ROCm 5.x+).
+    m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 400);
+    AmdgpuHooks hooks;
+    for (auto& f : funcs) {
+        llvm::Function* fn = gpu::emit_kernel(m, f, target, hooks, llvm::CallingConv::AMDGPU_KERNEL);
+        // The exact workgroup size bounds the registers per work-item and lets LLVM
+        // know workitem.id.y/z are 0.
+        fn->addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(f.threads));
+        // Every size is an explicit parameter: the kernel reads no implicit (hidden)
+        // arguments, so its kernarg segment is exactly the parameters above, which a host
+        // entry point fills without knowing the hidden layout.
+        fn->addFnAttr("amdgpu-no-implicitarg-ptr");
+        fn->addFnAttr("amdgpu-implicitarg-num-bytes", "0");
+    }
+    for (auto& fn : m) {
+        if (fn.isDeclaration()) continue;
+        fn.addFnAttr("target-cpu", target.llvm_cpu);
+        fn.addFnAttr("target-features", features);
+    }
+    std::string verify_errors;
+    llvm::raw_string_ostream vos(verify_errors);
+    if (llvm::verifyModule(m, &vos)) TILEC_ICE("AMDGPU backend produced invalid LLVM IR: " + verify_errors);
+    gpu::vectorize_early(m, *tm, "AMDGPU backend");
+    optimize_module(m, *tm);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the AMDGPU module: " + llvm_errors);
+
+    std::string out;
+    if (what == AmdgpuOutput::LlvmIr) {
+        llvm::raw_string_ostream os(out);
+        m.print(os, nullptr);
+        return out;
+    }
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    auto kind = what == AmdgpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, kind))
+        TILEC_ICE("AMDGPU backend: the target machine cannot emit " +
+                  std::string(what == AmdgpuOutput::Assembly ? "assembly" : "an object"));
+    pm.run(m);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the AMDGPU module: " + llvm_errors);
+    return std::string(buffer.begin(), buffer.end());
+}
+
+std::string ld_lld_path() {
+    if (const char* env = std::getenv("TILEC_LD_LLD"); env && *env) return env;
+    return TILEC_LD_LLD_PATH;
+}
+
+std::string link_hsaco(const std::string& object, const target::GpuTarget& target) {
+    namespace fs = std::filesystem;
+    std::string lld = ld_lld_path();
+    if (lld.empty() || !fs::exists(lld))
+        TILEC_ICE("ld.lld not found" + (lld.empty() ? std::string() : " at " + lld) +
+                  ": configure with -DTILEC_LD_LLD=/path/to/ld.lld or set TILEC_LD_LLD");
+    gpu::TempDir dir("tilec-lld");
+    std::string in = dir.path() + "/kernel.o", out = dir.path() + "/kernel.hsaco";
+    gpu::write_file_bytes(in, object);
+    auto r = gpu::run_tool(lld, {"-shared", in, "-o", out});
+    if (r.status != 0 || !fs::exists(out))
+        TILEC_ICE("ld.lld -shared for " + target.name + " failed (" + lld + ", exit status " + std::to_string(r.status) +
+                  "):\n" + r.output);
+    return gpu::read_file_bytes(out);
+}
+
+std::string compile_hsaco(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                          const std::string& module_name) {
+    return link_hsaco(compile_amdgpu(funcs, target, AmdgpuOutput::Object, module_name), target);
+}
+
+}  // namespace tilec::codegen

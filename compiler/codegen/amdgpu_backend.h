@@ -1,0 +1,40 @@
+// The AMDGPU backend: thread-level Tile IR (compiler/lower) -> LLVM IR for
+// amdgcn-amd-amdhsa (the lowering shared with the NVPTX backend, gpu_lowering.h) ->
+// a relocatable code object (v4) through LLVM's AMDGPU target machine for the gfx CPU
+// -> HSACO through `ld.lld -shared`. One kernel (`.amdhsa_kernel NAME`) per export,
+// its parameters in the order of the CPU entry point and the PTX kernel: tensor
+// pointers (global, 16-byte aligned), int64 sizes, scalars as their C types (bool as
+// int32, narrow floats as float). The grid is workgroup id x/y/z; the workgroup is
+// `threads` work-items in x; the wavefront is the target row's warp_size (64 on gfx9,
+// 32 on gfx11).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "target/target.h"
+
+namespace tilec::codegen {
+
+enum class AmdgpuOutput { LlvmIr, Assembly, Object };
+
+// Every function of `funcs` must be thread level (lower::is_thread_level); `target` an
+// AMD row. Returns the module as LLVM IR text, AMDGPU assembly text or the bytes of an
+// ELF relocatable object. Failures are internal errors (the lowering refuses what the
+// backend cannot do).
+std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                           AmdgpuOutput what, const std::string& module_name);
+
+// The ld.lld that `link_hsaco` runs: $TILEC_LD_LLD if set, else the one found at
+// configure time (CMake cache variable TILEC_LD_LLD); "" if neither.
+std::string ld_lld_path();
+
+// Runs `ld.lld -shared object -o hsaco` and returns the HSACO's bytes. A missing ld.lld
+// or a link error throws InternalError with ld.lld's output: the object is ours.
+std::string link_hsaco(const std::string& object, const target::GpuTarget& target);
+
+// compile_amdgpu(..., Object) then link_hsaco.
+std::string compile_hsaco(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                          const std::string& module_name);
+
+}  // namespace tilec::codegen

@@ -1,0 +1,165 @@
+// The GPU backends' shared pieces beyond the lowering class (gpu_lowering.h): the
+// kernel's signature and parameter binding, the pre-O3 vectorisation, and running the
+// external tools (ptxas, ld.lld).
+#include "codegen/gpu_lowering.h"
+
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tilec::codegen::gpu {
+
+llvm::Type* scalar_arg_type(llvm::LLVMContext& ctx, DataType t) {
+    if (t.is_bool()) return llvm::Type::getInt32Ty(ctx);
+    if (t.is_integer()) return llvm::Type::getIntNTy(ctx, t.bits == 4 ? 8 : t.bits);
+    if (t.kind == ir::TypeKind::Float && t.bits == 64) return llvm::Type::getDoubleTy(ctx);
+    return llvm::Type::getFloatTy(ctx);
+}
+
+llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget& target,
+                            GpuTargetHooks& hooks, llvm::CallingConv::ID cc) {
+    auto& ctx = m.getContext();
+    std::vector<llvm::Type*> params;
+    for (auto& p : f.params) {
+        if (p.kind == ir::ParamKind::Tensor)
+            params.push_back(llvm::PointerType::get(ctx, kGlobal));
+        else if (p.kind == ir::ParamKind::Size)
+            params.push_back(llvm::Type::getInt64Ty(ctx));
+        else
+            params.push_back(scalar_arg_type(ctx, p.var->type));
+    }
+    auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
+    auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, f.name, m);
+    fn->setCallingConv(cc);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    GpuLowering low(m, fn, target, hooks);
+    auto& b = low.builder();
+    // Sizes and scalars first: tensor strides are computed from the sizes.
+    for (size_t i = 0; i < f.params.size(); ++i) {
+        auto& p = f.params[i];
+        llvm::Argument* arg = fn->getArg(static_cast<unsigned>(i));
+        if (p.kind == ir::ParamKind::Tensor) {
+            arg->setName(p.buffer->name);
+            // The GPU entry points require 16-byte-aligned tensors (what cudaMalloc and
+            // hipMalloc give); it is what lets a thread's 4-vector be one 16-byte load.
+            fn->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+            fn->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoUndef);
+            continue;
+        }
+        arg->setName(p.var->name);
+        llvm::Value* v = arg;
+        DataType t = p.var->type;
+        if (t.is_bool())
+            v = b.CreateICmpNE(arg, b.getInt32(0));
+        else if (t.is_integer() && t.bits == 4)
+            v = b.CreateTrunc(arg, b.getIntNTy(4));
+        else if (GpuLowering::is_narrow(t))
+            v = low.round_narrow(arg, t);
+        low.bind(p.var, v);
+    }
+    for (size_t i = 0; i < f.params.size(); ++i)
+        if (f.params[i].kind == ir::ParamKind::Tensor)
+            low.bind_tensor(f.params[i].buffer, fn->getArg(static_cast<unsigned>(i)));
+    low.stmt(f.body);
+    low.finish();
+    return fn;
+}
+
+// A copy's unmasked and masked register loops load the same addresses; left to O3,
+// SimplifyCFG sinks their common last load into a shared block before the target's
+// load/store vectoriser runs, and a thread's last vector becomes v2 + scalars.
+// Registers promoted, alignment inferred and loads combined into vectors first, the
+// two paths no longer end alike.
+void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(&tm);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm;
+    if (auto err = pb.parsePassPipeline(mpm, "function(sroa,early-cse,instcombine,infer-alignment,load-store-vectorizer)"))
+        TILEC_ICE(who + ": bad pass pipeline: " + llvm::toString(std::move(err)));
+    mpm.run(m, mam);
+}
+
+void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
+    if (info->getSeverity() != llvm::DS_Error) return;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::DiagnosticPrinterRawOStream printer(os);
+    info->print(printer);
+    static_cast<std::string*>(context)->append(text + "\n");
+}
+
+TempDir::TempDir(const std::string& prefix) {
+    namespace fs = std::filesystem;
+    std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data())) TILEC_ICE("cannot create a temporary folder for " + prefix);
+    path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file_bytes(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes;
+    if (!f) TILEC_ICE("cannot write " + path);
+}
+
+ToolResult run_tool(const std::string& tool, const std::vector<std::string>& args) {
+    // The output goes to a file rather than a pipe: a tool that writes much before it
+    // exits cannot block on a full pipe, and no reader thread is needed.
+    TempDir dir("tilec-tool");
+    std::string log = dir.path() + "/output.log";
+    std::vector<std::string> argv_s = {tool};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) TILEC_ICE("cannot start " + tool);
+    if (pid == 0) {
+        FILE* l = std::fopen(log.c_str(), "w");
+        if (l) {
+            dup2(fileno(l), 1);
+            dup2(fileno(l), 2);
+        }
+        execv(tool.c_str(), argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ToolResult r;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.output = read_file_bytes(log);
+    return r;
+}
+
+}  // namespace tilec::codegen::gpu

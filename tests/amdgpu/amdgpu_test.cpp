@@ -1,0 +1,229 @@
+// The AMDGPU backend on the element-wise kernels: assembly for every listed gfx target
+// (kernel descriptors, wavefront size, global loads and stores), and HSACO from ld.lld
+// whose AMDGPU metadata note (llvm-readelf --notes) names each kernel with its wavefront
+// size and kernarg segment size. These are what `tilec --emit=amdgcn|hsaco` produce,
+// without the driver.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "codegen/amdgpu_backend.h"
+#include "interp/testing.h"
+#include "lower/thread_lower.h"
+#include "support/diagnostics.h"
+#include "target/target.h"
+
+using namespace tilec;
+
+namespace {
+
+const char* const kArchs[] = {"gfx90a", "gfx942", "gfx1100"};
+
+struct Case {
+    std::string file;
+    std::vector<std::string> exports;
+};
+std::vector<Case> cases() {
+    std::string root = TILEC_SOURCE_DIR;
+    return {{root + "/stdlib/kernels/vector_add.tile", {"vector_add_f32", "vector_add_f16", "vector_add_bf16"}},
+            {root + "/samples/saxpy.tile", {"saxpy_f32", "saxpy_f16"}},
+            {root + "/stdlib/kernels/activations.tile",
+             {"gelu_f16", "gelu_bf16", "gelu_f32", "silu_f16", "silu_bf16", "silu_f32", "swiglu_f16", "swiglu_bf16"}}};
+}
+
+std::vector<ir::PrimFunc> thread_level(const Case& c, const target::GpuTarget& t) {
+    auto compiled = interp::testing::compile_file(c.file);
+    INFO(compiled.diagnostics);
+    REQUIRE(compiled.ok);
+    std::vector<ir::PrimFunc> out;
+    for (auto& name : c.exports) {
+        const ir::PrimFunc* f = compiled.find(name);
+        INFO(name);
+        REQUIRE(f != nullptr);
+        auto low = lower::lower_to_thread_level(*f, t, nullptr);
+        REQUIRE(low.has_value());
+        REQUIRE(lower::verify_thread_level(*low).empty());
+        out.push_back(*low);
+    }
+    return out;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// The explicit kernarg bytes of a kernel as the ABI lays them out: each parameter at its
+// natural alignment, the total rounded up to 4 (LLVM's kernarg segment size with no
+// hidden arguments).
+int64_t kernarg_bytes(const ir::PrimFunc& f) {
+    int64_t off = 0;
+    for (auto& p : f.params) {
+        int64_t size = 8;
+        if (p.kind == ir::ParamKind::Scalar) {
+            auto t = p.var->type;
+            if (t.is_bool()) size = 4;
+            else if (t.is_integer()) size = t.bits <= 8 ? 1 : t.bits / 8;
+            else size = t.kind == ir::TypeKind::Float && t.bits == 64 ? 8 : 4;
+        }
+        off = (off + size - 1) / size * size + size;
+    }
+    return (off + 3) / 4 * 4;
+}
+
+std::string run_readelf_notes(const std::string& hsaco) {
+    char path[] = "/tmp/tilec-amdgpu-test-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << hsaco;
+    }
+    std::string cmd = std::string(TILEC_LLVM_READELF) + " --notes " + path + " 2>&1";
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int status = pclose(p);
+    std::remove(path);
+    INFO(out);
+    REQUIRE(status == 0);
+    return out;
+}
+
+// The metadata of each kernel in readelf's YAML rendering of the note: for every list
+// item of amdhsa.kernels, its scalar keys (".name", ".wavefront_size", ...) and values.
+std::map<std::string, std::map<std::string, std::string>> kernels_in_notes(const std::string& notes) {
+    std::map<std::string, std::map<std::string, std::string>> out;
+    std::istringstream in(notes);
+    std::string line;
+    bool in_kernels = false;
+    size_t item_indent = std::string::npos;
+    std::map<std::string, std::string> cur;
+    auto flush = [&] {
+        if (cur.count(".name")) out[cur[".name"]] = cur;
+        cur.clear();
+    };
+    while (std::getline(in, line)) {
+        size_t ind = line.find_first_not_of(' ');
+        if (ind == std::string::npos) continue;
+        std::string body = line.substr(ind);
+        if (body.rfind("amdhsa.kernels:", 0) == 0) {
+            in_kernels = true;
+            continue;
+        }
+        if (!in_kernels) continue;
+        if (body.rfind("- ", 0) == 0 && (item_indent == std::string::npos || ind == item_indent)) {
+            item_indent = ind;
+            flush();
+            body = body.substr(2);
+            ind += 2;
+        } else if (item_indent != std::string::npos && ind <= item_indent) {
+            if (body.rfind("amdhsa.", 0) == 0 || body.rfind("...", 0) == 0) {
+                flush();
+                in_kernels = false;
+            }
+            continue;
+        }
+        // Only the item's own keys (one level below the "- "), not those of .args.
+        if (ind != item_indent + 2) continue;
+        auto colon = body.find(':');
+        if (colon == std::string::npos) continue;
+        std::string key = body.substr(0, colon);
+        std::string value = body.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(' '));
+        cur[key] = value;
+    }
+    flush();
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("amdgpu: assembly of every element-wise export for every gfx target", "[amdgpu]") {
+    for (const char* arch : kArchs) {
+        const auto* t = target::find_gpu_target(arch);
+        REQUIRE(t != nullptr);
+        for (const auto& c : cases()) {
+            INFO(arch << " " << c.file);
+            auto funcs = thread_level(c, *t);
+            std::string s = codegen::compile_amdgpu(funcs, *t, codegen::AmdgpuOutput::Assembly, "test.tile");
+            INFO(s.substr(0, 4000));
+            CHECK(contains(s, ".amdgcn_target \"amdgcn-amd-amdhsa--" + std::string(arch)));
+            for (auto& f : funcs) {
+                CHECK(contains(s, ".amdhsa_kernel " + f.name + "\n"));
+                CHECK(contains(s, ".name:           " + f.name + "\n"));
+            }
+            CHECK(contains(s, "global_load"));
+            CHECK(contains(s, "global_store"));
+            if (t->warp_size == 32)
+                CHECK(contains(s, ".amdhsa_wavefront_size32 1"));
+            else
+                CHECK_FALSE(contains(s, ".amdhsa_wavefront_size32 1"));
+        }
+    }
+}
+
+TEST_CASE("amdgpu: HSACO of every element-wise export for every gfx target, with its metadata note",
+          "[amdgpu][hsaco]") {
+    if (codegen::ld_lld_path().empty()) {
+        std::cout << "SKIPPED: ld.lld not found (configure with -DTILEC_LD_LLD=/path/to/ld.lld)\n";
+        return;
+    }
+    if (std::string(TILEC_LLVM_READELF).empty()) {
+        std::cout << "SKIPPED: llvm-readelf not found\n";
+        return;
+    }
+    for (const char* arch : kArchs) {
+        const auto* t = target::find_gpu_target(arch);
+        REQUIRE(t != nullptr);
+        for (const auto& c : cases()) {
+            INFO(arch << " " << c.file);
+            auto funcs = thread_level(c, *t);
+            std::string hsaco = codegen::compile_hsaco(funcs, *t, "test.tile");
+            REQUIRE(hsaco.size() > 4);
+            CHECK(hsaco.substr(0, 4) == "\x7f" "ELF");
+            std::string notes = run_readelf_notes(hsaco);
+            INFO(notes.substr(0, 6000));
+            CHECK(contains(notes, "NT_AMDGPU_METADATA"));
+            CHECK(contains(notes, "amdhsa.target:   amdgcn-amd-amdhsa--" + std::string(arch)));
+            auto kernels = kernels_in_notes(notes);
+            CHECK(kernels.size() == funcs.size());
+            for (auto& f : funcs) {
+                INFO(f.name);
+                REQUIRE(kernels.count(f.name));
+                auto& k = kernels[f.name];
+                CHECK(k[".symbol"] == f.name + ".kd");
+                CHECK(k[".wavefront_size"] == std::to_string(t->warp_size));
+                CHECK(k[".kernarg_segment_size"] == std::to_string(kernarg_bytes(f)));
+                CHECK(k[".max_flat_workgroup_size"] == std::to_string(f.threads));
+            }
+        }
+    }
+}
+
+TEST_CASE("amdgpu: ld.lld errors are internal errors with ld.lld's output", "[amdgpu][hsaco]") {
+    if (codegen::ld_lld_path().empty()) {
+        std::cout << "SKIPPED: ld.lld not found\n";
+        return;
+    }
+    const auto* t = target::find_gpu_target("gfx942");
+    try {
+        (void)codegen::link_hsaco("not an object", *t);
+        FAIL("no error");
+    } catch (const InternalError& e) {
+        CHECK(contains(e.what(), "ld.lld -shared for gfx942 failed"));
+        CHECK(contains(e.what(), "kernel.o"));
+    }
+}
+
+TEST_CASE("amdgpu: an NVIDIA target is refused", "[amdgpu]") {
+    const auto* t = target::find_gpu_target("sm_80");
+    CHECK_THROWS_AS(codegen::compile_amdgpu({}, *t, codegen::AmdgpuOutput::Assembly, "x"), InternalError);
+}
