@@ -16,20 +16,13 @@
 #include "ir/visitor.h"
 #include "layout/index_expr.h"
 #include "lower/thread_lower.h"
+#include "lower/thread_lowering.h"
 
 namespace tilec::lower {
 
 using namespace ir;
 
-namespace {
-
-// A construct the path does not cover; caught at the entry point.
-struct Unsupported {
-    SourceLoc loc;
-    std::string what;
-};
-
-[[noreturn]] void unsupported(SourceLoc loc, std::string what) { throw Unsupported{loc, std::move(what)}; }
+namespace detail {
 
 std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) {
     std::vector<int64_t> out;
@@ -40,6 +33,8 @@ std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) 
     }
     return out;
 }
+
+namespace {
 
 // Does the statement use a buffer of this scope (anywhere inside)?
 bool uses_scope(const Stmt& s, Scope scope) {
@@ -128,14 +123,15 @@ void check_gpu_types(const Stmt& body) {
     struct Check : IRVisitor {
         using IRVisitor::visit;
         static void type(DataType t, SourceLoc loc) {
-            if (t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2 || (t.is_integer() && t.bits == 4))
+            if (t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2 ||
+                (t.is_integer() && t.bits == 4))
                 unsupported(loc, t.str() + " data");
         }
         void visit(const Expr& e) override {
             if (!e) return;
             type(e->type, e->loc);
-            if (auto* c = e->as<CallNode>(); c && e->type == DataType::f64() &&
-                                             c->op != CallOp::Abs && c->op != CallOp::Floor && c->op != CallOp::Ceil &&
+            if (auto* c = e->as<CallNode>(); c && e->type == DataType::f64() && c->op != CallOp::Abs &&
+                                             c->op != CallOp::Floor && c->op != CallOp::Ceil &&
                                              c->op != CallOp::Sqrt && c->op != CallOp::Rsqrt)
                 unsupported(e->loc, std::string(call_op_name(c->op)) + " of f64");
             IRVisitor::visit(e);
@@ -149,713 +145,351 @@ void check_gpu_types(const Stmt& body) {
     check.visit(body);
 }
 
-class ThreadLowering {
-public:
-    ThreadLowering(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {
-        tx_ = make_thread_idx_var(0, f.loc);
-    }
+}  // namespace
 
-    PrimFunc run() {
-        if (f_.threads > target_.max_threads_per_block)
-            unsupported(f_.loc, std::to_string(f_.threads) + " threads per block (" + target_.name + " allows " +
-                                    std::to_string(target_.max_threads_per_block) + ")");
-        check_gpu_types(f_.body);
-        PrimFunc out = f_;
-        global_reads_ = global_accesses(f_.body, false);
-        collect_reductions(f_.body);
-        out.body = strip_trailing_barrier(lower(f_.body));
-        out.attrs.emplace_back(kLevelAttr, kThreadLevel);
+ThreadLowering::ThreadLowering(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {
+    tx_ = make_thread_idx_var(0, f.loc);
+}
+
+PrimFunc ThreadLowering::run() {
+    if (f_.threads > target_.max_threads_per_block)
+        unsupported(f_.loc, std::to_string(f_.threads) + " threads per block (" + target_.name + " allows " +
+                                std::to_string(target_.max_threads_per_block) + ")");
+    check_gpu_types(f_.body);
+    PrimFunc out = f_;
+    global_reads_ = global_accesses(f_.body, false);
+    collect_reductions(f_.body);
+    out.body = strip_trailing_barrier(lower(f_.body));
+    out.attrs.emplace_back(kLevelAttr, kThreadLevel);
+    return out;
+}
+
+std::optional<layout::Fragment> ThreadLowering::fragment_for(const std::vector<int64_t>& shape) const {
+    if (auto* f = reduced_fragment(shape)) return *f;
+    return assign_fragment(shape, f_.threads);
+}
+
+Stmt ThreadLowering::register_loop(const layout::Fragment& F, SourceLoc loc, const RegBody& body) {
+    auto inv = F.inverse();
+    if (!inv) TILEC_ICE("thread-level lowering: fragment without an inverse: " + F.str());
+    Var r = make_loop_var("r", loc);
+    auto outs = inv->apply({Expr(tx_), Expr(r)});
+    std::vector<Var> lets;
+    std::vector<Expr> coord;
+    static const char* names[] = {"i", "j", "k", "l"};
+    for (size_t d = 0; d < F.rank(); ++d) {
+        lets.push_back(
+            make_let_var(d < 4 ? std::string(names[d]) : "d" + std::to_string(d), DataType::index(), loc));
+        coord.push_back(lets.back());
+    }
+    Expr rep = make_int(0);
+    Var rep_var;
+    if (F.replicate() > 1) {
+        rep_var = make_let_var("rep", DataType::index(), loc);
+        rep = rep_var;
+    }
+    Stmt s = body(r, coord, rep);
+    if (rep_var) s = make_let(rep_var, outs.at(F.rank()), s, loc);
+    for (size_t d = F.rank(); d-- > 0;) s = make_let(lets[d], outs.at(d), s, loc);
+    return make_for(r, make_int(0), make_int(F.registers_per_thread()), ForKind::Unroll, s, loc);
+}
+
+// A store a replica thread must not repeat (global or shared memory).
+Stmt ThreadLowering::guard_replica(const Expr& rep, Stmt s) {
+    if (is_const_int(rep, 0)) return s;
+    return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
+}
+
+// ---- statements ----------------------------------------------------------------
+Stmt ThreadLowering::lower(const Stmt& s) {
+    Stmt out = lower_inner(s);
+    // Conservative until barrier insertion exists: whatever touches shared memory is
+    // followed by a block barrier (RAW into the next statement, WAR into the next
+    // iteration of an enclosing loop), and so is a write to a global tensor that the
+    // kernel also reads (bar.sync orders global memory within the block too).
+    if (is_leaf(s) && (uses_scope(s, Scope::Shared) || writes_read_global(s)))
+        out = make_seq({out, make_barrier(s->loc)}, s->loc);
+    return out;
+}
+
+bool ThreadLowering::writes_read_global(const Stmt& s) const {
+    for (auto* b : global_accesses(s, true))
+        if (global_reads_.count(b)) return true;
+    return false;
+}
+
+Stmt ThreadLowering::lower_inner(const Stmt& s) {
+    switch (s->kind) {
+    case StmtKind::Seq: {
+        std::vector<Stmt> out;
+        for (const auto& c : s->as<SeqNode>()->stmts) out.push_back(lower(c));
+        return make_seq(out, s->loc);
+    }
+    case StmtKind::For: {
+        auto* f = s->as<ForNode>();
+        if (f->for_kind == ForKind::Parallel) return lower_parallel(*f);
+        // Pipelined loops run in order until software pipelining exists.
+        ForKind kind = f->for_kind == ForKind::Pipelined ? ForKind::Serial : f->for_kind;
+        return make_for(f->var, uniform(f->min), uniform(f->extent), kind, lower(f->body), s->loc);
+    }
+    case StmtKind::If: {
+        auto* i = s->as<IfNode>();
+        return make_if(uniform(i->cond), lower(i->then_case), i->else_case ? lower(i->else_case) : nullptr,
+                       s->loc);
+    }
+    case StmtKind::LetStmt: {
+        auto* l = s->as<LetStmtNode>();
+        return make_let(l->var, uniform(l->value), lower(l->body), s->loc);
+    }
+    case StmtKind::Allocate: return lower_allocate(*s->as<AllocateNode>());
+    case StmtKind::Store: {
+        // Outside a parallel loop a store is the block's, done once: by thread 0.
+        auto* st = s->as<StoreNode>();
+        Buffer b = plain_buffer(st->buffer, s->loc);
+        std::vector<Expr> idx;
+        for (auto& e : st->indices) idx.push_back(uniform(e));
+        Stmt out = make_store(b, idx, uniform(st->value), s->loc);
+        if (b->scope != Scope::Register) out = make_if(eq(Expr(tx_), make_int(0)), out, nullptr, s->loc);
         return out;
     }
-
-private:
-    struct FragInfo {
-        Buffer regs;
-        layout::Fragment frag;
-    };
-
-    // ---- fragments of reduced shapes ------------------------------------------------
-    // The one-fragment-per-shape rule, extended: a shape that some fragment reduce
-    // writes gets the reduced fragment of its source (Fragment::reduce_dim, replicated
-    // over the threads that held a row), so a row's result already sits in every thread
-    // that held part of the row, and a parallel loop over the source's shape reads it
-    // as m[i] without moving data. Two reductions into one shape that disagree on the
-    // layout are refused (layout inference would pick or convert).
-    std::vector<std::pair<std::vector<int64_t>, layout::Fragment>> reduced_;
-
-    const layout::Fragment* reduced_fragment(const std::vector<int64_t>& shape) const {
-        for (const auto& [s, f] : reduced_)
-            if (s == shape) return &f;
-        return nullptr;
+    case StmtKind::Evaluate: return make_evaluate(uniform(s->as<EvaluateNode>()->value), s->loc);
+    case StmtKind::Copy: return lower_copy(*s->as<CopyNode>());
+    case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
+    case StmtKind::Barrier: return s;
+    case StmtKind::Gemm: return lower_gemm(*s->as<GemmNode>());
+    case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
+    case StmtKind::Cumsum: unsupported(s->loc, "cumsum");
+    case StmtKind::AtomicAdd: unsupported(s->loc, "atomic_add");
+    case StmtKind::Print: unsupported(s->loc, "print");
+    case StmtKind::Assert: unsupported(s->loc, "assert");
     }
+    TILEC_ICE("thread-level lowering: unknown statement kind");
+}
 
-    std::optional<layout::Fragment> fragment_for(const std::vector<int64_t>& shape) const {
-        if (auto* f = reduced_fragment(shape)) return *f;
-        return assign_fragment(shape, f_.threads);
-    }
-
-    void collect_reductions(const Stmt& body) {
-        struct Finder : IRVisitor {
-            std::vector<const ReduceNode*> found;
-            void visit_reduce(const ReduceNode* op) override { found.push_back(op); }
-        } finder;
-        finder.visit(body);
-        for (const ReduceNode* op : finder.found) {
-            const Buffer& sb = op->src.buffer;
-            const Buffer& db = op->dst.buffer;
-            if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment) continue;  // refused when lowered
-            auto ss = const_shape(sb->shape), ds = const_shape(db->shape);
-            if (!ss || !ds) continue;
-            auto F = fragment_for(*ss);
-            if (!F) continue;
-            auto G = F->reduce_dim(static_cast<size_t>(op->dim), ds->size() == ss->size());
-            if (!G) continue;
-            if (auto* have = reduced_fragment(*ds)) {
-                if (have->str() != G->str())
-                    unsupported(op->loc, "reductions into fragments of shape " + layout::shape_str(*ds) +
-                                             " from differently laid out sources (needs layout inference)");
-                continue;
-            }
-            reduced_.emplace_back(*ds, *G);
-        }
-    }
-
-    // One register loop: for r in unroll(regs): let coord... = F^-1(tx, r); body.
-    // `body` gets the register var, the coordinate exprs (let vars) and the replica
-    // number (an expr; constant 0 without replication).
-    using RegBody = std::function<Stmt(const Var& r, const std::vector<Expr>& coord, const Expr& rep)>;
-    Stmt register_loop(const layout::Fragment& F, SourceLoc loc, const RegBody& body) {
-        auto inv = F.inverse();
-        if (!inv) TILEC_ICE("thread-level lowering: fragment without an inverse: " + F.str());
-        Var r = make_loop_var("r", loc);
-        auto outs = inv->apply({Expr(tx_), Expr(r)});
-        std::vector<Var> lets;
-        std::vector<Expr> coord;
-        static const char* names[] = {"i", "j", "k", "l"};
-        for (size_t d = 0; d < F.rank(); ++d) {
-            lets.push_back(make_let_var(d < 4 ? std::string(names[d]) : "d" + std::to_string(d), DataType::index(), loc));
-            coord.push_back(lets.back());
-        }
-        Expr rep = make_int(0);
-        Var rep_var;
-        if (F.replicate() > 1) {
-            rep_var = make_let_var("rep", DataType::index(), loc);
-            rep = rep_var;
-        }
-        Stmt s = body(r, coord, rep);
-        if (rep_var) s = make_let(rep_var, outs.at(F.rank()), s, loc);
-        for (size_t d = F.rank(); d-- > 0;) s = make_let(lets[d], outs.at(d), s, loc);
-        return make_for(r, make_int(0), make_int(F.registers_per_thread()), ForKind::Unroll, s, loc);
-    }
-
-    // A store a replica thread must not repeat (global or shared memory).
-    static Stmt guard_replica(const Expr& rep, Stmt s) {
-        if (is_const_int(rep, 0)) return s;
-        return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
-    }
-
-    // ---- statements ----------------------------------------------------------------
-    Stmt lower(const Stmt& s) {
-        Stmt out = lower_inner(s);
-        // Conservative until barrier insertion exists: whatever touches shared memory is
-        // followed by a block barrier (RAW into the next statement, WAR into the next
-        // iteration of an enclosing loop), and so is a write to a global tensor that the
-        // kernel also reads (bar.sync orders global memory within the block too).
-        if (is_leaf(s) && (uses_scope(s, Scope::Shared) || writes_read_global(s)))
-            out = make_seq({out, make_barrier(s->loc)}, s->loc);
-        return out;
-    }
-
-    bool writes_read_global(const Stmt& s) const {
-        for (auto* b : global_accesses(s, true))
-            if (global_reads_.count(b)) return true;
-        return false;
-    }
-
-    Stmt lower_inner(const Stmt& s) {
-        switch (s->kind) {
-        case StmtKind::Seq: {
-            std::vector<Stmt> out;
-            for (const auto& c : s->as<SeqNode>()->stmts) out.push_back(lower(c));
-            return make_seq(out, s->loc);
-        }
-        case StmtKind::For: {
-            auto* f = s->as<ForNode>();
-            if (f->for_kind == ForKind::Parallel) return lower_parallel(*f);
-            // Pipelined loops run in order until software pipelining exists.
-            ForKind kind = f->for_kind == ForKind::Pipelined ? ForKind::Serial : f->for_kind;
-            return make_for(f->var, uniform(f->min), uniform(f->extent), kind, lower(f->body), s->loc);
-        }
-        case StmtKind::If: {
-            auto* i = s->as<IfNode>();
-            return make_if(uniform(i->cond), lower(i->then_case), i->else_case ? lower(i->else_case) : nullptr,
-                           s->loc);
-        }
-        case StmtKind::LetStmt: {
-            auto* l = s->as<LetStmtNode>();
-            return make_let(l->var, uniform(l->value), lower(l->body), s->loc);
-        }
-        case StmtKind::Allocate: return lower_allocate(*s->as<AllocateNode>());
-        case StmtKind::Store: {
-            // Outside a parallel loop a store is the block's, done once: by thread 0.
-            auto* st = s->as<StoreNode>();
-            Buffer b = plain_buffer(st->buffer, s->loc);
-            std::vector<Expr> idx;
-            for (auto& e : st->indices) idx.push_back(uniform(e));
-            Stmt out = make_store(b, idx, uniform(st->value), s->loc);
-            if (b->scope != Scope::Register) out = make_if(eq(Expr(tx_), make_int(0)), out, nullptr, s->loc);
-            return out;
-        }
-        case StmtKind::Evaluate: return make_evaluate(uniform(s->as<EvaluateNode>()->value), s->loc);
-        case StmtKind::Copy: return lower_copy(*s->as<CopyNode>());
-        case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
-        case StmtKind::Barrier: return s;
-        case StmtKind::Gemm: return lower_gemm(*s->as<GemmNode>());
-        case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
-        case StmtKind::Cumsum: unsupported(s->loc, "cumsum");
-        case StmtKind::AtomicAdd: unsupported(s->loc, "atomic_add");
-        case StmtKind::Print: unsupported(s->loc, "print");
-        case StmtKind::Assert: unsupported(s->loc, "assert");
-        }
-        TILEC_ICE("thread-level lowering: unknown statement kind");
-    }
-
-    Stmt lower_allocate(const AllocateNode& a) {
-        const Buffer& b = a.buffer;
-        auto shape = const_shape(b->shape);
-        if (!shape) TILEC_ICE("thread-level lowering: allocation of '" + b->name + "' with a non-constant shape");
-        switch (b->scope) {
-        case Scope::Fragment: {
-            auto F = fragment_for(*shape);
-            if (!F)
-                unsupported(a.loc, "fragment '" + b->name + "' of shape " + layout::shape_str(*shape) +
-                                       " on " + std::to_string(f_.threads) + " threads (it does not divide among them)");
-            if (F->replicate() > 1 && !reduced_fragment(*shape))
-                unsupported(a.loc, "fragment '" + b->name + "' smaller than the block (" +
-                                       std::to_string(layout::shape_size(*shape)) + " elements on " +
-                                       std::to_string(f_.threads) + " threads)");
-            Buffer regs = make_buffer(b->name, b->dtype, {make_int(F->registers_per_thread())}, Scope::Register, b->loc);
-            frags_.emplace(b.get(), FragInfo{regs, *F});
-            return make_allocate(regs, lower(a.body), a.loc);
-        }
-        case Scope::Local: {
-            // A `var` is per thread: each thread keeps its own copy of the block's value.
-            BufferNode n = *b;
-            n.scope = Scope::Register;
-            Buffer regs = make_buffer(std::move(n));
-            locals_.emplace(b.get(), regs);
-            return make_allocate(regs, lower(a.body), a.loc);
-        }
-        case Scope::Shared: {
-            int64_t bytes = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
-            shared_bytes_ += bytes;
-            if (shared_bytes_ > target_.static_shared_bytes)
-                unsupported(a.loc, "shared memory above " + std::to_string(target_.static_shared_bytes / 1024) +
-                                       " KiB per block (dynamic shared memory)");
-            return make_allocate(b, lower(a.body), a.loc);
-        }
-        case Scope::Register: return make_allocate(b, lower(a.body), a.loc);
-        case Scope::Global: TILEC_ICE("thread-level lowering: allocation of a global buffer");
-        }
-        TILEC_ICE("thread-level lowering: unknown scope");
-    }
-
-    // A buffer accessed element by element outside the register loops: locals become
-    // their register copies; fragments have no coordinate here.
-    Buffer plain_buffer(const Buffer& b, SourceLoc loc) {
-        if (b->scope == Scope::Fragment) unsupported(loc, "an element of fragment '" + b->name + "' outside a parallel loop");
-        if (auto it = locals_.find(b.get()); it != locals_.end()) return it->second;
-        return b;
-    }
-
-    // An expression evaluated by every thread alike (outside parallel loops).
-    Expr uniform(const Expr& e) {
-        if (!e) return e;
-        struct M : IRMutator {
-            ThreadLowering* self;
-            Expr mutate_load(const LoadNode* op, const Expr& s) override {
-                Buffer b = self->plain_buffer(op->buffer, op->loc);
-                std::vector<Expr> idx;
-                bool changed = mutate_exprs(op->indices, &idx);
-                if (!changed && b == op->buffer) return s;
-                return make_load(b, changed ? idx : op->indices, op->loc);
-            }
-        } m;
-        m.self = this;
-        return m.mutate(e);
-    }
-
-    // ---- parallel loops --------------------------------------------------------------
-    Stmt lower_parallel(const ForNode& outer) {
-        std::vector<Var> vars;
-        std::vector<int64_t> extents;
-        std::vector<Expr> mins;
-        Stmt body;
-        const ForNode* f = &outer;
-        while (true) {
-            auto ext = as_const_int(f->extent);
-            if (!ext || *ext <= 0) unsupported(f->loc, "a parallel loop with a run-time extent");
-            vars.push_back(f->var);
-            extents.push_back(*ext);
-            mins.push_back(uniform(f->min));
-            body = f->body;
-            auto* inner = body->as<ForNode>();
-            if (!inner || inner->for_kind != ForKind::Parallel) break;
-            f = inner;
-        }
-        auto F = fragment_for(extents);
+Stmt ThreadLowering::lower_allocate(const AllocateNode& a) {
+    const Buffer& b = a.buffer;
+    auto shape = const_shape(b->shape);
+    if (!shape) TILEC_ICE("thread-level lowering: allocation of '" + b->name + "' with a non-constant shape");
+    switch (b->scope) {
+    case Scope::Fragment: {
+        auto F = fragment_for(*shape);
         if (!F)
-            unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
-                                       std::to_string(f_.threads) + " threads (it does not divide among them)");
-        return register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-            BodyRewriter rw(this, vars, extents, r, rep, &*F);
-            Stmt b = rw.mutate(body);
-            VarMap map;
-            for (size_t d = 0; d < vars.size(); ++d)
-                map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
-            return substitute(b, map);
-        });
+            unsupported(a.loc, "fragment '" + b->name + "' of shape " + layout::shape_str(*shape) + " on " +
+                                   std::to_string(f_.threads) + " threads (it does not divide among them)");
+        if (F->replicate() > 1 && !reduced_fragment(*shape))
+            unsupported(a.loc, "fragment '" + b->name + "' smaller than the block (" +
+                                   std::to_string(layout::shape_size(*shape)) + " elements on " +
+                                   std::to_string(f_.threads) + " threads)");
+        Buffer regs =
+            make_buffer(b->name, b->dtype, {make_int(F->registers_per_thread())}, Scope::Register, b->loc);
+        frags_.emplace(b.get(), FragInfo{regs, *F});
+        return make_allocate(regs, lower(a.body), a.loc);
     }
+    case Scope::Local: {
+        // A `var` is per thread: each thread keeps its own copy of the block's value.
+        BufferNode n = *b;
+        n.scope = Scope::Register;
+        Buffer regs = make_buffer(std::move(n));
+        locals_.emplace(b.get(), regs);
+        return make_allocate(regs, lower(a.body), a.loc);
+    }
+    case Scope::Shared: {
+        int64_t bytes = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
+        shared_bytes_ += bytes;
+        if (shared_bytes_ > target_.static_shared_bytes)
+            unsupported(a.loc, "shared memory above " + std::to_string(target_.static_shared_bytes / 1024) +
+                                   " KiB per block (dynamic shared memory)");
+        return make_allocate(b, lower(a.body), a.loc);
+    }
+    case Scope::Register: return make_allocate(b, lower(a.body), a.loc);
+    case Scope::Global: TILEC_ICE("thread-level lowering: allocation of a global buffer");
+    }
+    TILEC_ICE("thread-level lowering: unknown scope");
+}
 
-    // The body of a parallel loop, for one register: fragment elements at the loop's
-    // own coordinates become that register; stores to memory shared by threads are
-    // done by replica 0 only.
-    struct BodyRewriter : IRMutator {
+// A buffer accessed element by element outside the register loops: locals become
+// their register copies; fragments have no coordinate here.
+Buffer ThreadLowering::plain_buffer(const Buffer& b, SourceLoc loc) {
+    if (b->scope == Scope::Fragment)
+        unsupported(loc, "an element of fragment '" + b->name + "' outside a parallel loop");
+    if (auto it = locals_.find(b.get()); it != locals_.end()) return it->second;
+    return b;
+}
+
+// An expression evaluated by every thread alike (outside parallel loops).
+Expr ThreadLowering::uniform(const Expr& e) {
+    if (!e) return e;
+    struct M : IRMutator {
         ThreadLowering* self;
-        const std::vector<Var>& vars;
-        const std::vector<int64_t>& extents;
-        Var r;
-        Expr rep;
-        const layout::Fragment* loop_frag;
-        BodyRewriter(ThreadLowering* s, const std::vector<Var>& v, const std::vector<int64_t>& e, Var reg, Expr rp,
-                     const layout::Fragment* lf)
-            : self(s), vars(v), extents(e), r(std::move(reg)), rep(std::move(rp)), loop_frag(lf) {}
-
-        // A read of a reduced fragment at the loop's coordinates but one (m[i] inside
-        // `for i, c in parallel`): when its fragment is the loop's reduced along that
-        // dimension, the thread at (i, c) holds row i, in the register the reduced
-        // fragment gives i (its register digits do not involve the replica).
-        std::optional<Expr> broadcast_register(const layout::Fragment& frag, const std::vector<Expr>& indices) {
-            if (indices.size() + 1 != vars.size()) return std::nullopt;
-            size_t missing = vars.size();
-            for (size_t d = 0, k = 0; d < vars.size(); ++d) {
-                auto v = k < indices.size() ? expr_as<VarNode>(indices[k]) : nullptr;
-                if (v && v.get() == vars[d].get()) {
-                    ++k;
-                } else if (missing == vars.size()) {
-                    missing = d;
-                } else {
-                    return std::nullopt;
-                }
-            }
-            if (missing == vars.size()) return std::nullopt;
-            auto G = loop_frag->reduce_dim(missing);
-            if (!G || G->str() != frag.str()) return std::nullopt;
-            return frag.apply(indices, make_int(0)).second;
-        }
-
-        // The register buffer for a fragment access at the loop's coordinates.
-        Buffer register_of(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
-            auto it = self->frags_.find(b.get());
-            if (it == self->frags_.end()) TILEC_ICE("thread-level lowering: fragment '" + b->name + "' not allocated");
-            bool same = indices.size() == vars.size() && it->second.frag.shape() == extents;
-            for (size_t d = 0; same && d < indices.size(); ++d) {
-                auto v = expr_as<VarNode>(indices[d]);
-                same = v && v.get() == vars[d].get();
-            }
-            if (!same)
-                unsupported(loc, "fragment '" + b->name + "' indexed other than by its parallel loop's "
-                                 "coordinates (needs layout inference)");
-            return it->second.regs;
-        }
-
         Expr mutate_load(const LoadNode* op, const Expr& s) override {
-            if (op->buffer->scope == Scope::Fragment) {
-                auto it = self->frags_.find(op->buffer.get());
-                if (it != self->frags_.end())
-                    if (auto reg = broadcast_register(it->second.frag, op->indices))
-                        return make_load(it->second.regs, {*reg}, op->loc);
-                return make_load(register_of(op->buffer, op->indices, op->loc), {r}, op->loc);
-            }
             Buffer b = self->plain_buffer(op->buffer, op->loc);
             std::vector<Expr> idx;
             bool changed = mutate_exprs(op->indices, &idx);
             if (!changed && b == op->buffer) return s;
             return make_load(b, changed ? idx : op->indices, op->loc);
         }
-        Stmt mutate_store(const StoreNode* op, const Stmt& s) override {
-            Expr value = mutate(op->value);
-            if (op->buffer->scope == Scope::Fragment)
-                return make_store(register_of(op->buffer, op->indices, op->loc), {r}, value, op->loc);
-            // Each thread has its own copy of an outer `var`: a write to it here would
-            // be a reduction across threads, which this lowering does not do.
-            if (op->buffer->scope == Scope::Local && !inner_locals.count(op->buffer.get()))
-                unsupported(op->loc, "writing `var` '" + op->buffer->name +
-                                         "' (declared outside) inside a parallel loop (a reduction across threads)");
-            Buffer b = self->plain_buffer(op->buffer, op->loc);
-            std::vector<Expr> idx;
-            if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
-            Stmt out = make_store(b, idx, value, op->loc);
-            if (b->scope == Scope::Global || b->scope == Scope::Shared) out = guard_replica(rep, out);
-            return out;
-        }
-        Stmt mutate_for(const ForNode* op, const Stmt& s) override {
-            if (op->for_kind == ForKind::Parallel) unsupported(op->loc, "a parallel loop nested inside another's body");
-            return IRMutator::mutate_for(op, s);
-        }
-        Stmt mutate_allocate(const AllocateNode* op, const Stmt& s) override {
-            if (op->buffer->scope != Scope::Local)
-                unsupported(op->loc, std::string(scope_name(op->buffer->scope)) + " buffer '" + op->buffer->name +
-                                         "' declared inside a parallel loop");
-            BufferNode n = *op->buffer;
-            n.scope = Scope::Register;
-            Buffer regs = make_buffer(std::move(n));
-            self->locals_.emplace(op->buffer.get(), regs);
-            inner_locals.insert(op->buffer.get());
-            return make_allocate(regs, mutate(op->body), op->loc);
-        }
-        std::unordered_set<const BufferNode*> inner_locals;  // `var`s declared in the body
-        Stmt mutate_copy(const CopyNode* op, const Stmt&) override { unsupported(op->loc, "copy inside a parallel loop"); }
-        Stmt mutate_gemm(const GemmNode* op, const Stmt&) override { unsupported(op->loc, "gemm"); }
-        Stmt mutate_fill(const FillNode* op, const Stmt&) override { unsupported(op->loc, "fill inside a parallel loop"); }
-        Stmt mutate_reduce(const ReduceNode* op, const Stmt&) override { unsupported(op->loc, "reduce"); }
-        Stmt mutate_cumsum(const CumsumNode* op, const Stmt&) override { unsupported(op->loc, "cumsum"); }
-        Stmt mutate_atomic_add(const AtomicAddNode* op, const Stmt&) override { unsupported(op->loc, "atomic_add"); }
-        Stmt mutate_print(const PrintNode* op, const Stmt&) override { unsupported(op->loc, "print"); }
-        Stmt mutate_assert(const AssertNode* op, const Stmt&) override { unsupported(op->loc, "assert"); }
-    };
+    } m;
+    m.self = this;
+    return m.mutate(e);
+}
 
-    // ---- copy and fill ---------------------------------------------------------------
-    // One side of a copy, seen per element of the tile.
-    struct Side {
-        const Region* region = nullptr;
-        bool global = false;
-        std::vector<int64_t> tile;  // the non-global buffer's shape
-    };
+// The body of a parallel loop, for one register: fragment elements at the loop's
+// own coordinates become that register; stores to memory shared by threads are
+// done by replica 0 only.
+struct ThreadLowering::BodyRewriter : IRMutator {
+    ThreadLowering* self;
+    const std::vector<Var>& vars;
+    const std::vector<int64_t>& extents;
+    Var r;
+    Expr rep;
+    const layout::Fragment* loop_frag;
+    BodyRewriter(ThreadLowering* s, const std::vector<Var>& v, const std::vector<int64_t>& e, Var reg,
+                 Expr rp, const layout::Fragment* lf)
+        : self(s), vars(v), extents(e), r(std::move(reg)), rep(std::move(rp)), loop_frag(lf) {}
 
-    Side classify(const Region& r, SourceLoc loc, const char* what) {
-        Side s;
-        s.region = &r;
-        const Buffer& b = r.buffer;
-        if (b->scope == Scope::Global) {
-            s.global = true;
-            return s;
-        }
-        if (b->scope != Scope::Fragment && b->scope != Scope::Shared)
-            unsupported(loc, std::string("copy ") + what + " a " + scope_name(b->scope) + " buffer");
-        if (!is_full_region(r))
-            unsupported(loc, std::string("copy ") + what + " part of " + scope_name(b->scope) + " buffer '" + b->name + "'");
-        s.tile = *const_shape(b->shape);
-        return s;
-    }
-
-    static std::vector<int64_t> squeeze(const std::vector<int64_t>& v) {
-        std::vector<int64_t> out;
-        for (auto e : v)
-            if (e != 1) out.push_back(e);
-        return out;
-    }
-
-    // The global indices of the tile coordinate `coord` (unit dims of either side skipped).
-    static std::vector<Expr> global_indices(const Region& g, const std::vector<int64_t>& tile,
-                                            const std::vector<Expr>& coord) {
-        std::vector<Expr> live;
-        for (size_t d = 0; d < tile.size(); ++d)
-            if (tile[d] != 1) live.push_back(coord[d]);
-        std::vector<Expr> out;
-        size_t k = 0;
-        for (size_t d = 0; d < g.start.size(); ++d) {
-            if (is_const_int(g.extent[d], 1))
-                out.push_back(g.start[d]);
-            else
-                out.push_back(layout::idx_add(g.start[d], live.at(k++)));
-        }
-        return out;
-    }
-
-    static Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) {
-        Expr c;
-        for (size_t d = 0; d < idx.size(); ++d) {
-            Expr ok = logical_and(ge(idx[d], make_int(0)), lt(idx[d], b->shape[d]));
-            c = c ? logical_and(c, ok) : ok;
-        }
-        return c ? c : make_bool(true);
-    }
-
-    // The whole region inside its tensor: the unmasked path's condition.
-    static Expr region_in_bounds(const Region& g) {
-        Expr c;
-        for (size_t d = 0; d < g.start.size(); ++d) {
-            Expr ok = logical_and(ge(g.start[d], make_int(0)), le(add(g.start[d], g.extent[d]), g.buffer->shape[d]));
-            c = c ? logical_and(c, ok) : ok;
-        }
-        return c ? c : make_bool(true);
-    }
-
-    Expr read(const Side& s, const Var& r, const std::vector<Expr>& coord) {
-        const Buffer& b = s.region->buffer;
-        if (s.global) return make_load(b, global_indices(*s.region, tileshape_, coord));
-        if (b->scope == Scope::Fragment) return make_load(frags_.at(b.get()).regs, {r});
-        return make_load(b, coord);
-    }
-    Stmt write(const Side& s, const Var& r, const std::vector<Expr>& coord, const Expr& rep, Expr v, SourceLoc loc) {
-        const Buffer& b = s.region->buffer;
-        if (s.global) return guard_replica(rep, make_store(b, global_indices(*s.region, tileshape_, coord), v, loc));
-        if (b->scope == Scope::Fragment) return make_store(frags_.at(b.get()).regs, {r}, v, loc);
-        return guard_replica(rep, make_store(b, coord, v, loc));
-    }
-
-    Stmt lower_copy(const CopyNode& c) {
-        Side src = classify(c.src, c.loc, "from");
-        Side dst = classify(c.dst, c.loc, "into");
-        if (src.global && dst.global) unsupported(c.loc, "copy between two global tensors");
-        const Side& tile_side = src.global ? dst : src;
-        tileshape_ = tile_side.tile;
-        // Both sides are indexed by one fragment's coordinates: the shapes must be equal.
-        if (!src.global && !dst.global && src.tile != dst.tile)
-            unsupported(c.loc, "copy between tiles of different shapes");
-        const Side* g = src.global ? &src : (dst.global ? &dst : nullptr);
-        if (g) {
-            std::vector<int64_t> ext;
-            for (auto& e : g->region->extent) {
-                auto v = as_const_int(e);
-                if (!v) unsupported(c.loc, "copy of a global region with a run-time extent");
-                ext.push_back(*v);
-            }
-            if (squeeze(ext) != squeeze(tileshape_)) TILEC_ICE("thread-level lowering: copy extents disagree");
-        }
-        // The thread split: the fragment's own, or the shape's for shared memory.
-        std::optional<layout::Fragment> F;
-        if (tile_side.region->buffer->scope == Scope::Fragment)
-            F = frags_.at(tile_side.region->buffer.get()).frag;
-        else if (!src.global && src.region->buffer->scope == Scope::Fragment)
-            F = frags_.at(src.region->buffer.get()).frag;
-        else if (!dst.global && dst.region->buffer->scope == Scope::Fragment)
-            F = frags_.at(dst.region->buffer.get()).frag;
-        else
-            F = fragment_for(tileshape_);
-        if (!F) unsupported(c.loc, "copy of a tile of shape " + layout::shape_str(tileshape_) + " that does not divide among the threads");
-
-        DataType sd = src.region->buffer->dtype, dd = dst.region->buffer->dtype;
-        auto conv = [&](Expr v) { return sd == dd ? v : make_cast(dd, v, c.loc); };
-        auto plain = [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-            return write(dst, r, coord, rep, conv(read(src, r, coord)), c.loc);
-        };
-        if (!g) return register_loop(*F, c.loc, plain);
-        Stmt fast = register_loop(*F, c.loc, plain);
-        Stmt masked = register_loop(*F, c.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-            auto gi = global_indices(*g->region, tileshape_, coord);
-            Expr inside = in_bounds(g->region->buffer, gi);
-            if (src.global) {
-                Stmt load = write(dst, r, coord, rep, conv(read(src, r, coord)), c.loc);
-                Stmt pad = write(dst, r, coord, rep, conv(c.pad ? c.pad : make_zero(sd)), c.loc);
-                return make_if(inside, load, pad, c.loc);
-            }
-            return make_if(inside, plain(r, coord, rep), nullptr, c.loc);
-        });
-        return make_if(region_in_bounds(*g->region), fast, masked, c.loc);
-    }
-
-    Stmt lower_fill(const FillNode& f) {
-        const Buffer& b = f.dst.buffer;
-        if (b->scope != Scope::Fragment && b->scope != Scope::Shared)
-            unsupported(f.loc, std::string("fill of a ") + scope_name(b->scope) + " buffer");
-        if (!is_full_region(f.dst)) unsupported(f.loc, "fill of part of " + std::string(scope_name(b->scope)) + " buffer '" + b->name + "'");
-        Expr v = uniform(f.value);
-        if (b->scope == Scope::Fragment) {
-            const auto& info = frags_.at(b.get());
-            return register_loop(info.frag, f.loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
-                return make_store(info.regs, {r}, v, f.loc);
-            });
-        }
-        auto shape = *const_shape(b->shape);
-        auto F = fragment_for(shape);
-        if (!F) unsupported(f.loc, "fill of a tile that does not divide among the threads");
-        return register_loop(*F, f.loc, [&](const Var&, const std::vector<Expr>& coord, const Expr& rep) {
-            return guard_replica(rep, make_store(b, coord, v, f.loc));
-        });
-    }
-
-    // ---- reductions -----------------------------------------------------------------
-    // dst = reduce(src, dim) for whole fragments, dst laid out as src reduced (see
-    // collect_reductions). Each thread folds its own registers into one partial per row
-    // it holds; the partials go to a shared scratch [rows x replicas]; after a barrier
-    // every replica folds its row's partials in the same order, so all replicas agree
-    // bit for bit; a second barrier lets the scratch be reused (the reduce in a loop).
-    // Floats accumulate in at least f32, as the interpreter accumulates in double.
-    Stmt lower_reduce(const ReduceNode& op) {
-        const Buffer& sb = op.src.buffer;
-        const Buffer& db = op.dst.buffer;
-        SourceLoc loc = op.loc;
-        if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment || !is_full_region(op.src) ||
-            !is_full_region(op.dst))
-            unsupported(loc, "reduce other than of a whole fragment into a whole fragment");
-        const FragInfo& src = frags_.at(sb.get());
-        const FragInfo& dst = frags_.at(db.get());
-        if (src.frag.replicate() > 1)
-            unsupported(loc, "reduce of fragment '" + sb->name + "' held by several threads (replicas)");
-        auto G = src.frag.reduce_dim(static_cast<size_t>(op.dim), db->rank() == sb->rank());
-        if (!G || G->str() != dst.frag.str())
-            unsupported(loc, "reduce into fragment '" + db->name + "' laid out other than '" + sb->name +
-                                 "' reduced (needs layout inference)");
-        DataType dt = db->dtype;
-        DataType acc = dt.is_float() ? (dt.bits > 32 ? dt : DataType::f32()) : dt;
-        Expr identity;
-        switch (op.reduce_kind) {
-        case ReduceKind::Sum:
-        case ReduceKind::AbsMax: identity = make_zero(acc); break;
-        case ReduceKind::Max:
-        case ReduceKind::Min: {
-            bool hi = op.reduce_kind == ReduceKind::Min;
-            if (acc.is_float()) {
-                identity = make_float(hi ? HUGE_VAL : -HUGE_VAL, acc);
-            } else if (acc.is_uint()) {
-                identity = hi ? make_int(acc.bits >= 64 ? -1 : (int64_t{1} << acc.bits) - 1, acc) : make_zero(acc);
+    // A read of a reduced fragment at the loop's coordinates but one (m[i] inside
+    // `for i, c in parallel`): when its fragment is the loop's reduced along that
+    // dimension, the thread at (i, c) holds row i, in the register the reduced
+    // fragment gives i (its register digits do not involve the replica).
+    std::optional<Expr> broadcast_register(const layout::Fragment& frag, const std::vector<Expr>& indices) {
+        if (indices.size() + 1 != vars.size()) return std::nullopt;
+        size_t missing = vars.size();
+        for (size_t d = 0, k = 0; d < vars.size(); ++d) {
+            auto v = k < indices.size() ? expr_as<VarNode>(indices[k]) : nullptr;
+            if (v && v.get() == vars[d].get()) {
+                ++k;
+            } else if (missing == vars.size()) {
+                missing = d;
             } else {
-                int64_t m = acc.bits >= 64 ? INT64_MAX : (int64_t{1} << (acc.bits - 1)) - 1;
-                identity = make_int(hi ? m : -m - 1, acc);
+                return std::nullopt;
             }
-            break;
         }
-        }
-        auto combine = [&](Expr a, Expr x) -> Expr {
-            switch (op.reduce_kind) {
-            case ReduceKind::Sum: return add(a, x);
-            case ReduceKind::Max: return maximum(a, x);
-            case ReduceKind::Min: return minimum(a, x);
-            case ReduceKind::AbsMax:
-                if (acc.is_uint()) return maximum(a, x);
-                return maximum(a, make_select(lt(x, make_zero(acc)), sub(make_zero(acc), x), x, loc));
-            }
-            TILEC_ICE("thread-level lowering: unknown reduce kind");
-        };
-        auto as_acc = [&](Expr v, DataType t) { return t == acc ? v : make_cast(acc, v, loc); };
-
-        Buffer part = make_buffer(db->name + "_part", acc, {make_int(G->registers_per_thread())}, Scope::Register, loc);
-        Stmt init = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
-            return make_store(part, {r}, identity, loc);
-        });
-        size_t dim = static_cast<size_t>(op.dim);
-        bool keep = db->rank() == sb->rank();
-        Stmt fold = register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
-            std::vector<Expr> out;
-            for (size_t d = 0; d < coord.size(); ++d) {
-                if (d != dim)
-                    out.push_back(coord[d]);
-                else if (keep)
-                    out.push_back(make_int(0));
-            }
-            Expr g = G->apply(out, make_int(0)).second;
-            Expr x = as_acc(make_load(src.regs, {r}, loc), sb->dtype);
-            return make_store(part, {g}, combine(make_load(part, {g}, loc), x), loc);
-        });
-        auto start = [&](const Var& r) -> Expr {
-            return op.clear ? identity : as_acc(make_load(dst.regs, {r}, loc), dt);
-        };
-        auto finish = [&](const Var& r, Expr v) {
-            return make_store(dst.regs, {r}, acc == dt ? v : make_cast(dt, v, loc), loc);
-        };
-        const int64_t P = G->replicate();
-        if (P == 1) {
-            // Every row within one thread: no exchange.
-            Stmt done = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
-                return finish(r, combine(start(r), make_load(part, {r}, loc)));
-            });
-            return make_allocate(part, make_seq({init, fold, done}, loc), loc);
-        }
-        auto dshape = *const_shape(db->shape);
-        int64_t rows = layout::shape_size(dshape);
-        int64_t bytes = rows * P * ((acc.bits + 7) / 8);
-        shared_bytes_ += bytes;
-        if (shared_bytes_ > target_.static_shared_bytes)
-            unsupported(loc, "reduce scratch above " + std::to_string(target_.static_shared_bytes / 1024) +
-                                 " KiB of shared memory per block");
-        Buffer scratch = make_buffer(db->name + "_red", acc, {make_int(rows * P)}, Scope::Shared, loc);
-        auto row_of = [&](const std::vector<Expr>& coord) {
-            Expr lin = coord.at(0);
-            for (size_t d = 1; d < coord.size(); ++d) lin = add(mul(lin, make_int(dshape[d])), coord[d]);
-            return mul(lin, make_int(P));
-        };
-        Stmt publish = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-            return make_store(scratch, {add(row_of(coord), rep)}, make_load(part, {r}, loc), loc);
-        });
-        Stmt gather = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
-            Var p = make_loop_var("p", loc);
-            Stmt step = make_store(part, {r},
-                                   combine(make_load(part, {r}, loc),
-                                           make_load(scratch, {add(row_of(coord), Expr(p))}, loc)),
-                                   loc);
-            return make_seq({make_store(part, {r}, identity, loc),
-                             make_for(p, make_int(0), make_int(P), ForKind::Serial, step, loc),
-                             finish(r, combine(start(r), make_load(part, {r}, loc)))},
-                            loc);
-        });
-        return make_allocate(
-            scratch,
-            make_allocate(part, make_seq({init, fold, publish, make_barrier(loc), gather, make_barrier(loc)}, loc), loc),
-            loc);
+        if (missing == vars.size()) return std::nullopt;
+        auto G = loop_frag->reduce_dim(missing);
+        if (!G || G->str() != frag.str()) return std::nullopt;
+        return frag.apply(indices, make_int(0)).second;
     }
 
-    // ---- gemm on CUDA cores -----------------------------------------------------------
-    // c (+)= op(a) @ op(b) with a and b whole shared tiles and c a whole fragment: each
-    // thread owns c's elements its Fragment gives it and computes their dot products
-    // over k with FMAs, reading a and b from shared memory. The k loop is outermost and
-    // serial so the register loop inside it stays unrolled and c stays in registers.
-    // The barrier after (from lower()) keeps the next copy into a or b from racing.
-    // No tensor cores yet: that needs mma fragments for a, b and c (layout inference).
-    Stmt lower_gemm(const GemmNode& g) {
-        SourceLoc loc = g.loc;
-        const Buffer& ab = g.a.buffer;
-        const Buffer& bb = g.b.buffer;
-        const Buffer& cb = g.c.buffer;
-        if (ab->scope != Scope::Shared || bb->scope != Scope::Shared || cb->scope != Scope::Fragment)
-            unsupported(loc, "gemm other than of shared a and b into a fragment");
-        if (!is_full_region(g.a) || !is_full_region(g.b) || !is_full_region(g.c))
-            unsupported(loc, "gemm of part of a buffer");
-        auto as = *const_shape(ab->shape), bs = *const_shape(bb->shape), cs = *const_shape(cb->shape);
-        if (as.size() != 2 || bs.size() != 2 || cs.size() != 2) unsupported(loc, "gemm of tiles other than 2-D");
-        int64_t M = g.trans_a ? as[1] : as[0], K = g.trans_a ? as[0] : as[1];
-        int64_t KB = g.trans_b ? bs[1] : bs[0], N = g.trans_b ? bs[0] : bs[1];
-        if (K != KB || cs[0] != M || cs[1] != N) TILEC_ICE("thread-level lowering: gemm shapes disagree");
-        const FragInfo& c = frags_.at(cb.get());
-        if (c.frag.replicate() > 1)
-            unsupported(loc, "gemm into fragment '" + cb->name + "' held by several threads (replicas)");
-        DataType acc = cb->dtype;
-        auto as_acc = [&](Expr v, DataType t) { return t == acc ? v : make_cast(acc, v, loc); };
-        Var k = make_loop_var("k", loc);
-        Stmt step = register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
-            const Expr& i = coord[0];
-            const Expr& j = coord[1];
-            Expr av = make_load(ab, g.trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k}, loc);
-            Expr bv = make_load(bb, g.trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j}, loc);
-            Expr prod = mul(as_acc(av, ab->dtype), as_acc(bv, bb->dtype));
-            return make_store(c.regs, {r}, add(make_load(c.regs, {r}, loc), prod), loc);
-        });
-        Stmt loop = make_for(k, make_int(0), make_int(K), ForKind::Serial, step, loc);
-        if (!g.clear) return loop;
-        Stmt zero = register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
-            return make_store(c.regs, {r}, make_zero(acc), loc);
-        });
-        return make_seq({zero, loop}, loc);
+    // The register buffer for a fragment access at the loop's coordinates.
+    Buffer register_of(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
+        auto it = self->frags_.find(b.get());
+        if (it == self->frags_.end())
+            TILEC_ICE("thread-level lowering: fragment '" + b->name + "' not allocated");
+        bool same = indices.size() == vars.size() && it->second.frag.shape() == extents;
+        for (size_t d = 0; same && d < indices.size(); ++d) {
+            auto v = expr_as<VarNode>(indices[d]);
+            same = v && v.get() == vars[d].get();
+        }
+        if (!same)
+            unsupported(loc, "fragment '" + b->name +
+                                 "' indexed other than by its parallel loop's "
+                                 "coordinates (needs layout inference)");
+        return it->second.regs;
     }
 
-    const PrimFunc& f_;
-    const target::GpuTarget& target_;
-    Var tx_;
-    std::unordered_map<const BufferNode*, FragInfo> frags_;
-    std::unordered_map<const BufferNode*, Buffer> locals_;
-    std::vector<int64_t> tileshape_;
-    int64_t shared_bytes_ = 0;
-    std::unordered_set<const BufferNode*> global_reads_;  // tensors the kernel reads
+    Expr mutate_load(const LoadNode* op, const Expr& s) override {
+        if (op->buffer->scope == Scope::Fragment) {
+            auto it = self->frags_.find(op->buffer.get());
+            if (it != self->frags_.end())
+                if (auto reg = broadcast_register(it->second.frag, op->indices))
+                    return make_load(it->second.regs, {*reg}, op->loc);
+            return make_load(register_of(op->buffer, op->indices, op->loc), {r}, op->loc);
+        }
+        Buffer b = self->plain_buffer(op->buffer, op->loc);
+        std::vector<Expr> idx;
+        bool changed = mutate_exprs(op->indices, &idx);
+        if (!changed && b == op->buffer) return s;
+        return make_load(b, changed ? idx : op->indices, op->loc);
+    }
+    Stmt mutate_store(const StoreNode* op, const Stmt& s) override {
+        Expr value = mutate(op->value);
+        if (op->buffer->scope == Scope::Fragment)
+            return make_store(register_of(op->buffer, op->indices, op->loc), {r}, value, op->loc);
+        // Each thread has its own copy of an outer `var`: a write to it here would
+        // be a reduction across threads, which this lowering does not do.
+        if (op->buffer->scope == Scope::Local && !inner_locals.count(op->buffer.get()))
+            unsupported(op->loc,
+                        "writing `var` '" + op->buffer->name +
+                            "' (declared outside) inside a parallel loop (a reduction across threads)");
+        Buffer b = self->plain_buffer(op->buffer, op->loc);
+        std::vector<Expr> idx;
+        if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
+        Stmt out = make_store(b, idx, value, op->loc);
+        if (b->scope == Scope::Global || b->scope == Scope::Shared) out = guard_replica(rep, out);
+        return out;
+    }
+    Stmt mutate_for(const ForNode* op, const Stmt& s) override {
+        if (op->for_kind == ForKind::Parallel)
+            unsupported(op->loc, "a parallel loop nested inside another's body");
+        return IRMutator::mutate_for(op, s);
+    }
+    Stmt mutate_allocate(const AllocateNode* op, const Stmt& s) override {
+        if (op->buffer->scope != Scope::Local)
+            unsupported(op->loc, std::string(scope_name(op->buffer->scope)) + " buffer '" + op->buffer->name +
+                                     "' declared inside a parallel loop");
+        BufferNode n = *op->buffer;
+        n.scope = Scope::Register;
+        Buffer regs = make_buffer(std::move(n));
+        self->locals_.emplace(op->buffer.get(), regs);
+        inner_locals.insert(op->buffer.get());
+        return make_allocate(regs, mutate(op->body), op->loc);
+    }
+    std::unordered_set<const BufferNode*> inner_locals;  // `var`s declared in the body
+    Stmt mutate_copy(const CopyNode* op, const Stmt&) override {
+        unsupported(op->loc, "copy inside a parallel loop");
+    }
+    Stmt mutate_gemm(const GemmNode* op, const Stmt&) override { unsupported(op->loc, "gemm"); }
+    Stmt mutate_fill(const FillNode* op, const Stmt&) override {
+        unsupported(op->loc, "fill inside a parallel loop");
+    }
+    Stmt mutate_reduce(const ReduceNode* op, const Stmt&) override { unsupported(op->loc, "reduce"); }
+    Stmt mutate_cumsum(const CumsumNode* op, const Stmt&) override { unsupported(op->loc, "cumsum"); }
+    Stmt mutate_atomic_add(const AtomicAddNode* op, const Stmt&) override {
+        unsupported(op->loc, "atomic_add");
+    }
+    Stmt mutate_print(const PrintNode* op, const Stmt&) override { unsupported(op->loc, "print"); }
+    Stmt mutate_assert(const AssertNode* op, const Stmt&) override { unsupported(op->loc, "assert"); }
 };
 
-}  // namespace
+// ---- parallel loops --------------------------------------------------------------
+Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
+    std::vector<Var> vars;
+    std::vector<int64_t> extents;
+    std::vector<Expr> mins;
+    Stmt body;
+    const ForNode* f = &outer;
+    while (true) {
+        auto ext = as_const_int(f->extent);
+        if (!ext || *ext <= 0) unsupported(f->loc, "a parallel loop with a run-time extent");
+        vars.push_back(f->var);
+        extents.push_back(*ext);
+        mins.push_back(uniform(f->min));
+        body = f->body;
+        auto* inner = body->as<ForNode>();
+        if (!inner || inner->for_kind != ForKind::Parallel) break;
+        f = inner;
+    }
+    auto F = fragment_for(extents);
+    if (!F)
+        unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
+                                   std::to_string(f_.threads) + " threads (it does not divide among them)");
+    return register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+        BodyRewriter rw(this, vars, extents, r, rep, &*F);
+        Stmt b = rw.mutate(body);
+        VarMap map;
+        for (size_t d = 0; d < vars.size(); ++d)
+            map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
+        return substitute(b, map);
+    });
+}
+
+}  // namespace detail
 
 std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::GpuTarget& target,
                                               DiagnosticEngine* diag) {
     try {
-        return ThreadLowering(f, target).run();
-    } catch (const Unsupported& u) {
+        return detail::ThreadLowering(f, target).run();
+    } catch (const detail::Unsupported& u) {
         std::string msg = u.what + " is not supported for GPU targets yet (--target=" + target.name + ")";
         if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);
         diag->error(u.loc.valid() ? u.loc : f.loc, msg);

@@ -1,0 +1,105 @@
+// The thread-level lowering's internals, shared by its files (not a public header):
+// the ThreadLowering class whose statement lowerings live in thread_lower.cpp (the
+// walk, allocations, parallel loops), lower_copy.cpp (copy, fill), lower_reduce.cpp
+// (reductions and the fragments of reduced shapes) and lower_gemm.cpp (gemm on CUDA
+// cores). A construct outside the coverage throws Unsupported, which the entry point
+// (lower_to_thread_level) turns into a located diagnostic.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ir/ir.h"
+#include "layout/fragment.h"
+#include "lower/thread_lower.h"
+#include "target/target.h"
+
+namespace tilec::lower::detail {
+
+// A construct the path does not cover; caught at the entry point.
+struct Unsupported {
+    SourceLoc loc;
+    std::string what;
+};
+
+[[noreturn]] inline void unsupported(SourceLoc loc, std::string what) {
+    throw Unsupported{loc, std::move(what)};
+}
+
+// The shape's extents, or nullopt if one is not a compile-time constant.
+std::optional<std::vector<int64_t>> const_shape(const std::vector<ir::Expr>& shape);
+
+class ThreadLowering {
+public:
+    ThreadLowering(const ir::PrimFunc& f, const target::GpuTarget& t);
+    ir::PrimFunc run();
+
+private:
+    using Expr = ir::Expr;
+    using Stmt = ir::Stmt;
+    using Var = ir::Var;
+    using Buffer = ir::Buffer;
+
+    struct FragInfo {
+        Buffer regs;
+        layout::Fragment frag;
+    };
+
+    // ---- fragment assignment (thread_lower.cpp, lower_reduce.cpp) ----------------------
+    const layout::Fragment* reduced_fragment(const std::vector<int64_t>& shape) const;
+    std::optional<layout::Fragment> fragment_for(const std::vector<int64_t>& shape) const;
+    void collect_reductions(const Stmt& body);
+
+    // One register loop: for r in unroll(regs): let coord... = F^-1(tx, r); body.
+    // `body` gets the register var, the coordinate exprs (let vars) and the replica
+    // number (an expr; constant 0 without replication).
+    using RegBody = std::function<Stmt(const Var& r, const std::vector<Expr>& coord, const Expr& rep)>;
+    Stmt register_loop(const layout::Fragment& F, SourceLoc loc, const RegBody& body);
+    static Stmt guard_replica(const Expr& rep, Stmt s);
+
+    // ---- statements (thread_lower.cpp) -------------------------------------------------
+    Stmt lower(const Stmt& s);
+    bool writes_read_global(const Stmt& s) const;
+    Stmt lower_inner(const Stmt& s);
+    Stmt lower_allocate(const ir::AllocateNode& a);
+    Buffer plain_buffer(const Buffer& b, SourceLoc loc);
+    Expr uniform(const Expr& e);
+    Stmt lower_parallel(const ir::ForNode& outer);
+    struct BodyRewriter;
+
+    // ---- copy and fill (lower_copy.cpp) ------------------------------------------------
+    // One side of a copy, seen per element of the tile.
+    struct Side {
+        const ir::Region* region = nullptr;
+        bool global = false;
+        std::vector<int64_t> tile;  // the non-global buffer's shape
+    };
+    Side classify(const ir::Region& r, SourceLoc loc, const char* what);
+    Expr read(const Side& s, const Var& r, const std::vector<Expr>& coord);
+    Stmt write(const Side& s, const Var& r, const std::vector<Expr>& coord, const Expr& rep, Expr v,
+               SourceLoc loc);
+    Stmt lower_copy(const ir::CopyNode& c);
+    Stmt lower_fill(const ir::FillNode& f);
+
+    // ---- reductions (lower_reduce.cpp) and gemm (lower_gemm.cpp) ------------------------
+    Stmt lower_reduce(const ir::ReduceNode& op);
+    Stmt lower_gemm(const ir::GemmNode& g);
+
+    const ir::PrimFunc& f_;
+    const target::GpuTarget& target_;
+    Var tx_;
+    // Shapes that some fragment reduce writes, with the reduced fragment of its source.
+    std::vector<std::pair<std::vector<int64_t>, layout::Fragment>> reduced_;
+    std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
+    std::unordered_map<const ir::BufferNode*, Buffer> locals_;
+    std::vector<int64_t> tileshape_;
+    int64_t shared_bytes_ = 0;
+    std::unordered_set<const ir::BufferNode*> global_reads_;  // tensors the kernel reads
+};
+
+}  // namespace tilec::lower::detail
