@@ -11,7 +11,7 @@ float64 reference interpreter within the output type's tolerance, and its checks
 out-of-bounds, uninitialised reads, divergent barriers) found nothing, since any finding
 fails the run.
 
-Exports the GPU lowering does not cover yet are listed in PENDING: they must still be
+Exports the GPU lowering does not cover yet are listed in exports.py (PENDING): they must still be
 refused with a located "not supported for GPU targets yet" error (anything else fails),
 and one that starts to pass fails the test too, so the list cannot go stale.
 Exit status 0 when every run is as expected, 1 otherwise.
@@ -24,6 +24,8 @@ import re
 import subprocess
 import sys
 import time
+
+from exports import PENDING, REFUSED_RE, stdlib_exports
 
 # Ragged sizes per kernel file: no dimension a multiple of the tiles, small enough for
 # the simulator (it runs every block of the grid).
@@ -41,16 +43,6 @@ SIZES = {
 
 ARCHS = ("sm_80", "gfx942")
 
-# Exports the GPU lowering refuses today (issue 4 is widening it).
-PENDING = {
-    "cumsum_f32", "cumsum_f16", "cumsum_bf16", "cumsum_f32_reverse",
-    "gemm_splitk_f16", "gemm_splitk_bf16", "gemm_splitk_f16_s8",
-    "attn_fwd", "attn_fwd_causal", "attn_fwd_bf16", "attn_fwd_causal_bf16", "attn_fwd_d64",
-    "attn_fwd_causal_d64",
-}
-
-EXPORT_RE = re.compile(r"^\s*export\s+[^;]*\bas\s+([A-Za-z_][A-Za-z_0-9]*)\s*;", re.M)
-REFUSED_RE = re.compile(r"^[^\s:]+:\d+:\d+: error: .* is not supported for GPU targets yet", re.M)
 
 
 def run_one(tilec, path, name, arch, timeout):
@@ -83,19 +75,14 @@ def main():
     ap.add_argument("--filter", default="", help="only exports whose name contains this")
     args = ap.parse_args()
 
-    kdir = os.path.join(args.root, "stdlib", "kernels")
     jobs = []
-    for fname in sorted(os.listdir(kdir)):
-        if not fname.endswith(".tile"):
-            continue
-        path = os.path.join(kdir, fname)
-        names = EXPORT_RE.findall(open(path, encoding="utf-8").read())
-        if names and fname not in SIZES:
-            print(f"stdlib_sim: no sizes for {fname}: add it to SIZES", file=sys.stderr)
+    for path, names in stdlib_exports(args.root):
+        if os.path.basename(path) not in SIZES:
+            print(f"stdlib sim: no sizes for {path}: add it to SIZES", file=sys.stderr)
             return 1
         jobs += [(path, n, a) for n in names for a in ARCHS if args.filter in n]
     if not jobs:
-        print("stdlib_sim: no exports found", file=sys.stderr)
+        print("stdlib sim: no exports found", file=sys.stderr)
         return 1
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -104,7 +91,7 @@ def main():
             if not ok:
                 failed += 1
                 print(detail, flush=True)
-    print(f"stdlib_sim: {len(jobs) - failed} as expected, {failed} failed "
+    print(f"stdlib sim: {len(jobs) - failed} as expected, {failed} failed "
           f"({len([j for j in jobs if j[1] in PENDING])} runs of exports not lowered yet)")
     return 1 if failed else 0
 
