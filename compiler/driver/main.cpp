@@ -45,7 +45,7 @@ Examples:
   tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (no cumsum/atomics yet)
   tilec k.tile --target=sm_80,gfx942 -o k.o --verbose-resources
                                                      also print registers, shared memory, spills
-  tilec k.tile --target=sm_90 -o k.o -Xptxas --maxrregcount=64
+  tilec k.tile --target=sm_90 -o k.o -Xptxas --warn-on-spills
                                                      pass an option to ptxas
   tilec k.tile --target=sm_80,sm_90 --emit=cubin -o k.cubin
                                                      ptxas per arch: k.sm_80.cubin, k.sm_90.cubin
@@ -63,9 +63,10 @@ const char* kEmitHelp =
     "What to produce:\n"
     "  ast     the syntax tree of each input file\n"
     "  tir     the Tile IR of each export after the pass pipeline\n"
-    "  llvm    the LLVM IR of the CPU code, optimised for the host\n"
-    "  asm     the host assembly of the CPU code\n"
-    "  obj     the host object (needs -o)\n"
+    "  llvm    the LLVM IR of the host code, optimised for the host\n"
+    "  asm     the host assembly of the host code\n"
+    "  obj     the host object (needs -o): CPU code, and the images and entry\n"
+    "          points of the GPU targets (sm_XX: NAME_cuda, gfxNNN: NAME_hip)\n"
     "  header  the C header declaring the entry points\n"
     "  ptx     the PTX of every export for each --target=sm_XX (GPU targets)\n"
     "  cubin   ptxas's cubin for each --target=sm_XX (needs -o; with several\n"
@@ -191,7 +192,7 @@ int run(int argc, char** argv) {
     app.add_option("--Xptxas", a.ptxas_args,
                    "Pass ARG to ptxas for every sm_XX target (also spelled -Xptxas ARG;\n"
                    "repeatable; ARG may list several, comma-separated, as nvcc's),\n"
-                   "e.g. -Xptxas --maxrregcount=64. ptxas rejecting it is an error")
+                   "e.g. -Xptxas --warn-on-spills. ptxas rejecting it is an error")
         ->type_name("ARG");
     app.add_flag("--verbose-resources", a.verbose_resources,
                  "Print, per kernel and GPU arch, its registers, static shared memory and\n"
