@@ -10,7 +10,6 @@
 #include "codegen/c_header.h"
 #include "codegen/cpu_lowering.h"
 #include "codegen/entry_checks.h"
-#include "ir/printer.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {

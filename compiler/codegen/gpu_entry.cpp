@@ -19,13 +19,10 @@
 
 #include "codegen/cpu_lowering.h"
 #include "codegen/entry_checks.h"
-#include "ir/printer.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
 
-using ir::DataType;
-using ir::ParamKind;
 
 std::string gpu_entry_name(const std::string& export_name, GpuApi api) {
     return export_name + (api == GpuApi::Cuda ? "_cuda" : "_hip");
@@ -44,8 +41,8 @@ constexpr int64_t kTensorAlignment = 16;
 
 // The largest grid each API launches, per axis x, y, z, for a block of `threads` x 1 x 1.
 // CUDA: x < 2^31, y and z < 2^16 (blocks). HIP: hipModuleLaunchKernel takes the grid in
-// blocks but the runtime forms the global size grid * block per axis, which must stay
-// below 2^32 (the HSA dispatch packet's grid size is 32-bit).
+// blocks, but HIP's documentation excludes launches whose gridDim x blockDim reaches 2^32
+// in any dimension (the HSA dispatch packet's grid size, in work-items, is 32-bit).
 std::array<int64_t, 3> grid_limits(GpuApi api, int64_t threads) {
     if (api == GpuApi::Cuda) return {(int64_t{1} << 31) - 1, 65535, 65535};
     const int64_t max_u32 = (int64_t{1} << 32) - 1;

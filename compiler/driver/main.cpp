@@ -231,7 +231,12 @@ int run(int argc, char** argv) {
         else if (s == "-MF") s = "--MF";
         // -Xptxas ARG: ARG usually starts with '-', which CLI11 would take for an option;
         // as --Xptxas=ARG it is a value.
-        if ((s == "-Xptxas" || s == "--Xptxas") && i + 1 < argc) {
+        if (s == "-Xptxas" || s == "--Xptxas") {
+            if (i + 1 == argc) {
+                std::cerr << "tilec: error: " << s << " needs an argument, e.g. -Xptxas --warn-on-spills\n"
+                          << "Run 'tilec --help' for the options.\n";
+                return 1;
+            }
             s = std::string("--Xptxas=") + argv[++i];
         } else if (s.rfind("-Xptxas=", 0) == 0) {
             s = "-" + s;
