@@ -570,7 +570,15 @@ int main(int argc, char** argv) {
         }
     }
     if (list) {
-        for (auto& c : cases()) std::printf("%s\n", c.name);
+        // One line per case: its name and the parameters its family passes, in order
+        // (tests/gpu/check_signatures.py compares them with the generated headers).
+        for (auto& c : cases()) {
+            std::string params;
+            for (auto& t : c.family->tensors) params += std::string(params.empty() ? "" : ",") + t.name;
+            for (auto* size : c.family->sizes) params += std::string(",") + size;
+            for (size_t i = 0; i < c.family->scalars.size(); ++i) params += ",<scalar>";
+            std::printf("%s %s\n", c.name, params.c_str());
+        }
         return 0;
     }
     if (cases().empty()) skip("no kernel objects were built into this harness");
