@@ -200,9 +200,9 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
                 codegen::GpuKernel k;
                 k.export_name = f.name;
                 k.symbol = f.name;  // both backends name the kernel after the export
-                // One block size for every arch: the AMDGPU kernel's flat work-group size is
-                // 1..threads, and the thread-level code of every arch was laid out for exactly
-                // `threads` (whole waves of 64 on gfx9 or 32 on gfx11, warps of 32).
+                // One block size for every arch: the thread-level code of every arch is laid
+                // out for exactly `threads` threads (in warps of 32, waves of 64 on gfx9 and 32
+                // on gfx11), and the AMDGPU kernel's flat work-group size is 1..threads.
                 k.threads = f.threads;
                 k.cuda = nvidia;
                 k.hip = amd;
