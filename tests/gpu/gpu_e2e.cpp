@@ -316,6 +316,10 @@ struct Case {
 const Tolerance kElementwise = {1, 64, 1.0 / 64};  // both round one f32 value; f32: exp2/log2 approx
 const Tolerance kReduction = {2, 512, 1.0 / 16};
 const Tolerance kDot = {2, 512, 1.0 / 8};
+// Long sums in another order: a prefix sum of 4096 elements (rounding grows with the
+// sqrt of the length, ~64 ulps of the running sum), split-K's f32 atomics over K = 1000.
+const Tolerance kScan = {4, 8192, 1.0 / 4};
+const Tolerance kLongDot = {2, 4096, 1.0 / 8};
 
 const Family kVectorAdd = {{{"A", Role::In, "N"}, {"B", Role::In, "N"}, {"C", Role::Out, "N"}},
                            {"N"}, {}, {{1}, {1000}, {1024}, {4097}, {100003}}, kElementwise};
@@ -333,8 +337,10 @@ const Family kLayernorm = {{{"X", Role::In, "M*N"}, {"gamma", Role::In, "N"}, {"
 // Transposed operands change the strides, not the element counts: the same buffers serve.
 const Family kGemm = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::Out, "M*N"}},
                       {"M", "K", "N"}, {}, {{1, 1, 1}, {130, 45, 67}, {200, 129, 300}, {64, 32, 128}}, kDot};
+const Family kScanRows = {{{"X", Role::In, "M*N"}, {"Y", Role::Out, "M*N"}},
+                          {"M", "N"}, {}, {{1, 1}, {7, 1500}, {130, 77}, {5, 4096}}, kScan};
 const Family kGemmSplitK = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::InOut, "M*N", true}},
-                            {"M", "K", "N"}, {}, {{1, 1, 1}, {33, 1000, 70}, {130, 257, 129}}, kDot};
+                            {"M", "K", "N"}, {}, {{1, 1, 1}, {33, 1000, 70}, {130, 257, 129}}, kLongDot};
 const Family kAttention128 = {{{"Q", Role::In, "B*H*S*128"}, {"K", Role::In, "B*H*S*128"},
                                {"V", Role::In, "B*H*S*128"}, {"O", Role::Out, "B*H*S*128"}},
                               {"B", "H", "S"}, {0.08838834764831845}, {{1, 1, 1}, {1, 2, 100}, {2, 1, 200}}, kDot};
@@ -387,10 +393,10 @@ const std::vector<Case>& cases() {
         CASE(gemm_bf16_m64, BF16, kGemm),
 #endif
 #ifdef TILE_GPU_E2E_HAS_cumsum
-        CASE(cumsum_f32, F32, kRows),
-        CASE(cumsum_f16, F16, kRows),
-        CASE(cumsum_bf16, BF16, kRows),
-        CASE(cumsum_f32_reverse, F32, kRows),
+        CASE(cumsum_f32, F32, kScanRows),
+        CASE(cumsum_f16, F16, kScanRows),
+        CASE(cumsum_bf16, BF16, kScanRows),
+        CASE(cumsum_f32_reverse, F32, kScanRows),
 #endif
 #ifdef TILE_GPU_E2E_HAS_gemm_splitk
         CASE(gemm_splitk_f16, F16, kGemmSplitK),
