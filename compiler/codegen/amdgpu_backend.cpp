@@ -5,10 +5,13 @@
 // the code object version, and ld.lld.
 #include "codegen/amdgpu_backend.h"
 
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/BinaryFormat/MsgPackDocument.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELF.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetOptions.h>
 
@@ -166,6 +169,64 @@ std::string link_hsaco(const std::string& object, const target::GpuTarget& targe
         TILEC_ICE("ld.lld -shared for " + target.name + " failed (" + lld + ", exit status " + std::to_string(r.status) +
                   "):\n" + r.output);
     return gpu::read_file_bytes(out);
+}
+
+std::vector<KernelResources> amdgpu_resources(const std::string& code_object, const target::GpuTarget& target) {
+    auto fail = [&](const std::string& why) -> std::vector<KernelResources> {
+        TILEC_ICE("AMDGPU backend: cannot read the kernel metadata of the " + target.name + " code object: " + why);
+    };
+    auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(code_object));
+    if (!file) return fail(llvm::toString(file.takeError()));
+    auto sections = file->sections();
+    if (!sections) return fail(llvm::toString(sections.takeError()));
+    std::vector<KernelResources> out;
+    bool found = false;
+    for (auto& section : *sections) {
+        if (section.sh_type != llvm::ELF::SHT_NOTE) continue;
+        llvm::Error err = llvm::Error::success();
+        for (auto note : file->notes(section, err)) {
+            if (note.getName() != "AMDGPU" || note.getType() != llvm::ELF::NT_AMDGPU_METADATA) continue;
+            found = true;
+            llvm::msgpack::Document doc;
+            if (!doc.readFromBlob(note.getDescAsStringRef(section.sh_addralign), false))
+                return fail("the metadata note is not msgpack");
+            if (doc.getRoot().getKind() != llvm::msgpack::Type::Map) return fail("the metadata is not a map");
+            auto& root = doc.getRoot().getMap();
+            auto kernels = root.find("amdhsa.kernels");
+            if (kernels == root.end() || kernels->second.getKind() != llvm::msgpack::Type::Array)
+                return fail("no amdhsa.kernels array");
+            for (auto& node : kernels->second.getArray()) {
+                if (node.getKind() != llvm::msgpack::Type::Map) return fail("a kernel entry is not a map");
+                auto& k = node.getMap();
+                auto number = [&](const char* key, int64_t otherwise) -> int64_t {
+                    auto it = k.find(key);
+                    if (it == k.end()) return otherwise;
+                    if (it->second.getKind() == llvm::msgpack::Type::UInt)
+                        return static_cast<int64_t>(it->second.getUInt());
+                    if (it->second.getKind() == llvm::msgpack::Type::Int) return it->second.getInt();
+                    return otherwise;
+                };
+                auto name = k.find(".name");
+                if (name == k.end() || name->second.getKind() != llvm::msgpack::Type::String)
+                    return fail("a kernel without .name");
+                KernelResources r;
+                r.amd = true;
+                r.kernel = name->second.getString().str();
+                r.arch = target.name;
+                r.vgprs = number(".vgpr_count", 0);
+                r.agprs = number(".agpr_count", -1);
+                r.sgprs = number(".sgpr_count", 0);
+                r.shared_bytes = number(".group_segment_fixed_size", 0);
+                r.vgpr_spills = number(".vgpr_spill_count", 0);
+                r.sgpr_spills = number(".sgpr_spill_count", 0);
+                r.scratch_bytes = number(".private_segment_fixed_size", 0);
+                out.push_back(r);
+            }
+        }
+        if (err) return fail(llvm::toString(std::move(err)));
+    }
+    if (!found) return fail("no NT_AMDGPU_METADATA note");
+    return out;
 }
 
 std::string compile_hsaco(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_resources.h"
 #include "ir/ir.h"
 #include "target/target.h"
 
@@ -32,6 +33,13 @@ std::string ld_lld_path();
 // Runs `ld.lld -shared object -o hsaco` and returns the HSACO's bytes. A missing ld.lld
 // or a link error throws InternalError with ld.lld's output: the object is ours.
 std::string link_hsaco(const std::string& object, const target::GpuTarget& target);
+
+// The resources of each kernel of an AMDGPU code object (relocatable or HSACO), read from
+// its metadata note (NT_AMDGPU_METADATA, msgpack: amdhsa.kernels[] .name, .vgpr_count,
+// .agpr_count, .sgpr_count, .group_segment_fixed_size, .vgpr_spill_count,
+// .sgpr_spill_count, .private_segment_fixed_size), in the note's order. A code object
+// without the note or with a malformed one is an internal error: the object is ours.
+std::vector<KernelResources> amdgpu_resources(const std::string& code_object, const target::GpuTarget& target);
 
 // compile_amdgpu(..., Object) then link_hsaco.
 std::string compile_hsaco(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,

@@ -125,8 +125,8 @@ void comment_wrapped(std::ostringstream& o, const std::string& text, size_t hang
     if (!line.empty()) o << " * " << line << "\n";
 }
 
-// The entry points a header declares per export: NAME_cpu, NAME_cuda.
-enum class Entry { Cpu, Cuda };
+// The entry points a header declares per export: NAME_cpu, NAME_cuda, NAME_hip.
+enum class Entry { Cpu, Cuda, Hip };
 
 // "sm_80, sm_90 and compute_80".
 std::string list_and(const std::vector<std::string>& items) {
@@ -138,12 +138,14 @@ std::string list_and(const std::vector<std::string>& items) {
 
 void write_function(std::ostringstream& o, const ir::PrimFunc& f, Entry kind, const HeaderOptions& options) {
     const bool cuda = kind == Entry::Cuda;
-    std::string entry = f.name + (cuda ? "_cuda" : "_cpu");
+    const bool hip = kind == Entry::Hip;
+    const bool gpu = cuda || hip;
+    std::string entry = f.name + (cuda ? "_cuda" : hip ? "_hip" : "_cpu");
     std::string consts;
     for (auto& [k, v] : f.constants) consts += (consts.empty() ? "" : ", ") + k + " = " + v;
     o << "/*\n";
     comment_wrapped(o, entry + ": kernel " + f.kernel + (consts.empty() ? "" : "<" + consts + ">") +
-                           (cuda ? " on an NVIDIA GPU (CUDA)." : " on the CPU."));
+                           (cuda ? " on an NVIDIA GPU (CUDA)." : hip ? " on an AMD GPU (HIP)." : " on the CPU."));
     o << " *\n";
     size_t width = 1;
     for (auto& p : f.params)
@@ -182,9 +184,10 @@ void write_function(std::ostringstream& o, const ir::PrimFunc& f, Entry kind, co
     o << " *\n";
     comment_wrapped(
         o,
-        std::string(cuda ? "Tensors are device pointers (cudaMalloc, cuMemAlloc) to their element 0, 16-byte "
-                           "aligned; "
-                         : "Tensors point at their element 0; ") +
+        std::string(cuda  ? "Tensors are device pointers (cudaMalloc, cuMemAlloc) to their element 0, 16-byte "
+                            "aligned; "
+                    : hip ? "Tensors are device pointers (hipMalloc) to their element 0, 16-byte aligned; "
+                          : "Tensors point at their element 0; ") +
             "shapes are in the size arguments; strides count elements "
             "(row-major: the last dimension is contiguous).");
     for (auto& n : notes) comment_wrapped(o, n + ".", 2);
@@ -193,7 +196,7 @@ void write_function(std::ostringstream& o, const ir::PrimFunc& f, Entry kind, co
     std::string grid;
     for (size_t d = 0; d < f.grid.size() && d < 3; ++d)
         grid += std::string(d ? ", " : "") + axis[d] + " = " + ir::print(f.grid[d]);
-    if (!cuda) {
+    if (!gpu) {
         comment_wrapped(o, "Grid: " + grid + " (blocks), each block one task of the CPU thread pool.", 2);
         comment_wrapped(
             o,
@@ -201,7 +204,7 @@ void write_function(std::ostringstream& o, const ir::PrimFunc& f, Entry kind, co
             "Returns TILE_SUCCESS, or TILE_ERROR_INVALID_ARGUMENT without running anything when a size is "
             "negative, a constraint fails or a tensor with elements is NULL (tile_last_error() says "
             "which); other codes come from tile_cpu_launch.");
-    } else {
+    } else if (cuda) {
         comment_wrapped(o, "Grid: " + grid + " (blocks of " + std::to_string(f.threads) + " threads).", 2);
         std::vector<std::string> cubins, ptx;
         for (auto& a : options.cuda_archs) (a.rfind("compute_", 0) == 0 ? ptx : cubins).push_back(a);
@@ -221,10 +224,27 @@ void write_function(std::ostringstream& o, const ir::PrimFunc& f, Entry kind, co
             "found\"), TILE_ERROR_NO_DEVICE, TILE_ERROR_NO_IMAGE_FOR_DEVICE (no image above runs on the "
             "current device), TILE_ERROR_DRIVER, TILE_ERROR_LAUNCH, TILE_ERROR_OUT_OF_MEMORY. tile_last_error() "
             "says which argument or which driver call and error.");
+    } else {
+        comment_wrapped(o, "Grid: " + grid + " (blocks of " + std::to_string(f.threads) + " work-items).", 2);
+        comment_wrapped(o, "Images: HSACO code objects for " + list_and(options.hip_archs) +
+                               " (wave64 on gfx9, wave32 on gfx11); the one whose target ID matches the device's "
+                               "gcnArchName is loaded.");
+        comment_wrapped(
+            o,
+            "stream: the hipStream_t to launch on, cast to void* (NULL: the null stream). Uses the calling "
+            "thread's current HIP device (hipGetDevice). Returns TILE_SUCCESS once the kernel is enqueued, without "
+            "waiting for it (faults while it runs surface at the stream's next synchronisation), and TILE_SUCCESS "
+            "without touching the runtime when the grid is empty. TILE_ERROR_INVALID_ARGUMENT, before the runtime "
+            "is touched: a size is negative, a constraint fails, a tensor with elements is NULL, a tensor is not "
+            "16-byte aligned, or the grid exceeds HIP's limits (grid times block below 2^32 per axis). From "
+            "tile_hip_launch: TILE_ERROR_NO_DRIVER (libamdhip64 not found: \"no HIP runtime found\"), "
+            "TILE_ERROR_NO_DEVICE, TILE_ERROR_NO_IMAGE_FOR_DEVICE (no image above runs on the current device), "
+            "TILE_ERROR_DRIVER, TILE_ERROR_LAUNCH, TILE_ERROR_OUT_OF_MEMORY. tile_last_error() says which argument "
+            "or which runtime call and error.");
     }
     o << " */\n";
     std::ostringstream proto;
-    proto << "tile_status " << entry << (cuda ? "(void* stream" : "(const tile_cpu_options* opt");
+    proto << "tile_status " << entry << (gpu ? "(void* stream" : "(const tile_cpu_options* opt");
     for (auto& p : f.params) {
         proto << ", ";
         if (p.kind == ParamKind::Tensor)
@@ -264,21 +284,46 @@ std::string c_header(const ir::Module& module, const HeaderOptions& options) {
       << " * Generated by tilec " << options.tilec_version
       << "; do not edit. C99; link with the object tilec\n"
       << " * wrote beside this header and with libtile_runtime (tile/runtime.h).\n";
-    if (options.cuda_archs.empty()) {
+    const bool cuda = !options.cuda_archs.empty(), hip = !options.hip_archs.empty();
+    if (!cuda && !hip) {
         o << " * Every entry point checks its arguments, runs the kernel's grid of blocks on the CPU\n"
           << " * thread pool (tile_cpu_launch) and returns when all blocks are done; it never prints\n"
           << " * and never exits. Tensors are raw pointers to element 0, sizes count elements. */\n";
-    } else if (!options.cpu_entries) {
+    } else if (!options.cpu_entries && !hip) {
         o << " * Every entry point checks its arguments and enqueues the kernel's grid of blocks on a\n"
           << " * CUDA stream (tile_cuda_launch: libcuda is loaded at the first call, so this object\n"
           << " * links and runs without a GPU); it never prints and never exits. Tensors are device\n"
           << " * pointers to element 0, sizes count elements. */\n";
-    } else {
+    } else if (options.cpu_entries && !hip) {
         o << " * Every entry point checks its arguments; NAME_cpu runs the kernel's grid of blocks on\n"
           << " * the CPU thread pool (tile_cpu_launch) and returns when all blocks are done, NAME_cuda\n"
           << " * enqueues it on a CUDA stream (tile_cuda_launch: libcuda is loaded at the first call,\n"
           << " * so this object links and runs without a GPU). None prints or exits. Tensors are\n"
           << " * raw pointers to element 0 (device pointers for NAME_cuda), sizes count elements. */\n";
+    } else {
+        // With HIP: name each kind of entry point the header has.
+        std::string text = "Every entry point checks its arguments;";
+        std::vector<std::string> parts, gpu_names;
+        if (options.cpu_entries)
+            parts.push_back("NAME_cpu runs the kernel's grid of blocks on the CPU thread pool (tile_cpu_launch) "
+                            "and returns when all blocks are done");
+        if (cuda) {
+            parts.push_back("NAME_cuda enqueues it on a CUDA stream (tile_cuda_launch, libcuda loaded at the first "
+                            "call)");
+            gpu_names.push_back("NAME_cuda");
+        }
+        parts.push_back("NAME_hip enqueues it on a HIP stream (tile_hip_launch, libamdhip64 loaded at the first "
+                        "call)");
+        gpu_names.push_back("NAME_hip");
+        for (size_t i = 0; i < parts.size(); ++i)
+            text += std::string(i == 0 ? " " : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+        text += ", so this object links and runs without a GPU. None prints or exits. Tensors are ";
+        text += options.cpu_entries ? "raw pointers to element 0 (device pointers for " + list_and(gpu_names) + ")"
+                                    : "device pointers to element 0";
+        text += ", sizes count elements. */";
+        std::ostringstream banner;
+        comment_wrapped(banner, text);
+        o << banner.str();
     }
     o << "#ifndef " << guard << "\n#define " << guard << "\n\n"
       << "#include <stdint.h>\n\n#include \"tile/runtime.h\"\n\n"
@@ -286,6 +331,7 @@ std::string c_header(const ir::Module& module, const HeaderOptions& options) {
     for (auto& f : module.funcs) {
         if (options.cpu_entries) write_function(o, f, Entry::Cpu, options);
         if (!options.cuda_archs.empty()) write_function(o, f, Entry::Cuda, options);
+        if (!options.hip_archs.empty()) write_function(o, f, Entry::Hip, options);
     }
     o << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* " << guard << " */\n";
     return o.str();

@@ -16,6 +16,8 @@ struct HeaderOptions {
     // The CUDA images in the object ("sm_80", ..., "compute_80"): declare NAME_cuda,
     // documented with these. Empty: no CUDA entry points (the header of a host object).
     std::vector<std::string> cuda_archs;
+    // The HSACO images in the object ("gfx90a", "gfx942", ...): declare NAME_hip.
+    std::vector<std::string> hip_archs;
 };
 
 // The header text for `module` (deterministic).

@@ -9,7 +9,7 @@
 
 #include "codegen/c_header.h"
 #include "codegen/cpu_lowering.h"
-#include "ir/printer.h"
+#include "codegen/entry_checks.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
@@ -20,18 +20,8 @@ using ir::ParamKind;
 namespace {
 
 // tile_status values (tile/runtime.h; part of its ABI).
-constexpr int kInvalidArgument = 1;
 constexpr int kOutOfMemory = 2;
 constexpr int kLaunchError = 6;  // a failed assert in a block
-
-std::string escape_percent(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '%') out += '%';
-        out += c;
-    }
-    return out;
-}
 
 // The argument struct: tensors (ptr), sizes (i64), scalars (register types) in
 // parameter order, then the first failure of a block: its message and status.
@@ -57,14 +47,6 @@ ArgsLayout make_args_layout(ModuleState& ms, const ir::PrimFunc& f) {
     fields.push_back(llvm::Type::getInt32Ty(ms.ctx));
     layout.type = llvm::StructType::create(ms.ctx, fields, f.name + ".args");
     return layout;
-}
-
-// The C type of a scalar parameter as an LLVM argument type (c_scalar_type in LLVM).
-llvm::Type* c_arg_type(llvm::LLVMContext& ctx, DataType t) {
-    if (t.is_bool()) return llvm::Type::getInt32Ty(ctx);  // int32_t
-    if (t.is_integer()) return llvm::Type::getIntNTy(ctx, t.bits == 4 ? 8 : t.bits);
-    if (t.kind == ir::TypeKind::Float && t.bits == 64) return llvm::Type::getDoubleTy(ctx);
-    return llvm::Type::getFloatTy(ctx);  // f32 and the narrow floats
 }
 
 llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, const ArgsLayout& layout) {
@@ -133,64 +115,15 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
     return fn;
 }
 
-// Collects the floor divisions inside a shape expression, innermost first (so each
-// one's operands are checked before they are used): each must divide evenly.
-void collect_divisions(const ir::Expr& e, std::vector<const ir::BinaryNode*>& out) {
-    if (auto* bin = e->as<ir::BinaryNode>()) {
-        collect_divisions(bin->a, out);
-        collect_divisions(bin->b, out);
-        if (bin->op == ir::BinaryOp::FloorDiv) out.push_back(bin);
-    } else if (auto* u = e->as<ir::UnaryNode>()) {
-        collect_divisions(u->a, out);
-    } else if (auto* c = e->as<ir::CastNode>()) {
-        collect_divisions(c->value, out);
-    }
-}
-
 void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::string& entry_name,
                          const ArgsLayout& layout, llvm::Function* block_fn) {
     auto& ctx = ms.ctx;
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i32 = llvm::Type::getInt32Ty(ctx);
-    std::vector<llvm::Type*> arg_types = {ptr};
-    for (auto& p : f.params) {
-        if (p.kind == ParamKind::Tensor)
-            arg_types.push_back(ptr);
-        else if (p.kind == ParamKind::Size)
-            arg_types.push_back(llvm::Type::getInt64Ty(ctx));
-        else
-            arg_types.push_back(c_arg_type(ctx, p.var->type));
-    }
-    auto* fty = llvm::FunctionType::get(i32, arg_types, false);
-    auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, entry_name, ms.module);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    fn->getArg(0)->setName("opt");
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        auto* arg = fn->getArg(static_cast<unsigned>(i + 1));
-        arg->setName(p.kind == ParamKind::Tensor ? p.buffer->name : p.var->name);
-        // The C ABI widens small integers at the call (as clang marks them).
-        if (p.kind == ParamKind::Scalar && arg->getType()->isIntegerTy() &&
-            arg->getType()->getIntegerBitWidth() < 32)
-            fn->addParamAttr(static_cast<unsigned>(i + 1),
-                             p.var->type.is_int() ? llvm::Attribute::SExt : llvm::Attribute::ZExt);
-    }
-
+    llvm::Function* fn = declare_entry_function(ms, f, entry_name, "opt");
     auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
     llvm::IRBuilder<> b(entry);
     FunctionLowering fl(ms, fn, b);
-    std::string prefix = escape_percent(entry_name) + ": ";
-    // if (!ok) return tile_set_error(status, fmt, values...);
-    auto check = [&](llvm::Value* ok, int status, const std::string& fmt, std::vector<llvm::Value*> values) {
-        auto* fail = llvm::BasicBlock::Create(ctx, "bad_arg", fn);
-        auto* cont = llvm::BasicBlock::Create(ctx, "ok", fn);
-        b.CreateCondBr(ok, cont, fail, llvm::MDBuilder(ctx).createLikelyBranchWeights());
-        b.SetInsertPoint(fail);
-        std::vector<llvm::Value*> call_args = {b.getInt32(status), ms.c_string(prefix + fmt)};
-        call_args.insert(call_args.end(), values.begin(), values.end());
-        b.CreateRet(b.CreateCall(ms.tile_set_error(), call_args));
-        b.SetInsertPoint(cont);
-    };
 
     // The options first: a bad options struct is reported before any other argument,
     // and also when the grid turns out to be empty.
@@ -203,90 +136,15 @@ void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::stri
         b.CreateRet(st);
         b.SetInsertPoint(cont);
     }
-
-    // Sizes and scalars as the body sees them.
-    std::vector<llvm::Value*> arg_values(f.params.size(), nullptr);
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        llvm::Value* a = fn->getArg(static_cast<unsigned>(i + 1));
-        if (p.kind == ParamKind::Size) {
-            check(b.CreateICmpSGE(a, b.getInt64(0)), kInvalidArgument,
-                  "size " + p.var->name + " = %lld is negative", {a});
-            fl.bind(p.var, a);
-        } else if (p.kind == ParamKind::Scalar) {
-            DataType t = p.var->type;
-            llvm::Value* v = a;
-            if (t.is_bool())
-                v = b.CreateICmpNE(a, b.getInt32(0));
-            else if (t.bits == 4)
-                v = b.CreateTrunc(a, reg_type(ctx, t));
-            else if (is_narrow_float(t))
-                v = fl.convert(a, DataType::f32(), t);  // rounds to t
-            fl.bind(p.var, v);
-        }
-        arg_values[i] = p.kind == ParamKind::Tensor ? a : nullptr;
-    }
-    // Dimensions computed from sizes: every division must be exact (by a positive
-    // divisor), and the result >= 0.
-    std::vector<std::vector<llvm::Value*>> dims(f.params.size());
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        if (p.kind != ParamKind::Tensor) continue;
-        for (size_t d = 0; d < p.buffer->rank(); ++d) {
-            const ir::Expr& e = p.buffer->shape[d];
-            bool derived = !e->is<ir::VarNode>() && !e->is<ir::IntImmNode>();
-            std::string why = " (dimension " + std::to_string(d) + " of " + p.buffer->name + " is " +
-                              escape_percent(ir::print(e)) + ")";
-            std::vector<const ir::BinaryNode*> divs;
-            if (derived) collect_divisions(e, divs);
-            for (auto* div : divs) {
-                std::string num_text = escape_percent(ir::print(div->a));
-                llvm::Value* num = fl.convert(fl.expr(div->a), div->a->type, DataType::i64());
-                if (auto c = ir::as_const_int(div->b)) {
-                    check(b.CreateICmpEQ(b.CreateSRem(num, b.getInt64(*c)), b.getInt64(0)), kInvalidArgument,
-                          num_text + " = %lld must be a multiple of " + std::to_string(*c) + why, {num});
-                    continue;
-                }
-                std::string den_text = escape_percent(ir::print(div->b));
-                llvm::Value* den = fl.convert(fl.expr(div->b), div->b->type, DataType::i64());
-                check(b.CreateICmpSGT(den, b.getInt64(0)), kInvalidArgument,
-                      den_text + " = %lld must be positive" + why, {den});
-                check(b.CreateICmpEQ(b.CreateSRem(num, den), b.getInt64(0)), kInvalidArgument,
-                      num_text + " = %lld must be a multiple of " + den_text + " = %lld" + why, {num, den});
-            }
-            llvm::Value* v = fl.convert(fl.expr(e), e->type, DataType::i64());
-            if (derived)
-                check(b.CreateICmpSGE(v, b.getInt64(0)), kInvalidArgument,
-                      escape_percent(ir::print(e)) + " = %lld is negative" + why, {v});
-            dims[i].push_back(v);
-        }
-    }
-    // Tensors: NULL only for a tensor without elements.
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        if (p.kind != ParamKind::Tensor) continue;
-        llvm::Value* empty = b.getFalse();
-        for (auto* d : dims[i]) empty = b.CreateOr(empty, b.CreateICmpEQ(d, b.getInt64(0)));
-        check(b.CreateOr(b.CreateIsNotNull(arg_values[i]), empty), kInvalidArgument,
-              "tensor " + p.buffer->name + " is NULL", {});
-    }
-    // The grid.
-    llvm::Value* grid[3] = {b.getInt64(1), b.getInt64(1), b.getInt64(1)};
-    for (size_t d = 0; d < f.grid.size() && d < 3; ++d) {
-        grid[d] = fl.convert(fl.expr(f.grid[d]), f.grid[d]->type, DataType::i64());
-        const char* axis[3] = {"x", "y", "z"};
-        check(b.CreateICmpSGE(grid[d], b.getInt64(0)), kInvalidArgument,
-              std::string("the grid's ") + axis[d] + " extent (" + escape_percent(ir::print(f.grid[d])) +
-                  ") = %lld is negative",
-              {grid[d]});
-    }
+    // Then the arguments, as every entry point checks them (entry_checks.h).
+    CheckedArguments checked = emit_argument_checks(ms, fl, fn, f, entry_name, EntryCheckRules{});
+    const std::vector<llvm::Value*>& arg_values = checked.tensors;
+    llvm::Value* const* grid = checked.grid;
 
     // An empty grid runs nothing (after the checks above).
-    llvm::Value* empty_grid = b.getFalse();
-    for (auto* g : grid) empty_grid = b.CreateOr(empty_grid, b.CreateICmpEQ(g, b.getInt64(0)));
     auto* nothing = llvm::BasicBlock::Create(ctx, "empty_grid", fn);
     auto* launch = llvm::BasicBlock::Create(ctx, "launch", fn);
-    b.CreateCondBr(empty_grid, nothing, launch);
+    b.CreateCondBr(checked.empty_grid, nothing, launch);
     b.SetInsertPoint(nothing);
     b.CreateRet(b.getInt32(0));
     b.SetInsertPoint(launch);

@@ -1,7 +1,8 @@
 // GPU images as constant data of the host object, the tile_gpu_module that describes
-// them, and the NAME_cuda / NAME_hip entry points (gpu_entry.h). The argument checks
-// mirror cpu_entry.cpp's (same order, same messages, named after this entry point) so a
-// caller sees one set of rules whichever backend it calls.
+// them, and the NAME_cuda / NAME_hip entry points (gpu_entry.h). The argument checks are
+// NAME_cpu's (entry_checks.h: same order, same messages, named after this entry point),
+// plus alignment and the API's grid limits, so a caller sees one set of rules whichever
+// backend it calls.
 #include "codegen/gpu_entry.h"
 
 #include <llvm/IR/Constants.h>
@@ -12,16 +13,16 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
+#include <array>
 #include <map>
 
 #include "codegen/cpu_lowering.h"
-#include "ir/printer.h"
+#include "codegen/entry_checks.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
 
-using ir::DataType;
-using ir::ParamKind;
 
 std::string gpu_entry_name(const std::string& export_name, GpuApi api) {
     return export_name + (api == GpuApi::Cuda ? "_cuda" : "_hip");
@@ -34,41 +35,18 @@ std::string ptx_arch_label(const std::string& sm_arch) {
 
 namespace {
 
-constexpr int kInvalidArgument = 1;  // TILE_ERROR_INVALID_ARGUMENT
-
-// The GPU backends declare 16-byte-aligned tensor parameters (nvptx_backend.cpp), which
+// The GPU backends declare 16-byte-aligned tensor parameters (gpu_lowering.cpp), which
 // is what lets a thread's 4-vector be one load; a misaligned pointer would fault.
 constexpr int64_t kTensorAlignment = 16;
 
-std::string escape_percent(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '%') out += '%';
-        out += c;
-    }
-    return out;
-}
-
-// The C type of a scalar argument (the same as the CPU entry's and the NVPTX kernel's
-// parameter: bool as int32, i4 as int8, narrow floats as float, rounded by the kernel).
-llvm::Type* c_arg_type(llvm::LLVMContext& ctx, DataType t) {
-    if (t.is_bool()) return llvm::Type::getInt32Ty(ctx);
-    if (t.is_integer()) return llvm::Type::getIntNTy(ctx, t.bits == 4 ? 8 : t.bits);
-    if (t.kind == ir::TypeKind::Float && t.bits == 64) return llvm::Type::getDoubleTy(ctx);
-    return llvm::Type::getFloatTy(ctx);
-}
-
-// The floor divisions inside a shape expression, innermost first.
-void collect_divisions(const ir::Expr& e, std::vector<const ir::BinaryNode*>& out) {
-    if (auto* bin = e->as<ir::BinaryNode>()) {
-        collect_divisions(bin->a, out);
-        collect_divisions(bin->b, out);
-        if (bin->op == ir::BinaryOp::FloorDiv) out.push_back(bin);
-    } else if (auto* u = e->as<ir::UnaryNode>()) {
-        collect_divisions(u->a, out);
-    } else if (auto* c = e->as<ir::CastNode>()) {
-        collect_divisions(c->value, out);
-    }
+// The largest grid each API launches, per axis x, y, z, for a block of `threads` x 1 x 1.
+// CUDA: x < 2^31, y and z < 2^16 (blocks). HIP: hipModuleLaunchKernel takes the grid in
+// blocks, but HIP's documentation excludes launches whose gridDim x blockDim reaches 2^32
+// in any dimension (the HSA dispatch packet's grid size, in work-items, is 32-bit).
+std::array<int64_t, 3> grid_limits(GpuApi api, int64_t threads) {
+    if (api == GpuApi::Cuda) return {(int64_t{1} << 31) - 1, 65535, 65535};
+    const int64_t max_u32 = (int64_t{1} << 32) - 1;
+    return {max_u32 / std::max<int64_t>(threads, 1), max_u32, max_u32};
 }
 
 const char* image_kind_name(GpuImageKind k) {
@@ -142,143 +120,27 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
     auto& ctx = ms.ctx;
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i32 = llvm::Type::getInt32Ty(ctx);
-    auto* i64 = llvm::Type::getInt64Ty(ctx);
+    auto* intptr = ms.module.getDataLayout().getIntPtrType(ctx);
     const std::string entry_name = gpu_entry_name(f.name, api);
-    std::vector<llvm::Type*> arg_types = {ptr};
-    for (auto& p : f.params) {
-        if (p.kind == ParamKind::Tensor)
-            arg_types.push_back(ptr);
-        else if (p.kind == ParamKind::Size)
-            arg_types.push_back(i64);
-        else
-            arg_types.push_back(c_arg_type(ctx, p.var->type));
-    }
-    auto* fty = llvm::FunctionType::get(i32, arg_types, false);
-    auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, entry_name, ms.module);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    fn->getArg(0)->setName("stream");
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        auto* arg = fn->getArg(static_cast<unsigned>(i + 1));
-        arg->setName(p.kind == ParamKind::Tensor ? p.buffer->name : p.var->name);
-        if (p.kind == ParamKind::Scalar && arg->getType()->isIntegerTy() &&
-            arg->getType()->getIntegerBitWidth() < 32)
-            fn->addParamAttr(static_cast<unsigned>(i + 1),
-                             p.var->type.is_int() ? llvm::Attribute::SExt : llvm::Attribute::ZExt);
-    }
-
+    llvm::Function* fn = declare_entry_function(ms, f, entry_name, "stream");
     auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
     llvm::IRBuilder<> b(entry);
     FunctionLowering fl(ms, fn, b);
-    std::string prefix = escape_percent(entry_name) + ": ";
-    auto check = [&](llvm::Value* ok, const std::string& fmt, std::vector<llvm::Value*> values) {
-        auto* fail = llvm::BasicBlock::Create(ctx, "bad_arg", fn);
-        auto* cont = llvm::BasicBlock::Create(ctx, "ok", fn);
-        b.CreateCondBr(ok, cont, fail, llvm::MDBuilder(ctx).createLikelyBranchWeights());
-        b.SetInsertPoint(fail);
-        std::vector<llvm::Value*> call_args = {b.getInt32(kInvalidArgument), ms.c_string(prefix + fmt)};
-        call_args.insert(call_args.end(), values.begin(), values.end());
-        b.CreateRet(b.CreateCall(ms.tile_set_error(), call_args));
-        b.SetInsertPoint(cont);
-    };
 
-    // Sizes and scalars as the shape and grid expressions see them (the stream needs no
-    // check: NULL is the default stream).
-    std::vector<llvm::Value*> tensors(f.params.size(), nullptr);
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        llvm::Value* a = fn->getArg(static_cast<unsigned>(i + 1));
-        if (p.kind == ParamKind::Size) {
-            check(b.CreateICmpSGE(a, b.getInt64(0)), "size " + p.var->name + " = %lld is negative", {a});
-            fl.bind(p.var, a);
-        } else if (p.kind == ParamKind::Scalar) {
-            DataType t = p.var->type;
-            llvm::Value* v = a;
-            if (t.is_bool())
-                v = b.CreateICmpNE(a, b.getInt32(0));
-            else if (t.bits == 4)
-                v = b.CreateTrunc(a, reg_type(ctx, t));
-            else if (is_narrow_float(t))
-                v = fl.convert(a, DataType::f32(), t);
-            fl.bind(p.var, v);
-        } else {
-            tensors[i] = a;
-        }
-    }
-    std::vector<std::vector<llvm::Value*>> dims(f.params.size());
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        if (p.kind != ParamKind::Tensor) continue;
-        for (size_t d = 0; d < p.buffer->rank(); ++d) {
-            const ir::Expr& e = p.buffer->shape[d];
-            bool derived = !e->is<ir::VarNode>() && !e->is<ir::IntImmNode>();
-            std::string why = " (dimension " + std::to_string(d) + " of " + p.buffer->name + " is " +
-                              escape_percent(ir::print(e)) + ")";
-            std::vector<const ir::BinaryNode*> divs;
-            if (derived) collect_divisions(e, divs);
-            for (auto* div : divs) {
-                std::string num_text = escape_percent(ir::print(div->a));
-                llvm::Value* num = fl.convert(fl.expr(div->a), div->a->type, DataType::i64());
-                if (auto c = ir::as_const_int(div->b)) {
-                    check(b.CreateICmpEQ(b.CreateSRem(num, b.getInt64(*c)), b.getInt64(0)),
-                          num_text + " = %lld must be a multiple of " + std::to_string(*c) + why, {num});
-                    continue;
-                }
-                std::string den_text = escape_percent(ir::print(div->b));
-                llvm::Value* den = fl.convert(fl.expr(div->b), div->b->type, DataType::i64());
-                check(b.CreateICmpSGT(den, b.getInt64(0)), den_text + " = %lld must be positive" + why, {den});
-                check(b.CreateICmpEQ(b.CreateSRem(num, den), b.getInt64(0)),
-                      num_text + " = %lld must be a multiple of " + den_text + " = %lld" + why, {num, den});
-            }
-            llvm::Value* v = fl.convert(fl.expr(e), e->type, DataType::i64());
-            if (derived)
-                check(b.CreateICmpSGE(v, b.getInt64(0)), escape_percent(ir::print(e)) + " = %lld is negative" + why,
-                      {v});
-            dims[i].push_back(v);
-        }
-    }
-    // Tensors: NULL only without elements; otherwise aligned as the kernel assumes.
-    auto* intptr = ms.module.getDataLayout().getIntPtrType(ctx);
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        if (p.kind != ParamKind::Tensor) continue;
-        llvm::Value* empty = b.getFalse();
-        for (auto* d : dims[i]) empty = b.CreateOr(empty, b.CreateICmpEQ(d, b.getInt64(0)));
-        check(b.CreateOr(b.CreateIsNotNull(tensors[i]), empty), "tensor " + p.buffer->name + " is NULL", {});
-    }
-    for (size_t i = 0; i < f.params.size(); ++i) {
-        auto& p = f.params[i];
-        if (p.kind != ParamKind::Tensor) continue;
-        llvm::Value* low = b.CreateAnd(b.CreatePtrToInt(tensors[i], intptr),
-                                       llvm::ConstantInt::get(intptr, kTensorAlignment - 1));
-        check(b.CreateICmpEQ(low, llvm::ConstantInt::get(intptr, 0)),
-              "tensor " + p.buffer->name + " = %p is not " + std::to_string(kTensorAlignment) +
-                  "-byte aligned (GPU entry points need the alignment of cudaMalloc/hipMalloc)",
-              {tensors[i]});
-    }
-    // The grid, within the API's limits (CUDA: x < 2^31, y and z < 2^16; HIP: every
-    // extent times the block below 2^32).
-    const char* axis[3] = {"x", "y", "z"};
-    llvm::Value* grid[3] = {b.getInt64(1), b.getInt64(1), b.getInt64(1)};
-    for (size_t d = 0; d < f.grid.size() && d < 3; ++d) {
-        grid[d] = fl.convert(fl.expr(f.grid[d]), f.grid[d]->type, DataType::i64());
-        std::string what = std::string("the grid's ") + axis[d] + " extent (" + escape_percent(ir::print(f.grid[d])) +
-                           ") = %lld";
-        check(b.CreateICmpSGE(grid[d], b.getInt64(0)), what + " is negative", {grid[d]});
-        int64_t limit = api == GpuApi::Cuda ? (d == 0 ? (int64_t{1} << 31) - 1 : 65535)
-                                            : ((int64_t{1} << 32) - 1) / std::max<int64_t>(kernel.threads, 1);
-        check(b.CreateICmpSLE(grid[d], b.getInt64(limit)),
-              what + " exceeds " + (api == GpuApi::Cuda ? "CUDA" : "HIP") + "'s limit of " + std::to_string(limit) +
-                  " blocks",
-              {grid[d]});
-    }
+    // NAME_cpu's checks (entry_checks.h), plus the alignment the kernel assumes and the
+    // API's grid limits; the stream needs none (NULL is the default stream).
+    EntryCheckRules rules;
+    rules.tensor_alignment = kTensorAlignment;
+    rules.alignment_why = " (GPU entry points need the alignment of cudaMalloc/hipMalloc)";
+    rules.grid_limit = grid_limits(api, kernel.threads);
+    rules.api = api == GpuApi::Cuda ? "CUDA" : "HIP";
+    CheckedArguments checked = emit_argument_checks(ms, fl, fn, f, entry_name, rules);
+    llvm::Value* const* grid = checked.grid;
 
     // An empty grid launches nothing, and so does not load the driver either.
-    llvm::Value* empty_grid = b.getFalse();
-    for (auto* g : grid) empty_grid = b.CreateOr(empty_grid, b.CreateICmpEQ(g, b.getInt64(0)));
     auto* nothing = llvm::BasicBlock::Create(ctx, "empty_grid", fn);
     auto* launch = llvm::BasicBlock::Create(ctx, "launch", fn);
-    b.CreateCondBr(empty_grid, nothing, launch);
+    b.CreateCondBr(checked.empty_grid, nothing, launch);
     b.SetInsertPoint(nothing);
     b.CreateRet(b.getInt32(0));
     b.SetInsertPoint(launch);

@@ -1,21 +1,22 @@
 // GPU images in the host object and the GPU entry points that launch them.
 //
-// The driver compiles the device code (PTX, cubins; later HSACO) and hands the bytes
-// here as a GpuEmbedding; compile_cpu (CpuOptions::gpu) then writes into the same host
-// LLVM module, for the whole file:
+// The driver compiles the device code (cubins and PTX for sm_XX targets, HSACO for gfx
+// targets) and hands the bytes here as a GpuEmbedding; compile_cpu (CpuOptions::gpu) then
+// writes into the same host LLVM module, for the whole file:
 //   the image bytes           internal constants in section .rodata.tilec.gpu
-//                             (tilec.gpu.cubin.sm_80, tilec.gpu.ptx.compute_80, ...)
+//                             (tilec.gpu.cubin.sm_80, tilec.gpu.ptx.compute_80,
+//                             tilec.gpu.hsaco.gfx942, ...)
 //   tile_gpu_image[]          tilec.gpu.images (kind, arch, data, size), constant
 //   tile_gpu_module           tilec.gpu.module, writable: its `cache` slot starts NULL and
 //                             is the runtime's (module loaded once per context/device)
 // and per export and API:
 //   tile_status NAME_cuda(void* stream, <tensors>, <sizes>, <scalars>)
 //   tile_status NAME_hip (void* stream, <tensors>, <sizes>, <scalars>)
-// which check the arguments as NAME_cpu does (plus 16-byte alignment of tensors and the
-// API's grid limits), return TILE_SUCCESS for an empty grid without touching the driver,
-// and otherwise call tile_cuda_launch / tile_hip_launch. One module serves both APIs:
-// each launcher only looks at its own image kinds, so HIP is additive (HSACO images,
-// kernels with `hip` set). No LLVM in this header.
+// which check the arguments as NAME_cpu does (entry_checks.h; plus 16-byte alignment of
+// tensors and the API's grid limits), return TILE_SUCCESS for an empty grid without
+// touching the driver, and otherwise call tile_cuda_launch / tile_hip_launch. One module
+// serves both APIs: each launcher only looks at its own image kinds. No LLVM in this
+// header.
 #pragma once
 #include <cstdint>
 #include <string>

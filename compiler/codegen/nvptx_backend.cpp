@@ -21,6 +21,8 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <mutex>
 
@@ -183,7 +185,8 @@ std::string ptxas_path() {
     return TILEC_PTXAS_PATH;
 }
 
-std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& target) {
+PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, const std::vector<std::string>& extra_args,
+                   bool verbose) {
     namespace fs = std::filesystem;
     std::string ptxas = ptxas_path();
     if (ptxas.empty() || !fs::exists(ptxas))
@@ -192,11 +195,72 @@ std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& targ
     gpu::TempDir dir("tilec-ptxas");
     std::string in = dir.path() + "/kernel.ptx", out = dir.path() + "/kernel.cubin";
     gpu::write_file_bytes(in, ptx);
-    auto r = gpu::run_tool(ptxas, {"-arch=" + target.name, in, "-o", out});
-    if (r.status != 0 || !fs::exists(out))
-        TILEC_ICE("ptxas -arch=" + target.name + " failed (" + ptxas + ", exit status " + std::to_string(r.status) +
-                  "):\n" + r.output);
-    return gpu::read_file_bytes(out);
+    std::vector<std::string> args = {"-arch=" + target.name};
+    if (verbose) args.push_back("-v");
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    PtxasRun run;
+    run.command = "ptxas";
+    for (auto& a : args) run.command += " " + a;
+    args.insert(args.end(), {in, "-o", out});
+    auto r = gpu::run_tool(ptxas, args);
+    run.status = r.status;
+    run.output = r.output;
+    run.ok = r.status == 0 && fs::exists(out);
+    if (!run.ok) return run;
+    run.cubin = gpu::read_file_bytes(out);
+    if (verbose) run.resources = parse_ptxas_verbose(r.output, target.name);
+    return run;
+}
+
+std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& target) {
+    PtxasRun run = run_ptxas(ptx, target, {}, false);
+    if (!run.ok)
+        TILEC_ICE(run.command + " failed (" + ptxas_path() + ", exit status " + std::to_string(run.status) + "):\n" +
+                  run.output);
+    return run.cubin;
+}
+
+std::vector<KernelResources> parse_ptxas_verbose(const std::string& output, const std::string& arch) {
+    std::vector<KernelResources> out;
+    // The number before `unit` in `line` ("... 16 bytes spill stores" -> 16), or -1.
+    auto number_before = [](const std::string& line, const std::string& unit) -> int64_t {
+        size_t at = line.find(unit);
+        if (at == std::string::npos || at == 0) return -1;
+        size_t end = at;
+        while (end > 0 && line[end - 1] == ' ') --end;
+        size_t begin = end;
+        while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+        if (begin == end) return -1;
+        return std::stoll(line.substr(begin, end - begin));
+    };
+    size_t pos = 0;
+    while (pos < output.size()) {
+        size_t eol = output.find('\n', pos);
+        if (eol == std::string::npos) eol = output.size();
+        std::string line = output.substr(pos, eol - pos);
+        pos = eol + 1;
+        const std::string entry = "Compiling entry function '";
+        if (size_t at = line.find(entry); at != std::string::npos) {
+            size_t begin = at + entry.size();
+            size_t end = line.find('\'', begin);
+            if (end == std::string::npos) continue;
+            KernelResources k;
+            k.kernel = line.substr(begin, end - begin);
+            k.arch = arch;
+            out.push_back(k);
+            continue;
+        }
+        if (out.empty()) continue;
+        KernelResources& k = out.back();
+        if (line.find("bytes spill stores") != std::string::npos) {
+            k.spill_store_bytes = std::max<int64_t>(0, number_before(line, "bytes spill stores"));
+            k.spill_load_bytes = std::max<int64_t>(0, number_before(line, "bytes spill loads"));
+        } else if (line.find("Used ") != std::string::npos && line.find(" registers") != std::string::npos) {
+            k.registers = std::max<int64_t>(0, number_before(line, " registers"));
+            k.shared_bytes = std::max<int64_t>(0, number_before(line, " bytes smem"));
+        }
+    }
+    return out;
 }
 
 }  // namespace tilec::codegen

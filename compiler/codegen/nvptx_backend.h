@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_resources.h"
 #include "ir/ir.h"
 #include "support/source.h"
 #include "target/target.h"
@@ -31,6 +32,26 @@ std::string ptxas_path();
 // Runs `ptxas -arch=<target> ptx -o cubin` and returns the cubin's bytes. A missing
 // ptxas or an assembler error throws InternalError with ptxas's output: the PTX is ours.
 std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& target);
+
+// ptxas with the user's options (-Xptxas) and, with `verbose`, its -v report parsed.
+struct PtxasRun {
+    bool ok = false;
+    int status = 0;          // ptxas's exit status
+    std::string command;     // "ptxas -arch=sm_80 <extra args>", for messages
+    std::string output;      // what ptxas printed
+    std::string cubin;       // when ok
+    std::vector<KernelResources> resources;  // with verbose: one per kernel, in ptxas's order
+};
+// `ptxas -arch=<target> [-v] <extra_args...> ptx -o cubin`. A missing ptxas is an
+// internal error (the driver checks first); ptxas failing is not: the caller decides
+// (options the user gave may be why).
+PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, const std::vector<std::string>& extra_args,
+                   bool verbose);
+
+// The kernels of a `ptxas -v` report: "Compiling entry function 'K' for 'sm_80'", then
+// "N bytes stack frame, S bytes spill stores, L bytes spill loads" and "Used R registers,
+// [B bytes smem, ]..." Exposed for tests.
+std::vector<KernelResources> parse_ptxas_verbose(const std::string& output, const std::string& arch);
 
 // For tests: the backend's `cast<to>(x)` as it emits it for `target` (same LLVM IR,
 // compiled for the host by a JIT). The function takes x as a double (float sources,

@@ -29,15 +29,24 @@ namespace {
 const char* kDescription = R"(tilec: the tile language compiler.
 
 Compiles .tile kernels (the data flow of one thread block over tiles) ahead of time:
-every export is checked, lowered to Tile IR and compiled for the host CPU into an
-object and a C header (GPU backends come next).
+every export is checked, lowered to Tile IR and compiled into one object and a C header:
+host CPU code (NAME_cpu) and, for the GPU targets asked for, NVIDIA cubins and PTX
+(NAME_cuda) and AMD HSACO code objects (NAME_hip), launched through drivers loaded at
+run time.
 
 Examples:
   tilec stdlib/kernels/gemm.tile --emit=tir          print the Tile IR of each export
   tilec gemm.tile -o gemm.o                          the object, and the header gemm.h beside it
   tilec gemm.tile --emit=header -o gemm.h            the C header alone
   tilec gemm.tile --emit=llvm                        the (optimised) LLVM IR of the CPU code
+  tilec k.tile --target=host,sm_80,sm_90,gfx942 -o k.o
+                                                     one object: CPU code, cubins + PTX, HSACO;
+                                                     k.h declares NAME_cpu, NAME_cuda, NAME_hip
   tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (no cumsum/atomics yet)
+  tilec k.tile --target=sm_80,gfx942 -o k.o --verbose-resources
+                                                     also print registers, shared memory, spills
+  tilec k.tile --target=sm_90 -o k.o -Xptxas --warn-on-spills
+                                                     pass an option to ptxas
   tilec k.tile --target=sm_80,sm_90 --emit=cubin -o k.cubin
                                                      ptxas per arch: k.sm_80.cubin, k.sm_90.cubin
   tilec k.tile --target=gfx90a,gfx1100 --emit=hsaco -o k.hsaco
@@ -54,9 +63,10 @@ const char* kEmitHelp =
     "What to produce:\n"
     "  ast     the syntax tree of each input file\n"
     "  tir     the Tile IR of each export after the pass pipeline\n"
-    "  llvm    the LLVM IR of the CPU code, optimised for the host\n"
-    "  asm     the host assembly of the CPU code\n"
-    "  obj     the host object (needs -o)\n"
+    "  llvm    the LLVM IR of the host code, optimised for the host\n"
+    "  asm     the host assembly of the host code\n"
+    "  obj     the host object (needs -o): CPU code, and the images and entry\n"
+    "          points of the GPU targets (sm_XX: NAME_cuda, gfxNNN: NAME_hip)\n"
     "  header  the C header declaring the entry points\n"
     "  ptx     the PTX of every export for each --target=sm_XX (GPU targets)\n"
     "  cubin   ptxas's cubin for each --target=sm_XX (needs -o; with several\n"
@@ -70,9 +80,12 @@ const std::vector<std::string> kEmitStages = {"ast", "tir", "llvm", "asm", "obj"
                                               "header", "ptx", "cubin", "amdgcn", "hsaco"};
 const char* kTargetHelp =
     "Targets to compile for, e.g. --target=host,sm_80,sm_90a,gfx942\n"
-    "(all are checked; host, the default, generates CPU code; sm_XX gives\n"
-    "--emit=ptx|cubin and gfxNNN --emit=amdgcn|hsaco for kernels the GPU path\n"
-    "covers: element-wise ones today)";
+    "(all are checked; host, the default, generates CPU code (NAME_cpu); in an\n"
+    "object (-o k.o), sm_XX adds a cubin each plus the lowest one's PTX\n"
+    "(NAME_cuda) and gfxNNN an HSACO each (NAME_hip); sm_XX also gives\n"
+    "--emit=ptx|cubin and gfxNNN --emit=amdgcn|hsaco. GPU targets take the\n"
+    "kernels the GPU path covers: element-wise ones, row reductions and\n"
+    "CUDA-core gemm today)";
 #else
 const char* kDescription = R"(tilec: the tile language compiler.
 
@@ -119,6 +132,8 @@ struct Args {
     bool time_passes = false;
     bool no_verify = false;
     bool debug_ice = false;
+    std::vector<std::string> ptxas_args;
+    bool verbose_resources = false;
 };
 
 struct ThreadJob {
@@ -174,6 +189,16 @@ int run(int argc, char** argv) {
                    "znver4, ... Build objects that ship to other machines for the oldest CPU\n"
                    "they must run on, e.g. --cpu=x86-64-v3")
         ->type_name("NAME");
+    app.add_option("--Xptxas", a.ptxas_args,
+                   "Pass ARG to ptxas for every sm_XX target (also spelled -Xptxas ARG;\n"
+                   "repeatable; ARG may list several, comma-separated, as nvcc's),\n"
+                   "e.g. -Xptxas --warn-on-spills. ptxas rejecting it is an error")
+        ->type_name("ARG");
+    app.add_flag("--verbose-resources", a.verbose_resources,
+                 "Print, per kernel and GPU arch, its registers, static shared memory and\n"
+                 "spills (to standard error; ptxas -v for sm_XX, the code object's metadata\n"
+                 "for gfxNNN), e.g. \"gemm_f16 sm_80: 40 registers, 16384 bytes shared,\n"
+                 "0 bytes spilled\"");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
     app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported\nfile (also spelled -MD)");
@@ -204,6 +229,18 @@ int run(int argc, char** argv) {
         if (s == "-Werror") s = "--Werror";
         else if (s == "-MD") s = "--MD";
         else if (s == "-MF") s = "--MF";
+        // -Xptxas ARG: ARG usually starts with '-', which CLI11 would take for an option;
+        // as --Xptxas=ARG it is a value.
+        if (s == "-Xptxas" || s == "--Xptxas") {
+            if (i + 1 == argc) {
+                std::cerr << "tilec: error: " << s << " needs an argument, e.g. -Xptxas --warn-on-spills\n"
+                          << "Run 'tilec --help' for the options.\n";
+                return 1;
+            }
+            s = std::string("--Xptxas=") + argv[++i];
+        } else if (s.rfind("-Xptxas=", 0) == 0) {
+            s = "-" + s;
+        }
         args.push_back(s);
     }
     std::reverse(args.begin(), args.end());
@@ -238,6 +275,18 @@ int run(int argc, char** argv) {
     opt.include_dirs = a.include_dirs;
     opt.targets = a.targets;
     opt.cpu = a.cpu;
+    for (auto& arg : a.ptxas_args) {
+        // nvcc's convention: -Xptxas -v,-O3 is two options.
+        size_t start = 0;
+        while (start <= arg.size()) {
+            size_t comma = arg.find(',', start);
+            std::string one = arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            if (!one.empty()) opt.ptxas_args.push_back(one);
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+    }
+    opt.verbose_resources = a.verbose_resources;
     opt.stdlib_dir = a.stdlib_dir;
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = TILEC_STDLIB_DIR;

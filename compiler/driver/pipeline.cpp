@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "codegen/c_header.h"
 #include "codegen/cpu_backend.h"
 #include "codegen/gpu_entry.h"
+#include "codegen/gpu_resources.h"
 #include "codegen/nvptx_backend.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
@@ -86,23 +88,90 @@ std::string escape_make(const std::string& p) {
 }
 
 #ifdef TILEC_WITH_LLVM
-// The CUDA side of an object for `archs` (sm_XX, in the target table's order): each export
-// lowered to thread level per arch (an export the GPU path does not cover is a located
-// error: the user asked for the arch), and with `images` one cubin per arch plus the PTX
-// of the lowest arch, for the driver to JIT on GPUs newer than every cubin. Returns
-// false after reporting an error.
-bool build_cuda_embedding(const ir::Module& lowered, const std::vector<std::string>& archs, bool images,
-                          const ir::PassManagerOptions& pmo, ir::PassContext& ctx, DiagnosticEngine& diags,
-                          const std::string& source, codegen::GpuEmbedding& out, std::string& ptx_arch) {
-    if (images) {
+// --verbose-resources: one line per kernel of one arch, in the order of the exports
+// (ptxas reports them in its own order), on standard error (standard output may carry
+// PTX or assembly).
+void print_resources(std::vector<codegen::KernelResources> resources, const std::vector<ir::PrimFunc>& funcs) {
+    auto rank = [&](const codegen::KernelResources& r) {
+        for (size_t i = 0; i < funcs.size(); ++i)
+            if (funcs[i].name == r.kernel) return i;
+        return funcs.size();
+    };
+    std::stable_sort(resources.begin(), resources.end(),
+                     [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+    for (auto& r : resources) std::cerr << codegen::format_resources(r) << "\n";
+}
+
+// ptxas on one arch's PTX with the user's -Xptxas options (and -v for
+// --verbose-resources). A failure is the user's when they gave options (ptxas's own
+// words as the diagnostic), else an internal error: the PTX is ours. nullopt after a
+// reported error.
+std::optional<std::string> cubin_of(const std::string& ptx, const std::vector<ir::PrimFunc>& funcs,
+                                    const target::GpuTarget& t, const Options& options, DiagnosticEngine& diags) {
+    codegen::PtxasRun run = codegen::run_ptxas(ptx, t, options.ptxas_args, options.verbose_resources);
+    if (!run.ok) {
+        if (options.ptxas_args.empty())
+            TILEC_ICE(run.command + " failed (" + codegen::ptxas_path() + ", exit status " +
+                      std::to_string(run.status) + "):\n" + run.output);
+        std::string given;
+        for (auto& a : options.ptxas_args) given += (given.empty() ? "" : " ") + a;
+        std::string out = run.output;
+        while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+        diags.error({}, "ptxas failed for --target=" + t.name + " with -Xptxas " + given + " (exit status " +
+                            std::to_string(run.status) + "): " + out);
+        return std::nullopt;
+    }
+    if (options.verbose_resources) print_resources(run.resources, funcs);
+    return run.cubin;
+}
+
+// One gfx arch's relocatable code object, its resources printed with
+// --verbose-resources.
+std::string amd_object_of(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& t, const Options& options,
+                          const std::string& source) {
+    std::string object = codegen::compile_amdgpu(funcs, t, codegen::AmdgpuOutput::Object, source);
+    if (options.verbose_resources) print_resources(codegen::amdgpu_resources(object, t), funcs);
+    return object;
+}
+
+// Checks that the tools an object's images need exist (a user-facing error, naming the
+// configuration knob, rather than an internal one later).
+bool check_gpu_tools(bool nvidia, bool amd, DiagnosticEngine& diags) {
+    bool ok = true;
+    if (nvidia) {
         std::string ptxas = codegen::ptxas_path();
         if (ptxas.empty() || !std::filesystem::exists(ptxas)) {
-            diags.error({}, "--target=" + archs.front() + ": the cubins of an object need ptxas, which was not found" +
+            diags.error({}, "ptxas (which builds cubins) was not found" +
                                 (ptxas.empty() ? std::string() : " at " + ptxas) +
                                 " (configure with -DTILEC_PTXAS=/path/to/ptxas or set TILEC_PTXAS)");
-            return false;
+            ok = false;
         }
     }
+    if (amd) {
+        std::string lld = codegen::ld_lld_path();
+        if (lld.empty() || !std::filesystem::exists(lld)) {
+            diags.error({}, "ld.lld (which links HSACO code objects) was not found" +
+                                (lld.empty() ? std::string() : " at " + lld) +
+                                " (configure with -DTILEC_LD_LLD=/path/to/ld.lld or set TILEC_LD_LLD)");
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+// The GPU side of an object for `archs` (sm_XX then gfxNNN, each in the target table's
+// order): each export lowered to thread level per arch (an export the GPU path does not
+// cover is a located error: the user asked for the arch), and with `images` one cubin per
+// sm arch plus the PTX of the lowest one, for the driver to JIT on GPUs newer than every
+// cubin, and one HSACO per gfx arch. Every kernel gets NAME_cuda when there is an sm arch
+// and NAME_hip when there is a gfx arch. Returns false after reporting an error.
+bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::string>& archs, bool images,
+                         const Options& options, const ir::PassManagerOptions& pmo, ir::PassContext& ctx,
+                         DiagnosticEngine& diags, const std::string& source, codegen::GpuEmbedding& out,
+                         std::string& ptx_arch) {
+    bool nvidia = false, amd = false;
+    for (auto& arch : archs) (arch.rfind("sm_", 0) == 0 ? nvidia : amd) = true;
+    if (images && !check_gpu_tools(nvidia, amd, diags)) return false;
     out.module_name = source;
     const target::GpuTarget* lowest = nullptr;
     std::string lowest_ptx;
@@ -113,7 +182,7 @@ bool build_cuda_embedding(const ir::Module& lowered, const std::vector<std::stri
         gpm.add(lower::thread_level_pass(*t));
         auto thread_level = gpm.run(lowered, ctx);
         if (!thread_level || diags.has_errors()) return false;
-        // NAME_cuda passes NAME_cpu's arguments: the kernel must take exactly those.
+        // NAME_cuda / NAME_hip pass NAME_cpu's arguments: the kernel must take exactly those.
         for (size_t i = 0; i < lowered.funcs.size(); ++i) {
             const auto& a = lowered.funcs[i].params;
             const auto& b = thread_level->funcs.at(i).params;
@@ -130,9 +199,13 @@ bool build_cuda_embedding(const ir::Module& lowered, const std::vector<std::stri
             for (auto& f : thread_level->funcs) {
                 codegen::GpuKernel k;
                 k.export_name = f.name;
-                k.symbol = f.name;  // the NVPTX backend names the .entry after the export
+                k.symbol = f.name;  // both backends name the kernel after the export
+                // One block size for every arch: the thread-level code of every arch is laid
+                // out for exactly `threads` threads (in warps of 32, waves of 64 on gfx9 and 32
+                // on gfx11), and the AMDGPU kernel's flat work-group size is 1..threads.
                 k.threads = f.threads;
-                k.cuda = true;
+                k.cuda = nvidia;
+                k.hip = amd;
                 out.kernels.push_back(k);
             }
         } else {
@@ -140,17 +213,27 @@ bool build_cuda_embedding(const ir::Module& lowered, const std::vector<std::stri
                 if (thread_level->funcs.at(i).threads != out.kernels[i].threads)
                     TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
         }
+        if (t->vendor == target::Vendor::Amd) {
+            if (!images) continue;
+            std::string object = amd_object_of(thread_level->funcs, *t, options, source);
+            out.images.push_back({codegen::GpuImageKind::Hsaco, arch, codegen::link_hsaco(object, *t)});
+            continue;
+        }
         // sm_90 before sm_90a: plain PTX runs on every later GPU, arch-specific PTX only on its own.
         bool is_lowest = !lowest || t->arch < lowest->arch ||
                          (t->arch == lowest->arch && !t->arch_specific && lowest->arch_specific);
         if (is_lowest) lowest = t;
         if (!images) continue;
         std::string ptx = codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
-        out.images.push_back({codegen::GpuImageKind::Cubin, arch, codegen::assemble_cubin(ptx, *t)});
+        auto cubin = cubin_of(ptx, thread_level->funcs, *t, options, diags);
+        if (!cubin) return false;
+        out.images.push_back({codegen::GpuImageKind::Cubin, arch, std::move(*cubin)});
         if (is_lowest) lowest_ptx = std::move(ptx);
     }
-    ptx_arch = codegen::ptx_arch_label(lowest->name);
-    if (images) out.images.push_back({codegen::GpuImageKind::Ptx, ptx_arch, lowest_ptx});
+    if (lowest) {
+        ptx_arch = codegen::ptx_arch_label(lowest->name);
+        if (images) out.images.push_back({codegen::GpuImageKind::Ptx, ptx_arch, lowest_ptx});
+    }
     return true;
 }
 #endif
@@ -198,21 +281,18 @@ int compile(const Options& options) {
                             "(configure it with -DTILEC_WITH_LLVM=ON)");
         }
 #endif
-        // The sm_XX targets of an object (or its LLVM IR, assembly, header): their images
-        // go into the host object with NAME_cuda entry points (codegen/gpu_entry.h).
-        std::vector<std::string> object_sm_targets;
+        // The GPU targets of an object (or its LLVM IR, assembly, header): their images go
+        // into the host object with NAME_cuda (sm_XX) and NAME_hip (gfxNNN) entry points
+        // (codegen/gpu_entry.h).
+        std::vector<std::string> object_gpu_targets;
         bool object_host = options.targets.empty();
         if (backend) {
             for (auto& t : options.targets) {
                 if (t == "host") {
                     object_host = true;
-                } else if (t.rfind("sm_", 0) == 0 && known_targets().count(t)) {
-                    if (std::find(object_sm_targets.begin(), object_sm_targets.end(), t) == object_sm_targets.end())
-                        object_sm_targets.push_back(t);
                 } else if (known_targets().count(t)) {
-                    diags.error({}, "--target=" + t + ": AMD GPU code in objects is not written yet (--emit=" +
-                                    (options.emit.empty() ? "obj" : options.emit) +
-                                    " takes host and NVIDIA sm_XX targets)");
+                    if (std::find(object_gpu_targets.begin(), object_gpu_targets.end(), t) == object_gpu_targets.end())
+                        object_gpu_targets.push_back(t);
                 }
             }
             if ((options.emit == "obj" || make_object) && (options.output.empty() || options.output == "-"))
@@ -240,6 +320,26 @@ int compile(const Options& options) {
             if (binary && (options.output.empty() || options.output == "-"))
                 diags.error({}, "--emit=" + options.emit + " needs -o FILE (it is not written to standard output)");
         }
+        // -Xptxas and --verbose-resources concern GPU code: say when they cannot apply.
+        bool any_sm = false, any_gpu = false;
+        for (auto& t : options.targets) {
+            if (!known_targets().count(t) || t == "host") continue;
+            any_gpu = true;
+            any_sm |= t.rfind("sm_", 0) == 0;
+        }
+        const bool amd_only_emit = gpu_emit && amd_emit;
+        if (!options.ptxas_args.empty() && (!any_sm || amd_only_emit || !(backend || gpu_emit)))
+            diags.warning({}, "-Xptxas has no effect without an NVIDIA --target=sm_XX whose code is built "
+                              "(an object, --emit=ptx or --emit=cubin)");
+        if (options.verbose_resources && (!any_gpu || !(backend || gpu_emit)))
+            diags.warning({}, "--verbose-resources has no effect without a GPU --target whose code is built");
+#ifdef TILEC_WITH_LLVM
+        // ptxas runs for cubins, and for the report or the options of --emit=ptx.
+        if (gpu_emit && !amd_emit && !gpu_targets.empty() &&
+            (options.emit == "cubin" || options.verbose_resources || !options.ptxas_args.empty()))
+            check_gpu_tools(true, false, diags);
+        if (gpu_emit && options.emit == "hsaco" && !gpu_targets.empty()) check_gpu_tools(false, true, diags);
+#endif
         if (diags.has_errors()) return 1;
 
         frontend::FrontendOptions fopt;
@@ -276,7 +376,7 @@ int compile(const Options& options) {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
         for (auto& name : options.print_after) {
-            bool found = (gpu_emit || !object_sm_targets.empty()) && name == "lower-thread-level";
+            bool found = (gpu_emit || !object_gpu_targets.empty()) && name == "lower-thread-level";
             for (auto& p : pm.passes()) found |= p.name == name;
             if (!found) {
                 std::string list;
@@ -299,25 +399,27 @@ int compile(const Options& options) {
             codegen::HeaderOptions hopt;
             hopt.source_name = source;
             hopt.tilec_version = TILEC_VERSION;
-            // In the target table's order, so the object does not depend on the option's order.
+            // In the target table's order (NVIDIA first), so the object does not depend on the
+            // option's order.
             auto rank = [](const std::string& arch) {
                 const auto& all = target::gpu_targets();
                 for (size_t i = 0; i < all.size(); ++i)
                     if (all[i].name == arch) return i;
                 return all.size();
             };
-            std::stable_sort(object_sm_targets.begin(), object_sm_targets.end(),
+            std::stable_sort(object_gpu_targets.begin(), object_gpu_targets.end(),
                              [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
             hopt.cpu_entries = object_host;
-            hopt.cuda_archs = object_sm_targets;
+            for (auto& arch : object_gpu_targets)
+                (arch.rfind("sm_", 0) == 0 ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
             codegen::GpuEmbedding gpu;
-            if (!object_sm_targets.empty()) {
+            if (!object_gpu_targets.empty()) {
                 // The header needs only to know that every export lowers; the rest, images too.
                 std::string ptx_arch;
-                if (!build_cuda_embedding(*lowered, object_sm_targets, options.emit != "header", pmo, ctx, diags,
-                                          source, gpu, ptx_arch))
+                if (!build_gpu_embedding(*lowered, object_gpu_targets, options.emit != "header", options, pmo, ctx,
+                                         diags, source, gpu, ptx_arch))
                     return 1;
-                hopt.cuda_archs.push_back(ptx_arch);
+                if (!ptx_arch.empty()) hopt.cuda_archs.push_back(ptx_arch);
             }
             if (options.emit == "header") {
                 // Named after the output, or after the input on standard output.
@@ -330,7 +432,7 @@ int compile(const Options& options) {
                 copt.source_name = source;
                 copt.sources = &sources;
                 copt.cpu_entries = object_host;
-                if (!object_sm_targets.empty()) copt.gpu = &gpu;
+                if (!object_gpu_targets.empty()) copt.gpu = &gpu;
                 copt.cpu = options.cpu;
                 auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
                             : options.emit == "asm" ? codegen::CpuOutput::Assembly
@@ -359,10 +461,11 @@ int compile(const Options& options) {
                 std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);
                 if (amd_emit) {
                     if (options.emit == "hsaco") {
-                        if (!write_output(path, codegen::compile_hsaco(thread_level->funcs, *t, source), diags))
-                            return 1;
+                        std::string object = amd_object_of(thread_level->funcs, *t, options, source);
+                        if (!write_output(path, codegen::link_hsaco(object, *t), diags)) return 1;
                         continue;
                     }
+                    if (options.verbose_resources) amd_object_of(thread_level->funcs, *t, options, source);
                     std::string text =
                         codegen::compile_amdgpu(thread_level->funcs, *t, codegen::AmdgpuOutput::Assembly, source);
                     if (path.empty() || path == "-")
@@ -374,12 +477,17 @@ int compile(const Options& options) {
                 std::string ptx =
                     codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
                 if (options.emit == "ptx") {
+                    // ptxas runs only for the report (or to check -Xptxas options).
+                    if ((options.verbose_resources || !options.ptxas_args.empty()) &&
+                        !cubin_of(ptx, thread_level->funcs, *t, options, diags))
+                        return 1;
                     if (path.empty() || path == "-")
                         ptx_out += ptx;  // several archs on standard output: one after another
                     else if (!write_output(path, ptx, diags))
                         return 1;
-                } else if (!write_output(path, codegen::assemble_cubin(ptx, *t), diags)) {
-                    return 1;
+                } else {
+                    auto cubin = cubin_of(ptx, thread_level->funcs, *t, options, diags);
+                    if (!cubin || !write_output(path, *cubin, diags)) return 1;
                 }
             }
             if (!ptx_out.empty() && !write_output("-", ptx_out, diags)) return 1;

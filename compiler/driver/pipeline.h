@@ -15,7 +15,9 @@ struct Options {
     std::string emit;  // "", "ast", "tir"
     std::vector<std::string> include_dirs;
     std::vector<std::string> targets;
-    std::string cpu = "native";  // --cpu: the host code's CPU (codegen::CpuOptions::cpu)
+    std::string cpu = "native";
+    std::vector<std::string> ptxas_args;  // -Xptxas: passed to every ptxas run, in order
+    bool verbose_resources = false;       // print registers, shared memory, spills per kernel and arch  // --cpu: the host code's CPU (codegen::CpuOptions::cpu)
     std::string stdlib_dir;
     std::vector<std::pair<std::string, std::string>> defines;
     bool depfile = false;

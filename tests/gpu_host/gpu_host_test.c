@@ -1,10 +1,11 @@
-/* One object per kernel file holding host and CUDA code (tilec --target=host,sm_80,sm_90
- * -o k.o), called from C99 on a machine without a GPU: the CPU entry points run, the
- * _cuda ones check their arguments, report a missing driver cleanly, and, against the
- * fake libcuda of tests/runtime (TILE_CUDA_LIBRARY), launch the right kernel with the
- * right grid, block and parameters from the image the device's compute capability
- * selects. One ctest test per case (`gpu_host_test <case>`): the driver is loaded once
- * per process. */
+/* One object per kernel file holding host, CUDA and HIP code (tilec
+ * --target=host,sm_80,sm_90,gfx90a,gfx942,gfx1100 -o k.o), called from C99 on a machine
+ * without a GPU: the CPU entry points run, the _cuda and _hip ones check their arguments,
+ * report a missing driver cleanly, and, against the fake libcuda / libamdhip64 of
+ * tests/runtime (TILE_CUDA_LIBRARY, TILE_HIP_LIBRARY), launch the right kernel with the
+ * right grid, block and parameters from the image the device's compute capability (CUDA)
+ * or gcnArchName (HIP) selects. One ctest test per case (`gpu_host_test <case>`): each
+ * driver is loaded once per process. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dlfcn.h>
@@ -55,6 +56,10 @@ static fake_stats* stats;
 static fake_cuda_set_device_fn set_device;
 static fake_cuda_make_current_fn make_current;
 static fake_cuda_record_params_fn record_params;
+static fake_stats* hip_stats;
+static fake_hip_set_device_fn hip_set_device;
+static fake_hip_set_current_fn hip_set_current;
+static fake_hip_record_params_fn hip_record_params;
 
 static void fake_symbol(void* library, const char* name, void* out_fn, size_t size) {
     void* symbol = dlsym(library, name);
@@ -79,6 +84,50 @@ static void open_fake(void) {
     fake_symbol(library, "fake_cuda_make_current", &make_current, sizeof(make_current));
     fake_symbol(library, "fake_cuda_record_params", &record_params, sizeof(record_params));
     stats = stats_fn();
+}
+
+/* The same instance of the fake libamdhip64 as the runtime loads. */
+static void open_fake_hip(void) {
+    const char* path = getenv("TILE_HIP_LIBRARY");
+    void* library = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    fake_stats_fn stats_fn;
+    if (library == NULL) {
+        fprintf(stderr, "cannot open the fake HIP runtime named by TILE_HIP_LIBRARY: %s\n", path ? dlerror() : "unset");
+        exit(2);
+    }
+    fake_symbol(library, "fake_hip_stats", &stats_fn, sizeof(stats_fn));
+    fake_symbol(library, "fake_hip_set_device", &hip_set_device, sizeof(hip_set_device));
+    fake_symbol(library, "fake_hip_set_current", &hip_set_current, sizeof(hip_set_current));
+    fake_symbol(library, "fake_hip_record_params", &hip_record_params, sizeof(hip_record_params));
+    hip_stats = stats_fn();
+}
+
+/* The processor of the HSACO the last hipModuleLoadData got, from its ELF header's
+ * EF_AMDGPU_MACH (e_flags bits 0..7; the values of LLVM's ELF.h / the AMDGPU ELF ABI). */
+static const char* last_hsaco_arch(void) {
+    const unsigned char* image = (const unsigned char*)hip_stats->last_image;
+    uint32_t flags;
+    if (image == NULL) return "none";
+    if (memcmp(image, "\177ELF", 4) != 0 || image[7] != 64 /* ELFOSABI_AMDGPU_HSA */) return "not an HSACO";
+    memcpy(&flags, image + 48, 4);
+    switch (flags & 0xff) {
+    case 0x3f: return "gfx90a";
+    case 0x4c: return "gfx942";
+    case 0x41: return "gfx1100";
+    default: return "another gfx";
+    }
+}
+
+static int64_t hip_param_i64(int i) {
+    int64_t v;
+    memcpy(&v, hip_stats->last_params[i], 8);
+    return v;
+}
+
+static void* hip_param_ptr(int i) {
+    void* v;
+    memcpy(&v, hip_stats->last_params[i], sizeof(v));
+    return v;
 }
 
 /* What the last module load got: "sm_80" / "sm_90" for a cubin (its ELF e_flags; the
@@ -138,8 +187,17 @@ static void test_cpu_and_no_driver(void) {
     CHECK_MESSAGE_HAS("no CUDA driver found");
     CHECK_STATUS(saxpy_f32_cuda(NULL, x, y, N, 2.5f), TILE_ERROR_NO_DRIVER);
     CHECK_MESSAGE_HAS("no CUDA driver found");
-    /* The CPU entry points still work after the failed driver load. */
+    /* The same object's HIP entry points find no HIP runtime (TILE_HIP_LIBRARY names a
+     * missing file). Host pointers of malloc are 16-byte aligned, so the checks pass. */
+    CHECK_STATUS(vector_add_f32_hip(NULL, a, b, c, N), TILE_ERROR_NO_DRIVER);
+    CHECK_MESSAGE_HAS("no HIP runtime found (/nonexistent/libamdhip64.so");
+    CHECK_STATUS(saxpy_f32_hip(NULL, x, y, N, 2.5f), TILE_ERROR_NO_DRIVER);
+    CHECK_MESSAGE_HAS("no HIP runtime found");
+    /* The CPU entry points still work after the failed driver loads. */
     CHECK_STATUS(vector_add_f32_cpu(NULL, a, b, c, 10), TILE_SUCCESS);
+    bad = 0;
+    for (i = 0; i < 10; ++i) bad += c[i] != a[i] + b[i];
+    CHECK(bad == 0);
     free(a);
     free(b);
     free(c);
@@ -158,6 +216,23 @@ static void test_default_driver(void) {
         CHECK_MESSAGE_HAS("no CUDA driver found (libcuda.so.1");
     } else {
         printf("a CUDA driver is installed: vector_add_f32_cuda with host pointers gave %s (%s)\n",
+               tile_status_string(s), tile_last_error());
+    }
+    /* HIP: libamdhip64.so, then .so.7, .so.6, .so.5; the message names the first. */
+    real = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+    if (real == NULL) real = dlopen("libamdhip64.so.7", RTLD_NOW | RTLD_LOCAL);
+    if (real == NULL) real = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (real == NULL) real = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
+    {
+        static float buffer[12];
+        float* aligned = (float*)(((uintptr_t)buffer + 15) & ~(uintptr_t)15);
+        s = vector_add_f32_hip(NULL, aligned, aligned, aligned, 4);
+    }
+    if (real == NULL) {
+        CHECK(s == TILE_ERROR_NO_DRIVER);
+        CHECK_MESSAGE_HAS("no HIP runtime found (libamdhip64.so");
+    } else {
+        printf("a HIP runtime is installed: vector_add_f32_hip with host pointers gave %s (%s)\n",
                tile_status_string(s), tile_last_error());
     }
 }
@@ -187,6 +262,44 @@ static void test_arguments(void) {
     CHECK(stats->init_calls == 0);
     CHECK(stats->module_loads == 0);
     CHECK(stats->launches == 0);
+}
+
+/* The HIP entry points check what the CUDA ones do, in the same words (named after
+ * themselves), with HIP's grid limit: grid x block below 2^32 per axis. */
+static void test_hip_arguments(void) {
+    static float buffer[64];
+    float* aligned = (float*)(((uintptr_t)buffer + 15) & ~(uintptr_t)15);
+    /* vector_add: 1024 elements and 128 work-items per block, so at most
+     * (2^32 - 1) / 128 = 33554431 blocks: N = 33554432 * 1024 is one block too many. */
+    const int64_t too_many = (int64_t)33554432 * 1024;
+    open_fake_hip();
+    CHECK_STATUS(vector_add_f32_hip(NULL, NULL, aligned, aligned, 10), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_hip: tensor A is NULL");
+    CHECK_STATUS(vector_add_f32_hip(NULL, aligned, aligned, NULL, 10), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_hip: tensor C is NULL");
+    CHECK_STATUS(vector_add_f32_hip(NULL, aligned, aligned, aligned, -1), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_hip: size N = -1 is negative");
+    CHECK_STATUS(vector_add_f32_hip(NULL, aligned, aligned + 1, aligned, 10), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_hip: tensor B = ");
+    CHECK_MESSAGE_HAS("is not 16-byte aligned");
+    CHECK_STATUS(saxpy_f32_hip(NULL, aligned, NULL, 5, 1.0f), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("saxpy_f32_hip: tensor y is NULL");
+    CHECK_STATUS(vector_add_f32_hip(NULL, aligned, aligned, aligned, too_many), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_hip: the grid's x extent (");
+    CHECK_MESSAGE_HAS(") = 33554432 exceeds HIP's limit of 33554431 blocks");
+    /* No elements: NULL tensors are fine and nothing is launched. */
+    CHECK_STATUS(vector_add_f32_hip(NULL, NULL, NULL, NULL, 0), TILE_SUCCESS);
+    CHECK_STATUS(saxpy_f32_hip((void*)0x1234, NULL, NULL, 0, 3.0f), TILE_SUCCESS);
+    CHECK(hip_stats->init_calls == 0);
+    CHECK(hip_stats->module_loads == 0);
+    CHECK(hip_stats->launches == 0);
+    /* CUDA's x limit (2^31 - 1 blocks) is wider: the same call passes the CUDA checks and
+     * fails later, for want of a driver (TILE_CUDA_LIBRARY names a missing file). */
+    CHECK_STATUS(vector_add_f32_cuda(NULL, aligned, aligned, aligned, too_many), TILE_ERROR_NO_DRIVER);
+    /* One block fewer is within HIP's limit and launches. */
+    CHECK_STATUS(vector_add_f32_hip(NULL, aligned, aligned, aligned, too_many - 1024), TILE_SUCCESS);
+    CHECK(hip_stats->launches == 1);
+    CHECK(hip_stats->last_grid[0] == 33554431u);
 }
 
 static void launch_vector_add(int ordinal, const char* want_arch) {
@@ -262,6 +375,77 @@ static void test_launch(void) {
     CHECK_MESSAGE_HAS("sm_80, sm_90, compute_80");
 }
 
+static void launch_vector_add_hip(int ordinal, const char* want_arch) {
+    int loads = hip_stats->module_loads, launches = hip_stats->launches;
+    hip_set_current(ordinal);
+    CHECK_STATUS(vector_add_f32_hip((void*)0x6000, (void*)0x10000, (void*)0x20000, (void*)0x30000, 5000),
+                 TILE_SUCCESS);
+    CHECK(hip_stats->module_loads == loads + 1); /* a new device loads the module */
+    CHECK(hip_stats->launches == launches + 1);
+    if (strcmp(last_hsaco_arch(), want_arch) != 0) {
+        fprintf(stderr, "HIP device %d: got the %s image, expected %s\n", ordinal, last_hsaco_arch(), want_arch);
+        ++failures;
+    }
+    CHECK(strcmp(hip_stats->last_kernel, "vector_add_f32") == 0);
+    CHECK(hip_stats->last_grid[0] == 5 && hip_stats->last_grid[1] == 1 && hip_stats->last_grid[2] == 1);
+    CHECK(hip_stats->last_block[0] == 128 && hip_stats->last_block[1] == 1 && hip_stats->last_block[2] == 1);
+    CHECK(hip_param_ptr(0) == (void*)0x10000);
+    CHECK(hip_param_ptr(1) == (void*)0x20000);
+    CHECK(hip_param_ptr(2) == (void*)0x30000);
+    CHECK(hip_param_i64(3) == 5000);
+}
+
+/* Through the fake libamdhip64: the kernel, grid, block, stream and parameter bytes of
+ * hipModuleLaunchKernel, and which embedded HSACO each gcnArchName gets. */
+static void test_hip_launch(void) {
+    static const unsigned four_params[4] = {8, 8, 8, 8};
+    static const unsigned saxpy_params[4] = {8, 8, 8, 4};
+    float a;
+    open_fake_hip();
+    hip_record_params(4, four_params);
+
+    /* Device 0 is "gfx90a:sramecc+:xnack-": the gfx90a image (tilec's name "gfx90a" runs
+     * with either feature setting). */
+    launch_vector_add_hip(0, "gfx90a");
+    CHECK(hip_stats->last_smem == 0);
+    CHECK(hip_stats->last_stream == (void*)0x6000);
+
+    /* The other exports are kernels of the same module (no second load on this device). */
+    CHECK_STATUS(vector_add_bf16_hip(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 1025), TILE_SUCCESS);
+    CHECK(strcmp(hip_stats->last_kernel, "vector_add_bf16") == 0);
+    CHECK(hip_stats->last_grid[0] == 2);
+    CHECK(hip_param_i64(3) == 1025);
+
+    /* saxpy (another object, another module): x, y, N, a; 256 work-items. */
+    hip_record_params(4, saxpy_params);
+    CHECK_STATUS(saxpy_f32_hip(NULL, (void*)0x40000, (void*)0x50000, 5000, -1.25f), TILE_SUCCESS);
+    CHECK(strcmp(hip_stats->last_kernel, "saxpy_f32") == 0);
+    CHECK(hip_stats->last_grid[0] == 5 && hip_stats->last_block[0] == 256);
+    CHECK(hip_param_ptr(0) == (void*)0x40000);
+    CHECK(hip_param_ptr(1) == (void*)0x50000);
+    CHECK(hip_param_i64(2) == 5000);
+    memcpy(&a, hip_stats->last_params[3], 4);
+    CHECK(a == -1.25f);
+    CHECK(strcmp(last_hsaco_arch(), "gfx90a") == 0);
+    hip_record_params(4, four_params);
+
+    /* The image by gcnArchName, one module per device. */
+    hip_set_device(1, "gfx942:sramecc+:xnack-");
+    hip_set_device(2, "gfx1100");
+    hip_set_device(3, "gfx1030");
+    launch_vector_add_hip(1, "gfx942");
+    launch_vector_add_hip(2, "gfx1100");
+
+    /* gfx1030: nothing runs there; the message lists what the object has for HIP. */
+    hip_set_current(3);
+    CHECK_STATUS(vector_add_f32_hip(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 3000),
+                 TILE_ERROR_NO_IMAGE_FOR_DEVICE);
+    CHECK_MESSAGE_HAS("vector_add_f32");
+    CHECK_MESSAGE_HAS("vector_add.tile");
+    CHECK_MESSAGE_HAS("gfx90a, gfx942, gfx1100");
+    CHECK_MESSAGE_HAS("gfx1030");
+}
+
 typedef struct Case {
     const char* name;
     void (*run)(void);
@@ -272,6 +456,8 @@ static const Case cases[] = {
     {"default_driver", test_default_driver},
     {"arguments", test_arguments},
     {"launch", test_launch},
+    {"hip_arguments", test_hip_arguments},
+    {"hip_launch", test_hip_launch},
 };
 
 int main(int argc, char** argv) {

@@ -123,6 +123,75 @@ TEST_CASE("nvptx: ptxas errors are internal errors with ptxas's output", "[nvptx
     }
 }
 
+TEST_CASE("nvptx: ptxas -v reports registers, shared memory and spills per kernel", "[nvptx][ptxas]") {
+    if (codegen::ptxas_path().empty()) {
+        std::cout << "SKIPPED: ptxas not found\n";
+        return;
+    }
+    const auto* t = target::find_gpu_target("sm_80");
+    auto funcs = thread_level(cases().back(), *t);  // gemm_f16_m64, gemm_bf16_nt
+    std::string ptx = codegen::compile_nvptx(funcs, *t, codegen::NvptxOutput::Ptx, "test.tile");
+    auto run = codegen::run_ptxas(ptx, *t, {}, true);
+    INFO(run.output);
+    REQUIRE(run.ok);
+    REQUIRE(run.resources.size() == 2);
+    for (auto& r : run.resources) {
+        CHECK(r.arch == "sm_80");
+        CHECK(r.registers > 32);
+        CHECK(r.spill_store_bytes == 0);
+        // Static shared memory: the a and b tiles, [BM, 32] and [32, 128] of 2-byte elements.
+        CHECK(r.shared_bytes == (r.kernel == "gemm_f16_m64" ? 64 * 32 * 2 + 32 * 128 * 2 : 128 * 32 * 2 + 32 * 128 * 2));
+    }
+    // A register cap on every kernel (.maxnreg instead of .maxntid, which makes ptxas
+    // ignore --maxrregcount) forces spills: they are reported.
+    std::string capped = ptx;
+    for (size_t at; (at = capped.find(".maxntid 128, 1, 1")) != std::string::npos;)
+        capped.replace(at, std::string(".maxntid 128, 1, 1").size(), ".maxnreg 32");
+    auto spilled = codegen::run_ptxas(capped, *t, {}, true);
+    INFO(spilled.output);
+    REQUIRE(spilled.ok);
+    REQUIRE(spilled.resources.size() == 2);
+    for (auto& r : spilled.resources) {
+        CHECK(r.registers <= 32);
+        CHECK(r.spill_store_bytes > 0);
+        CHECK(r.spill_load_bytes > 0);
+        CHECK(codegen::format_resources(r).find(" bytes spilled") != std::string::npos);
+    }
+    // Options reach ptxas; a bad one fails the run (the driver reports it), not an ICE.
+    auto bad = codegen::run_ptxas(ptx, *t, {"--no-such-option"}, false);
+    CHECK_FALSE(bad.ok);
+    CHECK(contains(bad.command, "ptxas -arch=sm_80 --no-such-option"));
+    CHECK(contains(bad.output, "no-such-option"));
+}
+
+TEST_CASE("nvptx: the ptxas -v parser", "[nvptx]") {
+    // The lines ptxas 13 prints (other lines, e.g. gmem and compile time, are ignored).
+    std::string out =
+        "ptxas info    : 0 bytes gmem\n"
+        "ptxas info    : Compiling entry function 'k2' for 'sm_90'\n"
+        "ptxas info    : Function properties for k2\n"
+        "    24 bytes stack frame, 20 bytes spill stores, 16 bytes spill loads\n"
+        "ptxas info    : Used 32 registers, used 1 barriers, 1024 bytes smem, 360 bytes cmem[0]\n"
+        "ptxas info    : Compiling entry function 'k1' for 'sm_90'\n"
+        "ptxas info    : Function properties for k1\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 8 registers, 360 bytes cmem[0]\n"
+        "ptxas info    : Compile time = 3.1 ms\n";
+    auto r = codegen::parse_ptxas_verbose(out, "sm_90");
+    REQUIRE(r.size() == 2);
+    CHECK(r[0].kernel == "k2");
+    CHECK(r[0].registers == 32);
+    CHECK(r[0].shared_bytes == 1024);
+    CHECK(r[0].spill_store_bytes == 20);
+    CHECK(r[0].spill_load_bytes == 16);
+    CHECK(codegen::format_resources(r[0]) ==
+          "k2 sm_90: 32 registers, 1024 bytes shared, 20 bytes spilled (16 bytes of spill loads)");
+    CHECK(r[1].kernel == "k1");
+    CHECK(r[1].registers == 8);
+    CHECK(r[1].shared_bytes == 0);
+    CHECK(codegen::format_resources(r[1]) == "k1 sm_90: 8 registers, 0 bytes shared, 0 bytes spilled");
+}
+
 namespace {
 
 // bf16 bits of a value exactly representable in bf16.

@@ -2,8 +2,10 @@
  * tile_cuda_launch uses, with devices, contexts, modules and failures the test controls,
  * recording every call. Images are text: a module "contains" the kernels named after
  * "kernels:" in its image; real images (tilec's embedded cubins and PTX, tests/gpu_host)
- * contain the kernels their ELF string table or PTX `.entry` names. Built with
- * FAKE_CUDA_WITHOUT_LAUNCH, it lacks cuLaunchKernel (an incomplete driver). */
+ * contain the kernels their ELF string table or PTX `.entry` names. Memory functions
+ * (cuMemAlloc_v2, cuMemcpyHtoD_v2, ...) work on host memory, and a launch runs nothing:
+ * tests/gpu uses that to check that its harness notices a kernel that wrote nothing.
+ * Built with FAKE_CUDA_WITHOUT_LAUNCH, it lacks cuLaunchKernel (an incomplete driver). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "fake_driver.h"
+#include "fake_image.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -51,42 +54,6 @@ EXPORT void fake_cuda_record_params(int count, const unsigned* sizes) {
     pthread_mutex_unlock(&lock);
 }
 
-/* The extent of an ELF64 image: the end of its section or program header table,
- * whichever is last (what the string tables lie before). */
-static size_t elf_size(const unsigned char* e) {
-    uint64_t shoff, phoff;
-    uint16_t phentsize, phnum, shentsize, shnum;
-    size_t a, b;
-    memcpy(&phoff, e + 0x20, 8);
-    memcpy(&shoff, e + 0x28, 8);
-    memcpy(&phentsize, e + 0x36, 2);
-    memcpy(&phnum, e + 0x38, 2);
-    memcpy(&shentsize, e + 0x3a, 2);
-    memcpy(&shnum, e + 0x3c, 2);
-    a = (size_t)(shoff + (uint64_t)shentsize * shnum);
-    b = (size_t)(phoff + (uint64_t)phentsize * phnum);
-    return a > b ? a : b;
-}
-
-/* Whether a real image defines kernel `name`: "\0name\0" in an ELF (a symbol name), or
- * ".entry name(" in PTX. */
-static int real_image_has(const Module* m, const char* name) {
-    size_t n = strlen(name), i;
-    if (m->size >= 4 && memcmp(m->bytes, "\177ELF", 4) == 0) {
-        for (i = 0; i + n + 2 <= m->size; ++i)
-            if (m->bytes[i] == '\0' && memcmp(m->bytes + i + 1, name, n) == 0 && m->bytes[i + 1 + n] == '\0')
-                return 1;
-        return 0;
-    }
-    {
-        const char* p = m->bytes;
-        while ((p = strstr(p, ".entry ")) != NULL) {
-            p += 7;
-            if (strncmp(p, name, n) == 0 && p[n] == '(') return 1;
-        }
-    }
-    return 0;
-}
 typedef struct Function {
     char name[FAKE_TEXT_MAX];
     int max_dynamic_smem;
@@ -269,7 +236,7 @@ EXPORT CUresult cuModuleGetFunction(void** function, void* module, const char* n
     ++stats.get_function_calls;
     pthread_mutex_unlock(&lock);
     if (m->bytes != NULL) {
-        if (!real_image_has(m, name)) return 500;
+        if (!real_image_has(m->bytes, m->size, name)) return 500;
     } else if (found == NULL || (found[n] != ' ' && found[n] != '\0' && found[n] != '\n')) {
         return 500;
     }
@@ -321,3 +288,28 @@ EXPORT CUresult cuLaunchKernel(void* function, unsigned int gx, unsigned int gy,
     return 0;
 }
 #endif
+
+/* Device memory is host memory here; nothing runs on it. */
+EXPORT CUresult cuMemAlloc_v2(unsigned long long* ptr, size_t bytes) {
+    void* p = malloc(bytes ? bytes : 1);
+    if (p == NULL) return 2;
+    *ptr = (unsigned long long)(uintptr_t)p;
+    return 0;
+}
+
+EXPORT CUresult cuMemFree_v2(unsigned long long ptr) {
+    free((void*)(uintptr_t)ptr);
+    return 0;
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t bytes) {
+    memcpy((void*)(uintptr_t)dst, src, bytes);
+    return 0;
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t bytes) {
+    memcpy(dst, (const void*)(uintptr_t)src, bytes);
+    return 0;
+}
+
+EXPORT CUresult cuCtxSynchronize(void) { return current_ctx == 0 ? 201 : 0; }

@@ -53,5 +53,7 @@ typedef void (*fake_cuda_record_params_fn)(int count, const unsigned* sizes);
  * is "gfx90a:sramecc+:xnack-" until set. */
 typedef void (*fake_hip_set_device_fn)(int ordinal, const char* arch);
 typedef void (*fake_hip_set_current_fn)(int ordinal);
+/* fake_hip_record_params(count, sizes): as fake_cuda_record_params. */
+typedef void (*fake_hip_record_params_fn)(int count, const unsigned* sizes);
 
 #endif

@@ -1,7 +1,9 @@
 /* A fake libamdhip64 for the runtime's GPU tests (fake_driver.h): the HIP functions
  * tile_hip_launch uses, with devices and failures the test controls, recording every
  * call. It exports hipGetDevicePropertiesR0600 and fills gcnArchName where ROCm 6 puts
- * it (offset 1160 of hipDeviceProp_tR0600 on LP64). Images are text, as in fake_cuda.c. */
+ * it (offset 1160 of hipDeviceProp_tR0600 on LP64). Images are text, as in fake_cuda.c:
+ * a module "contains" the kernels named after "kernels:"; real HSACO images (tilec's,
+ * tests/gpu_host) contain the kernels their ELF symbol names name. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "fake_driver.h"
+#include "fake_image.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define ARCH_NAME_OFFSET 1160
@@ -24,7 +27,20 @@ static int failing_result;
 
 typedef struct Module {
     char text[FAKE_TEXT_MAX];
+    char* bytes; /* a real (ELF) image kept for hipModuleGetFunction; else NULL */
+    size_t size;
 } Module;
+
+static int record_count = 0;
+static unsigned record_sizes[FAKE_MAX_PARAMS];
+
+EXPORT void fake_hip_record_params(int count, const unsigned* sizes) {
+    int i;
+    pthread_mutex_lock(&lock);
+    record_count = count < FAKE_MAX_PARAMS ? count : FAKE_MAX_PARAMS;
+    for (i = 0; i < record_count; ++i) record_sizes[i] = sizes[i] < 8 ? sizes[i] : 8;
+    pthread_mutex_unlock(&lock);
+}
 typedef struct Function {
     char name[FAKE_TEXT_MAX];
 } Function;
@@ -98,6 +114,11 @@ EXPORT hipError_t hipModuleLoadData(void** module, const void* image) {
     if (fail) return fail;
     m = (Module*)calloc(1, sizeof(Module));
     strncpy(m->text, (const char*)image, sizeof(m->text) - 1);
+    if (strncmp((const char*)image, "\177ELF", 4) == 0) {
+        m->size = elf_size((const unsigned char*)image);
+        m->bytes = (char*)malloc(m->size);
+        memcpy(m->bytes, image, m->size);
+    }
     pthread_mutex_lock(&lock);
     ++stats.module_loads;
     stats.last_image = image;
@@ -114,7 +135,11 @@ EXPORT hipError_t hipModuleGetFunction(void** function, void* module, const char
     pthread_mutex_lock(&lock);
     ++stats.get_function_calls;
     pthread_mutex_unlock(&lock);
-    if (kernels == NULL || strstr(kernels, name) == NULL) return 500;
+    if (m->bytes != NULL) {
+        if (!real_image_has(m->bytes, m->size, name)) return 500;
+    } else if (kernels == NULL || strstr(kernels, name) == NULL) {
+        return 500;
+    }
     f = (Function*)calloc(1, sizeof(Function));
     strncpy(f->name, name, sizeof(f->name) - 1);
     *function = f;
@@ -139,6 +164,10 @@ EXPORT hipError_t hipModuleLaunchKernel(void* function, unsigned int gx, unsigne
     stats.last_smem = smem;
     stats.last_stream = stream;
     stats.last_args = params;
+    {
+        int i;
+        for (i = 0; i < record_count; ++i) memcpy(stats.last_params[i], params[i], record_sizes[i]);
+    }
     memcpy(stats.last_kernel, f->name, sizeof(f->name));
     pthread_mutex_unlock(&lock);
     return 0;
