@@ -37,7 +37,7 @@ Examples:
   tilec gemm.tile -o gemm.o                          the object, and the header gemm.h beside it
   tilec gemm.tile --emit=header -o gemm.h            the C header alone
   tilec gemm.tile --emit=llvm                        the (optimised) LLVM IR of the CPU code
-  tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (no cumsum/atomics yet)
+  tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (no print/assert yet)
   tilec k.tile --target=sm_80,sm_90 --emit=cubin -o k.cubin
                                                      ptxas per arch: k.sm_80.cubin, k.sm_90.cubin
   tilec k.tile --target=gfx90a,gfx1100 --emit=hsaco -o k.hsaco
