@@ -69,6 +69,22 @@ public:
     llvm::Value* log2(llvm::IRBuilder<>& b, llvm::Value* x) override {
         return b.CreateUnaryIntrinsic(llvm::Intrinsic::log2, x);
     }
+    // HIP's atomicAdd: agent (device) scope, with the hardware float atomics that
+    // hipcc's -munsafe-fp-atomics selects. Without the hint LLVM 19 expands a float
+    // atomic add into a compare-and-swap loop on gfx90a and gfx1100 (gfx942 needs only
+    // the metadata, which LLVM 20 reads in place of the attribute): the hardware float
+    // atomics do not work on fine-grained (host-coherent) memory, and gfx90a's
+    // global_atomic_add_f32 flushes denormals whatever the mode. Tensors are device
+    // allocations (hipMalloc: coarse-grained); a flushed denormal sum is the price, as
+    // with hipcc's flag.
+    llvm::SyncScope::ID device_scope(llvm::LLVMContext& ctx) override { return ctx.getOrInsertSyncScopeID("agent"); }
+    void annotate_atomic(llvm::AtomicRMWInst* inst) override {
+        auto& ctx = inst->getContext();
+        inst->setMetadata("amdgpu.no.fine.grained.memory", llvm::MDNode::get(ctx, {}));
+        if (inst->getType()->isFloatTy())
+            inst->setMetadata("amdgpu.ignore.denormal.mode", llvm::MDNode::get(ctx, {}));
+        if (inst->isFloatingPointOperation()) inst->getFunction()->addFnAttr("amdgpu-unsafe-fp-atomics", "true");
+    }
 };
 
 std::string features_of(const target::GpuTarget& target) {

@@ -50,6 +50,11 @@ public:
     // 2^x and log2(x) of an f32.
     virtual llvm::Value* exp2(llvm::IRBuilder<>& b, llvm::Value* x) = 0;
     virtual llvm::Value* log2(llvm::IRBuilder<>& b, llvm::Value* x) = 0;
+    // The scope of a relaxed atomic on global memory that every block of the kernel
+    // must see (CUDA's atomicAdd: the device), and what the target wants to know about
+    // it (AMDGPU: metadata that lets it use its float atomic instructions).
+    virtual llvm::SyncScope::ID device_scope(llvm::LLVMContext& /*ctx*/) { return llvm::SyncScope::System; }
+    virtual void annotate_atomic(llvm::AtomicRMWInst* /*inst*/) {}
 };
 
 struct GpuBuffer {
@@ -498,10 +503,33 @@ public:
         }
         case ir::StmtKind::Evaluate: expr(s->as<ir::EvaluateNode>()->value); return;
         case ir::StmtKind::Barrier: hooks_.barrier(b_); return;
+        case ir::StmtKind::AtomicRmw: atomic_rmw(*s->as<ir::AtomicRmwNode>()); return;
         default: break;
         }
         TILEC_ICE(who_ + ": statement of kind " + std::to_string(static_cast<int>(s->kind)) +
                   " at thread level (the lowering should have removed it)");
+    }
+
+    // buffer[i] += v, relaxed (monotonic) at device scope: atomic against every thread
+    // of every block, ordering nothing else, as the IR says. NVPTX: atom.global.add
+    // (.f32, .f64, .u32, .u64) with an unused result; AMDGPU: its no-return global
+    // atomics where the target has them (see its hooks), a compare-and-swap loop
+    // elsewhere (f64 on gfx1100).
+    void atomic_rmw(const ir::AtomicRmwNode& a) {
+        DataType t = a.buffer->dtype;
+        if (a.buffer->scope != ir::Scope::Global)
+            TILEC_ICE(who_ + ": atomic on " + ir::scope_name(a.buffer->scope) + " buffer '" + a.buffer->name + "'");
+        bool is_float = t.is_float();
+        if (!(is_float ? (t.kind == ir::TypeKind::Float && (t.bits == 32 || t.bits == 64))
+                       : (t.is_integer() && (t.bits == 32 || t.bits == 64))))
+            TILEC_ICE(who_ + ": atomic add of " + t.str());
+        auto& g = buffer(a.buffer);
+        llvm::Value* v = expr(a.value);
+        llvm::Value* p = element_ptr(g, a.indices);
+        auto* inst = b_.CreateAtomicRMW(is_float ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add, p, v,
+                                        llvm::MaybeAlign(t.bits / 8), llvm::AtomicOrdering::Monotonic,
+                                        hooks_.device_scope(ctx_));
+        hooks_.annotate_atomic(inst);
     }
 
     void lower_for(const ir::ForNode& f) {

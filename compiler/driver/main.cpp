@@ -42,7 +42,7 @@ Examples:
   tilec k.tile --target=host,sm_80,sm_90,gfx942 -o k.o
                                                      one object: CPU code, cubins + PTX, HSACO;
                                                      k.h declares NAME_cpu, NAME_cuda, NAME_hip
-  tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (no cumsum/atomics yet)
+  tilec k.tile --target=sm_80 --emit=ptx             the PTX of each export (no print/assert yet)
   tilec k.tile --target=sm_80,gfx942 -o k.o --verbose-resources
                                                      also print registers, shared memory, spills
   tilec k.tile --target=sm_90 -o k.o -Xptxas --warn-on-spills

@@ -140,6 +140,7 @@ void Machine::exec(const Stmt& s) {
         return;
     }
     case StmtKind::Barrier: return;  // one logical thread per block: nothing to wait for
+    case StmtKind::AtomicRmw: break;  // thread level (the simulator runs it)
     }
     fail(s->loc, "cannot execute this statement");
 }

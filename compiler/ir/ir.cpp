@@ -119,6 +119,13 @@ const char* reduce_kind_name(ReduceKind k) {
     return "?";
 }
 
+const char* atomic_op_name(AtomicOp op) {
+    switch (op) {
+    case AtomicOp::Add: return "add";
+    }
+    return "?";
+}
+
 const char* binary_op_name(BinaryOp op) {
     switch (op) {
     case BinaryOp::Add: return "+";
@@ -544,6 +551,13 @@ Stmt make_atomic_add(Region dst, Region src, SourceLoc loc) {
     check_region(dst, "atomic_add");
     check_region(src, "atomic_add");
     return std::make_shared<AtomicAddNode>(std::move(dst), std::move(src), loc);
+}
+
+Stmt make_atomic_rmw(AtomicOp op, Buffer buffer, std::vector<Expr> indices, Expr value, SourceLoc loc) {
+    TILEC_CHECK(buffer != nullptr, "atomic on a null buffer");
+    for (const auto& i : indices) check_nonnull(i, "atomic index");
+    check_nonnull(value, "atomic value");
+    return std::make_shared<AtomicRmwNode>(op, std::move(buffer), std::move(indices), std::move(value), loc);
 }
 
 Stmt make_print(std::string fmt, std::vector<Expr> args, SourceLoc loc) {

@@ -105,6 +105,8 @@ enum class Access : uint8_t { In, Out, InOut };
 enum class VarKind : uint8_t { Size, Scalar, Let, Loop, BlockIdx, ThreadIdx };
 enum class ForKind : uint8_t { Serial, Unroll, Parallel, Pipelined };
 enum class ReduceKind : uint8_t { Sum, Max, Min, AbsMax };
+// The operation of a thread-level atomic read-modify-write (AtomicRmwNode).
+enum class AtomicOp : uint8_t { Add };
 enum class ParamKind : uint8_t { Tensor, Size, Scalar };
 
 enum class BinaryOp : uint8_t {
@@ -144,6 +146,7 @@ const char* access_name(Access a);           // "in", "out", "inout"
 const char* var_kind_name(VarKind k);        // "size", "scalar", "let", "loop", "block_idx", "thread_idx"
 const char* for_kind_name(ForKind k);        // "serial", "unroll", "parallel", "pipelined"
 const char* reduce_kind_name(ReduceKind k);  // "sum", "max", "min", "absmax"
+const char* atomic_op_name(AtomicOp op);     // "add"
 const char* binary_op_name(BinaryOp op);     // "+", "-", "*", "/", "/", "%", "fmod", "min", ... "&&"
 const char* unary_op_name(UnaryOp op);       // "-", "!", "~"
 const char* call_op_name(CallOp op);         // "exp", "exp2", ...
@@ -307,6 +310,7 @@ enum class StmtKind : uint8_t {
     Print,
     Assert,
     Barrier,
+    AtomicRmw,
 };
 
 struct StmtNode;
@@ -485,6 +489,22 @@ struct BarrierNode : StmtNode {
     explicit BarrierNode(SourceLoc l) : StmtNode(kKind, l) {}
 };
 
+// buffer[indices] = buffer[indices] <op> value as one indivisible read-modify-write of
+// that element (thread level: what the atomic_add tile op lowers to). `value` has the
+// buffer's element type. No bounds mask (the lowering guards it). Relaxed memory
+// order, like CUDA's atomicAdd: atomic with respect to every other thread and block,
+// ordering nothing else (a barrier does). Concurrent atomics to one element are not a
+// race; the result is the same in any order up to float rounding.
+struct AtomicRmwNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::AtomicRmw;
+    AtomicOp op;
+    Buffer buffer;
+    std::vector<Expr> indices;
+    Expr value;
+    AtomicRmwNode(AtomicOp o, Buffer b, std::vector<Expr> i, Expr v, SourceLoc l)
+        : StmtNode(kKind, l), op(o), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
+};
+
 // ---------------------------------------------------------------------------------
 // Functions and modules
 
@@ -597,6 +617,7 @@ Stmt make_atomic_add(Region dst, Region src, SourceLoc loc = {});
 Stmt make_print(std::string fmt, std::vector<Expr> args, SourceLoc loc = {});
 Stmt make_assert(Expr cond, std::string msg, SourceLoc loc = {});
 Stmt make_barrier(SourceLoc loc = {});
+Stmt make_atomic_rmw(AtomicOp op, Buffer buffer, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
 // True for an empty Seq (a no-op).
 bool is_no_op(const Stmt& s);
 

@@ -369,6 +369,12 @@ public:
             return;
         }
         case StmtKind::Barrier: line(indent, "barrier()"); return;
+        case StmtKind::AtomicRmw: {
+            auto op = s->as<AtomicRmwNode>();
+            line(indent, std::string("atomic_") + atomic_op_name(op->op) + " " + buffer_name(op->buffer) + "[" +
+                             exprs(op->indices) + "], " + expr(op->value));
+            return;
+        }
         }
     }
 

@@ -330,6 +330,18 @@ private:
         check_writable(op->buffer, op->loc, "store");
     }
 
+    void visit_atomic_rmw(const AtomicRmwNode* op) override {
+        check_buffer_live(op->buffer, op->loc);
+        IRVisitor::visit_atomic_rmw(op);
+        check_indices(op->buffer, op->indices, op->loc);
+        if (op->buffer && op->value && op->value->type != op->buffer->dtype)
+            error(op->loc, std::string("atomic_") + atomic_op_name(op->op) + " of " + op->value->type.str() +
+                               " into " + quoted(op->buffer->name) + " of " + op->buffer->dtype.str());
+        if (op->buffer && !op->buffer->dtype.is_float() && !op->buffer->dtype.is_integer())
+            error(op->loc, "atomic on " + quoted(op->buffer->name) + " of " + op->buffer->dtype.str());
+        check_writable(op->buffer, op->loc, "atomic");
+    }
+
     void visit_if(const IfNode* op) override {
         check_bool(op->cond, "if condition");
         if (!op->then_case) error(op->loc, "if without a then branch");

@@ -44,6 +44,7 @@ void IRVisitor::visit(const Stmt& s) {
     case StmtKind::Print: return visit_print(s->as<PrintNode>());
     case StmtKind::Assert: return visit_assert(s->as<AssertNode>());
     case StmtKind::Barrier: return visit_barrier(s->as<BarrierNode>());
+    case StmtKind::AtomicRmw: return visit_atomic_rmw(s->as<AtomicRmwNode>());
     }
 }
 
@@ -97,6 +98,11 @@ void IRVisitor::visit_allocate(const AllocateNode* op) {
     visit(op->body);
 }
 void IRVisitor::visit_store(const StoreNode* op) {
+    visit_buffer_use(op->buffer);
+    for (const auto& i : op->indices) visit(i);
+    visit(op->value);
+}
+void IRVisitor::visit_atomic_rmw(const AtomicRmwNode* op) {
     visit_buffer_use(op->buffer);
     for (const auto& i : op->indices) visit(i);
     visit(op->value);
@@ -176,6 +182,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Print: return mutate_print(s->as<PrintNode>(), s);
     case StmtKind::Assert: return mutate_assert(s->as<AssertNode>(), s);
     case StmtKind::Barrier: return mutate_barrier(s->as<BarrierNode>(), s);
+    case StmtKind::AtomicRmw: return mutate_atomic_rmw(s->as<AtomicRmwNode>(), s);
     }
     return s;
 }
@@ -298,6 +305,15 @@ Stmt IRMutator::mutate_store(const StoreNode* op, const Stmt& self) {
     Expr v = mutate(op->value);
     if (!changed && b == op->buffer && v == op->value) return self;
     return make_store(std::move(b), std::move(idx), std::move(v), op->loc);
+}
+
+Stmt IRMutator::mutate_atomic_rmw(const AtomicRmwNode* op, const Stmt& self) {
+    Buffer b = mutate_buffer(op->buffer);
+    std::vector<Expr> idx;
+    bool changed = mutate_exprs(op->indices, &idx);
+    Expr v = mutate(op->value);
+    if (!changed && b == op->buffer && v == op->value) return self;
+    return make_atomic_rmw(op->op, std::move(b), std::move(idx), std::move(v), op->loc);
 }
 
 Stmt IRMutator::mutate_evaluate(const EvaluateNode* op, const Stmt& self) {

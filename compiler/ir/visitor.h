@@ -53,6 +53,7 @@ protected:
     virtual void visit_print(const PrintNode* op);
     virtual void visit_assert(const AssertNode* op);
     virtual void visit_barrier(const BarrierNode* /*op*/) {}
+    virtual void visit_atomic_rmw(const AtomicRmwNode* op);
 };
 
 // Bottom-up rebuild. Each mutate_* receives the node and the handle that holds it
@@ -99,6 +100,7 @@ protected:
     virtual Stmt mutate_print(const PrintNode* /*op*/, const Stmt& self);
     virtual Stmt mutate_assert(const AssertNode* /*op*/, const Stmt& self);
     virtual Stmt mutate_barrier(const BarrierNode* /*op*/, const Stmt& self) { return self; }
+    virtual Stmt mutate_atomic_rmw(const AtomicRmwNode* /*op*/, const Stmt& self);
 };
 
 // Pointer-identity maps, for substitution and analyses.

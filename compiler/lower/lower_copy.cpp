@@ -21,6 +21,8 @@ std::vector<int64_t> squeeze(const std::vector<int64_t>& v) {
     return out;
 }
 
+}  // namespace
+
 // The global indices of the tile coordinate `coord` (unit dims of either side skipped).
 std::vector<Expr> global_indices(const Region& g, const std::vector<int64_t>& tile,
                                  const std::vector<Expr>& coord) {
@@ -57,8 +59,6 @@ Expr region_in_bounds(const Region& g) {
     }
     return c ? c : make_bool(true);
 }
-
-}  // namespace
 
 ThreadLowering::Side ThreadLowering::classify(const Region& r, SourceLoc loc, const char* what) {
     Side s;

@@ -74,6 +74,10 @@ std::unordered_set<const BufferNode*> global_accesses(const Stmt& s, bool writes
             if (writes) note(op->dst.buffer);
             IRVisitor::visit_fill(op);
         }
+        void visit_atomic_add(const AtomicAddNode* op) override {
+            note(writes ? op->dst.buffer : op->src.buffer);
+            IRVisitor::visit_atomic_add(op);
+        }
     } f;
     f.writes = writes;
     f.visit(s);
@@ -256,10 +260,11 @@ Stmt ThreadLowering::lower_inner(const Stmt& s) {
     case StmtKind::Copy: return lower_copy(*s->as<CopyNode>());
     case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
     case StmtKind::Barrier: return s;
+    case StmtKind::AtomicRmw: TILEC_ICE("thread-level lowering: an atomic in tile-level IR");
     case StmtKind::Gemm: return lower_gemm(*s->as<GemmNode>());
     case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
-    case StmtKind::Cumsum: unsupported(s->loc, "cumsum");
-    case StmtKind::AtomicAdd: unsupported(s->loc, "atomic_add");
+    case StmtKind::Cumsum: return lower_cumsum(*s->as<CumsumNode>());
+    case StmtKind::AtomicAdd: return lower_atomic_add(*s->as<AtomicAddNode>());
     case StmtKind::Print: unsupported(s->loc, "print");
     case StmtKind::Assert: unsupported(s->loc, "assert");
     }

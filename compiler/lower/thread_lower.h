@@ -15,10 +15,15 @@
 // gemm on CUDA cores: whole shared a and b (trans_a / trans_b / clear) into a whole
 // fragment, each thread's registers of c accumulated over k (serial k loop around the
 // unrolled register loop) with mul and add in c's type; `pipelined` loops run in order.
-// Anything else (tensor-core gemm, cumsum, atomic_add, print, assert, reduce of shared memory or
-// into a differently laid out fragment, f8 / 4-bit data, f64 exp and friends, ...) is
-// refused: a user error with
-// its location when a DiagnosticEngine is given, an internal error otherwise.
+// cumsum of a whole fragment into a whole fragment (a chunked scan through shared
+// memory, lower_cumsum.cpp); atomic_add of a whole fragment into a global region of
+// f32, f64 or 32/64-bit integers (one relaxed atomic add per register, masked,
+// lower_atomic.cpp).
+// Anything else (tensor-core gemm, print, assert, cumsum of shared / local tiles,
+// atomic_add into shared memory or narrow tensors, reduce of shared memory or into a
+// differently laid out fragment, f8 / 4-bit data, f64 exp and friends, ...) is
+// refused: a user error with its location when a DiagnosticEngine is given, an
+// internal error otherwise.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -62,7 +67,8 @@ std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const t
 ir::Pass thread_level_pass(const target::GpuTarget& target);
 
 // Thread-level invariants beyond ir::verify (verify_thread_level.cpp): no fragment or
-// local buffers, no tile ops (copy, gemm, fill, reduce, cumsum, atomic_add), no
+// local buffers, no tile ops (copy, gemm, fill, reduce, cumsum, atomic_add; the
+// thread-level AtomicRmw is not one), no
 // parallel or pipelined loops, register buffers rank 1, thread indices of dims 0..2.
 // One message per violation; empty when the function is well formed.
 std::vector<std::string> verify_thread_level(const ir::PrimFunc& f);

@@ -1,8 +1,8 @@
 // The thread-level lowering's internals, shared by its files (not a public header):
 // the ThreadLowering class whose statement lowerings live in thread_lower.cpp (the
 // walk, allocations, parallel loops), lower_copy.cpp (copy, fill), lower_reduce.cpp
-// (reductions and the fragments of reduced shapes) and lower_gemm.cpp (gemm on CUDA
-// cores). A construct outside the coverage throws Unsupported, which the entry point
+// (reductions and the fragments of reduced shapes), lower_gemm.cpp (gemm on CUDA
+// cores), lower_cumsum.cpp (scans) and lower_atomic.cpp (atomic_add). A construct outside the coverage throws Unsupported, which the entry point
 // (lower_to_thread_level) turns into a located diagnostic.
 #pragma once
 #include <cstdint>
@@ -33,6 +33,15 @@ struct Unsupported {
 
 // The shape's extents, or nullopt if one is not a compile-time constant.
 std::optional<std::vector<int64_t>> const_shape(const std::vector<ir::Expr>& shape);
+
+// Global tensor regions (lower_copy.cpp): the indices of the region `g` at the tile
+// coordinate `coord` of a tile of shape `tile` (unit dims of either side skipped);
+// whether indices lie inside the tensor; whether the whole region does (the unmasked
+// path's condition).
+std::vector<ir::Expr> global_indices(const ir::Region& g, const std::vector<int64_t>& tile,
+                                     const std::vector<ir::Expr>& coord);
+ir::Expr in_bounds(const ir::Buffer& b, const std::vector<ir::Expr>& idx);
+ir::Expr region_in_bounds(const ir::Region& g);
 
 class ThreadLowering {
 public:
@@ -89,6 +98,10 @@ private:
     // ---- reductions (lower_reduce.cpp) and gemm (lower_gemm.cpp) ------------------------
     Stmt lower_reduce(const ir::ReduceNode& op);
     Stmt lower_gemm(const ir::GemmNode& g);
+
+    // ---- cumsum (lower_cumsum.cpp) and atomic_add (lower_atomic.cpp) --------------------
+    Stmt lower_cumsum(const ir::CumsumNode& op);
+    Stmt lower_atomic_add(const ir::AtomicAddNode& op);
 
     const ir::PrimFunc& f_;
     const target::GpuTarget& target_;

@@ -233,6 +233,7 @@ private:
     using Active = std::vector<int32_t>;
     void exec(const Stmt& s, const Active& act);
     void exec_store(const StoreNode* op, const Active& act);
+    void exec_atomic_rmw(const AtomicRmwNode* op, const Active& act);
     void exec_allocate(const AllocateNode* op, const Active& act);
     void barrier(const BarrierNode* op, const Active& act);
 
@@ -543,6 +544,7 @@ void Executor::exec(const Stmt& s, const Active& act) {
         flush();
         return;
     case StmtKind::Barrier: barrier(static_cast<const BarrierNode*>(s.get()), act); return;
+    case StmtKind::AtomicRmw: exec_atomic_rmw(static_cast<const AtomicRmwNode*>(s.get()), act); return;
     case StmtKind::Print:
     case StmtKind::Assert:
     case StmtKind::Copy:
@@ -603,6 +605,57 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
         s.set(slot, p.v);
         if (!s.init.empty()) s.init[static_cast<size_t>(slot)] = 1;
         if (s.written) (*s.written)[static_cast<size_t>(off)] = 1;
+    }
+    flush();
+}
+
+// Atomics: every active thread's operands first (as for a store), then the read-modify-
+// writes one after another in thread order, each on the value the previous one left: the
+// hardware serialises atomics to one address in some order, and thread order is one of
+// them. Global memory only, where the simulator keeps no race shadow (it checks races in
+// shared memory only), so atomics need no exemption there; shared-memory atomics, whose
+// race rules differ (atomics do not race with each other, but do with plain accesses),
+// are refused until the lowering emits them.
+void Executor::exec_atomic_rmw(const AtomicRmwNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    Storage& s = storage(op->buffer, loc);
+    if (s.scope != Scope::Global)
+        fatal(loc, std::string("atomics on ") + kind_word(s.scope) + " memory ('" + s.name() +
+                       "') are not simulated (global tensors only)");
+    DataType dt = s.dtype;
+    if (!dt.is_float() && !dt.is_integer())
+        fatal(loc, "atomic on '" + s.name() + "' of " + dt.str());
+    struct Pending {
+        int32_t t;
+        int64_t off;
+        Value v;
+    };
+    std::vector<Pending> pending;
+    pending.reserve(act.size());
+    for (int32_t t : act) {
+        int64_t off = offset_of(s, op->indices, loc, t, true);
+        Value v = eval(op->value, t);
+        if (off >= 0) pending.push_back({t, off, interp::detail::convert(v, op->value->type, dt)});
+    }
+    for (auto& p : pending) {
+        if (!s.writable) {
+            issue(IssueKind::InputWrite, loc, p.t, [&] { return "atomic add into the input tensor '" + s.name() + "'"; });
+            continue;
+        }
+        record(op, loc, s, true, p.t, p.off);
+        Value old = s.get(p.off);
+        switch (op->op) {
+        case AtomicOp::Add:
+            // One rounding of the exact sum to the element type, as the hardware's
+            // atomic float add (f32: the double sum of two floats rounds to the same
+            // float as the exact one) and wrapping integer add.
+            if (dt.is_float())
+                s.set(p.off, Value::of_float(round_to(old.f + p.v.f, dt)));
+            else
+                s.set(p.off, Value::of_int(wrap(static_cast<uint64_t>(old.i) + static_cast<uint64_t>(p.v.i), dt)));
+            break;
+        }
+        if (s.written) (*s.written)[static_cast<size_t>(p.off)] = 1;
     }
     flush();
 }

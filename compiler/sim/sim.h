@@ -10,6 +10,8 @@
 // while any thread has iterations left, each iteration with the threads that do. A
 // statement evaluates its values for all active threads first and then stores them
 // (as a warp does), so a thread never sees another's store of the same statement.
+// Atomics (AtomicRmwNode, global tensors) apply one after another in thread order,
+// each on the value the previous one left, rounded once to the element type.
 // Threads are grouped in warps of the target's width (thread t is lane t % W of warp
 // t / W): memory counters are per warp request, and warp-collective operations (see
 // "Collectives" below) see every active lane of their warp at once. A barrier must be

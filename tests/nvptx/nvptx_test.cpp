@@ -36,7 +36,10 @@ std::vector<Case> cases() {
             {root + "/stdlib/kernels/rmsnorm.tile", {"rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_f32"}},
             {root + "/stdlib/kernels/layernorm.tile", {"layernorm_f16", "layernorm_bf16", "layernorm_f32"}},
             // gemm on CUDA cores (two of its exports: each is large PTX).
-            {root + "/stdlib/kernels/gemm.tile", {"gemm_f16_m64", "gemm_bf16_nt"}}};
+            {root + "/stdlib/kernels/gemm.tile", {"gemm_f16_m64", "gemm_bf16_nt"}},
+            // Scans through shared memory; split-K gemm whose only global writes are atomics.
+            {root + "/stdlib/kernels/cumsum.tile", {"cumsum_f32", "cumsum_f16", "cumsum_bf16", "cumsum_f32_reverse"}},
+            {root + "/stdlib/kernels/gemm_splitk.tile", {"gemm_splitk_f16", "gemm_splitk_bf16", "gemm_splitk_f16_s8"}}};
 }
 
 std::vector<ir::PrimFunc> thread_level(const Case& c, const target::GpuTarget& t) {
@@ -74,7 +77,7 @@ TEST_CASE("nvptx: PTX of every element-wise export for every sm arch", "[nvptx]"
             CHECK(contains(ptx, "%tid.x"));
             CHECK(contains(ptx, "%ctaid.x"));
             CHECK(contains(ptx, "ld.global"));
-            CHECK(contains(ptx, "st.global"));
+            CHECK((contains(ptx, "st.global") || contains(ptx, "atom.global")));
             CHECK(contains(ptx, ".maxntid"));
         }
     }
@@ -106,6 +109,24 @@ TEST_CASE("nvptx: f32 vector_add uses 16-byte vector loads on the unmasked path"
     INFO(ptx);
     CHECK(contains(ptx, "ld.global.v4.f32"));
     CHECK(contains(ptx, "st.global.v4.f32"));
+}
+
+TEST_CASE("nvptx: atomic_add is a relaxed f32 atomic add on global memory, cumsum a shared scan", "[nvptx]") {
+    std::string root = TILEC_SOURCE_DIR;
+    const auto* t = target::find_gpu_target("sm_80");
+    auto splitk = thread_level({root + "/stdlib/kernels/gemm_splitk.tile", {"gemm_splitk_f16"}}, *t);
+    std::string ptx = codegen::compile_nvptx(splitk, *t, codegen::NvptxOutput::Ptx, "test.tile");
+    INFO(ptx.substr(0, 4000));
+    // Relaxed at the GPU scope: atom / red without .acq_rel / .sys qualifiers.
+    CHECK((contains(ptx, "atom.global.add.f32") || contains(ptx, "red.global.add.f32")));
+    CHECK_FALSE(contains(ptx, "st.global"));
+    CHECK_FALSE(contains(ptx, ".acq_rel"));
+    CHECK_FALSE(contains(ptx, "atom.global.cas"));
+    auto scan = thread_level({root + "/stdlib/kernels/cumsum.tile", {"cumsum_f32"}}, *t);
+    ptx = codegen::compile_nvptx(scan, *t, codegen::NvptxOutput::Ptx, "test.tile");
+    CHECK(contains(ptx, "ld.shared.f32"));
+    CHECK(contains(ptx, "st.shared.f32"));
+    CHECK(contains(ptx, "bar.sync"));
 }
 
 TEST_CASE("nvptx: ptxas errors are internal errors with ptxas's output", "[nvptx][ptxas]") {

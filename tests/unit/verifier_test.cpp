@@ -324,3 +324,21 @@ TEST_CASE("verifier collects every violation, not just the first", "[verifier]")
     CHECK(has(errors, "'i'"));
     CHECK(has(errors, "'j'"));
 }
+
+TEST_CASE("verifier checks thread-level atomics like stores, and they print", "[verifier][printer]") {
+    Fixture fx;
+    Stmt ok = make_atomic_rmw(AtomicOp::Add, fx.Y, {c(1), c(2)}, make_float(1.0));
+    CHECK(verify(fx.with(ok)).empty());
+    CHECK(print(fx.with(ok)).find("atomic_add Y[1, 2], 1.0") != std::string::npos);
+    CHECK(has(verify(fx.with(make_atomic_rmw(AtomicOp::Add, fx.Y, {c(0), c(0)}, make_float(1.0, DataType::f16())))),
+              "atomic_add of f16 into 'Y' of f32"));
+    CHECK(has(verify(fx.with(make_atomic_rmw(AtomicOp::Add, fx.X, {c(0), c(0)}, make_float(1.0)))),
+              "atomic writes to input tensor 'X'"));
+    CHECK(has(verify(fx.with(make_atomic_rmw(AtomicOp::Add, fx.Y, {c(0)}, make_float(1.0)))),
+              "'Y' of rank 2 indexed with 1 indices"));
+    Buffer b = make_tensor("B", DataType::boolean(), {fx.M}, Access::InOut);
+    PrimFunc g = fx.f;
+    g.params.push_back({ParamKind::Tensor, b, nullptr});
+    g.body = make_atomic_rmw(AtomicOp::Add, b, {c(0)}, make_bool(true));
+    CHECK(has(verify(g), "atomic on 'B' of bool"));
+}
