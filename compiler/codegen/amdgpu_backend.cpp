@@ -1,6 +1,6 @@
 // The AMDGPU backend (entry: compile_amdgpu, link_hsaco). The lowering of thread-level
 // IR is shared with the NVPTX backend (gpu_lowering.h); what is AMD's own is here: the
-// work-item and workgroup ids, s_barrier with its fences, exp2 / log2, the
+// work-item and workgroup ids, s_barrier with its fences, exp2 / log2, ds_bpermute, the
 // amdgpu_kernel calling convention with the workgroup size and wavefront attributes,
 // the code object version, and ld.lld.
 #include "codegen/amdgpu_backend.h"
@@ -39,6 +39,7 @@ namespace {
 
 class AmdgpuHooks final : public gpu::GpuTargetHooks {
 public:
+    explicit AmdgpuHooks(int wave) : wave_(wave) {}
     const char* backend_name() const override { return "AMDGPU backend"; }
     llvm::Value* hardware_index(llvm::IRBuilder<>& b, bool thread, int dim) override {
         static const llvm::Intrinsic::ID item[3] = {llvm::Intrinsic::amdgcn_workitem_id_x,
@@ -85,6 +86,34 @@ public:
             inst->setMetadata("amdgpu.ignore.denormal.mode", llvm::MDNode::get(ctx, {}));
         if (inst->isFloatingPointOperation()) inst->getFunction()->addFnAttr("amdgpu-unsafe-fp-atomics", "true");
     }
+    // ds_bpermute_b32 (CDNA ISA "LDS Instructions"; RDNA3 ISA 16.15): each lane reads
+    // the value of the lane whose byte address (lane * 4) it gives. The source lane j is
+    // the IR's (ir.h, CallOp), computed here in 32-bit arithmetic: lane ^ m; lane - d,
+    // or the lane when below 0; lane + d, or the lane when W or more; s. The lane's own
+    // index is mbcnt over a full mask (lo: lanes 0..31, hi: 32..63 on wave64).
+    llvm::Value* shuffle_i32(llvm::IRBuilder<>& b, ir::CallOp op, llvm::Value* value, llvm::Value* m) override {
+        llvm::Value* self = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_lo, {}, {b.getInt32(-1), b.getInt32(0)});
+        if (wave_ == 64) self = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_mbcnt_hi, {}, {b.getInt32(-1), self});
+        llvm::Value* j = nullptr;
+        switch (op) {
+        case ir::CallOp::ShflXor: j = b.CreateXor(self, m); break;
+        case ir::CallOp::ShflUp: {
+            llvm::Value* up = b.CreateSub(self, m);
+            j = b.CreateSelect(b.CreateICmpSLT(up, b.getInt32(0)), self, up);
+            break;
+        }
+        case ir::CallOp::ShflDown: {
+            llvm::Value* down = b.CreateAdd(self, m);
+            j = b.CreateSelect(b.CreateICmpSGE(down, b.getInt32(wave_)), self, down);
+            break;
+        }
+        default: j = m; break;
+        }
+        return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ds_bpermute, {}, {b.CreateShl(j, 2), value});
+    }
+
+private:
+    int wave_;
 };
 
 std::string features_of(const target::GpuTarget& target) {
@@ -124,7 +153,7 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
     m.setDataLayout(tm->createDataLayout());
     // Code object v4: what ROCm 4.x through 6.x loaders all accept (v5 needs ROCm 5.x+).
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 400);
-    AmdgpuHooks hooks;
+    AmdgpuHooks hooks(target.warp_size);
     for (auto& f : funcs) {
         llvm::Function* fn = gpu::emit_kernel(m, f, target, hooks, llvm::CallingConv::AMDGPU_KERNEL);
         // The exact workgroup size bounds the registers per work-item and lets LLVM

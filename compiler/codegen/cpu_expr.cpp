@@ -336,6 +336,8 @@ static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool ba
 }
 
 llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
+    if (ir::is_warp_shuffle(e.op))
+        TILEC_ICE(std::string("CPU backend: warp shuffle ") + ir::call_op_name(e.op) + " (thread-level IR only)");
     DataType t = e.type;
     std::vector<llvm::Value*> args;
     for (auto& a : e.args) args.push_back(convert(expr(a), a->type, t));

@@ -1,6 +1,6 @@
 // The GPU backends' shared lowering: thread-level Tile IR (compiler/lower) -> LLVM IR,
 // the same for NVPTX (nvptx_backend.cpp) and AMDGPU (amdgpu_backend.cpp). A backend
-// supplies GpuTargetHooks (hardware indices, barrier, exp2/log2) and its kernel calling
+// supplies GpuTargetHooks (hardware indices, barrier, exp2/log2, 32-bit warp shuffles) and its kernel calling
 // convention and attributes; everything else (the value model, conversions, memory,
 // control flow) is here, so both backends compute the same values from the same IR.
 //
@@ -55,6 +55,10 @@ public:
     // it (AMDGPU: metadata that lets it use its float atomic instructions).
     virtual llvm::SyncScope::ID device_scope(llvm::LLVMContext& /*ctx*/) { return llvm::SyncScope::System; }
     virtual void annotate_atomic(llvm::AtomicRMWInst* /*inst*/) {}
+    // One 32-bit warp shuffle `op` (ir.h, CallOp::ShflXor ...) of the i32 `value` by the
+    // i32 lane operand `lane`, executed by the whole warp: the result of the lane's
+    // source lane as the IR defines it.
+    virtual llvm::Value* shuffle_i32(llvm::IRBuilder<>& b, ir::CallOp op, llvm::Value* value, llvm::Value* lane) = 0;
 };
 
 struct GpuBuffer {
@@ -393,7 +397,32 @@ public:
         TILEC_ICE(who_ + ": binary op");
     }
 
+    // A warp shuffle of a scalar of up to 64 bits, as the 32-bit shuffles of the target
+    // (ir.h, CallOp): f32 registers (f32, and f16 / bf16, which live in them) as their
+    // bits, narrower integers and bools zero-extended, 64-bit values in two halves
+    // shuffled from the same source lane.
+    llvm::Value* shuffle(const ir::CallNode& e) {
+        if (e.args.size() != 2) TILEC_ICE(who_ + ": " + ir::call_op_name(e.op) + " without its two operands");
+        llvm::Value* v = expr(e.args[0]);
+        llvm::Value* lane = expr(e.args[1]);
+        auto* i32 = b_.getInt32Ty();
+        auto* i64 = b_.getInt64Ty();
+        auto one = [&](llvm::Value* x) { return hooks_.shuffle_i32(b_, e.op, x, lane); };
+        llvm::Type* vt = v->getType();
+        if (vt->isFloatTy()) return b_.CreateBitCast(one(b_.CreateBitCast(v, i32)), vt);
+        if (vt->isIntegerTy() && vt->getIntegerBitWidth() < 32) return b_.CreateTrunc(one(b_.CreateZExt(v, i32)), vt);
+        if (vt->isIntegerTy(32)) return one(v);
+        if (!vt->isDoubleTy() && !vt->isIntegerTy(64))
+            TILEC_ICE(who_ + ": " + ir::call_op_name(e.op) + " of " + e.args[0]->type.str());
+        llvm::Value* u = vt->isDoubleTy() ? b_.CreateBitCast(v, i64) : v;
+        llvm::Value* lo = one(b_.CreateTrunc(u, i32));
+        llvm::Value* hi = one(b_.CreateTrunc(b_.CreateLShr(u, 32), i32));
+        llvm::Value* r = b_.CreateOr(b_.CreateZExt(lo, i64), b_.CreateShl(b_.CreateZExt(hi, i64), 32));
+        return vt->isDoubleTy() ? b_.CreateBitCast(r, vt) : r;
+    }
+
     llvm::Value* call(const ir::CallNode& e) {
+        if (ir::is_warp_shuffle(e.op)) return shuffle(e);
         std::vector<llvm::Value*> args;
         for (auto& a : e.args) args.push_back(expr(a));
         DataType t = e.type;

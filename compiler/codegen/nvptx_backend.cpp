@@ -1,7 +1,7 @@
 // The NVPTX backend (entry: compile_nvptx, assemble_cubin). The lowering of thread-level
 // IR is shared with the AMDGPU backend (gpu_lowering.h); what is NVIDIA's own is here:
 // the special registers, bar.sync, the PTX approximate instructions for exp2 / log2 (as
-// CUDA's fast-math intrinsics do: ex2.approx, lg2.approx), the ptx_kernel calling
+// CUDA's fast-math intrinsics do: ex2.approx, lg2.approx), shfl.sync, the ptx_kernel calling
 // convention with nvvm.annotations, and ptxas.
 #include "codegen/nvptx_backend.h"
 
@@ -59,6 +59,20 @@ public:
     }
     llvm::Value* log2(llvm::IRBuilder<>& b, llvm::Value* x) override {
         return b.CreateIntrinsic(llvm::Intrinsic::nvvm_lg2_approx_f, {}, {x});
+    }
+    // shfl.sync.{bfly,up,down,idx}.b32 d, value, lane, c, 0xffffffff (PTX ISA 9.7.9.6):
+    // the IR's shuffles are those of PTX over the whole 32-lane warp as one segment:
+    // c = 0x1f clamps down / bfly / idx at lane 31, c = 0 clamps up at lane 0; either
+    // way an out-of-range source gives the lane its own value, as ir.h defines. The full
+    // membermask names lanes a partial warp lacks: those count as exited, which
+    // shfl.sync does not wait for (the IR never reads them).
+    llvm::Value* shuffle_i32(llvm::IRBuilder<>& b, ir::CallOp op, llvm::Value* value, llvm::Value* lane) override {
+        llvm::Intrinsic::ID id = op == ir::CallOp::ShflXor    ? llvm::Intrinsic::nvvm_shfl_sync_bfly_i32
+                                 : op == ir::CallOp::ShflUp   ? llvm::Intrinsic::nvvm_shfl_sync_up_i32
+                                 : op == ir::CallOp::ShflDown ? llvm::Intrinsic::nvvm_shfl_sync_down_i32
+                                                              : llvm::Intrinsic::nvvm_shfl_sync_idx_i32;
+        uint32_t c = op == ir::CallOp::ShflUp ? 0u : 0x1fu;
+        return b.CreateIntrinsic(id, {}, {b.getInt32(0xffffffffu), value, lane, b.getInt32(c)});
     }
 };
 

@@ -195,6 +195,9 @@ Value Machine::eval_binary(const BinaryNode* op) {
 
 Value Machine::eval_call(const CallNode* op) {
     if (op->args.empty()) fail(op->loc, std::string(call_op_name(op->op)) + " without arguments");
+    if (is_warp_shuffle(op->op))
+        fail(op->loc, std::string(call_op_name(op->op)) + " is a thread-level warp operation; the reference "
+                                                          "interpreter runs tile-level IR");
     DataType t = op->args[0]->type;
     if (op->op == CallOp::Abs && !t.is_float()) {
         int64_t x = eval_int(op->args[0]);
@@ -224,6 +227,10 @@ Value Machine::eval_call(const CallNode* op) {
         if (op->args.size() != 2) fail(op->loc, "pow takes two arguments");
         r = std::pow(x, arg(1));
         break;
+    case CallOp::ShflXor:
+    case CallOp::ShflUp:
+    case CallOp::ShflDown:
+    case CallOp::ShflIdx: break;  // refused above
     }
     if (!op->type.is_float()) return convert(Value::of_float(r), DataType::f64(), op->type);
     return Value::of_float(r);

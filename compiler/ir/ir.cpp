@@ -177,8 +177,16 @@ const char* call_op_name(CallOp op) {
     case CallOp::Floor: return "floor";
     case CallOp::Ceil: return "ceil";
     case CallOp::Pow: return "pow";
+    case CallOp::ShflXor: return "shfl_xor";
+    case CallOp::ShflUp: return "shfl_up";
+    case CallOp::ShflDown: return "shfl_down";
+    case CallOp::ShflIdx: return "shfl_idx";
     }
     return "?";
+}
+
+bool is_warp_shuffle(CallOp op) {
+    return op == CallOp::ShflXor || op == CallOp::ShflUp || op == CallOp::ShflDown || op == CallOp::ShflIdx;
 }
 
 bool is_comparison(BinaryOp op) {
@@ -303,6 +311,20 @@ Expr make_call(CallOp op, std::vector<Expr> args, SourceLoc loc) {
 Expr make_call(CallOp op, std::vector<Expr> args, DataType type, SourceLoc loc) {
     for (const auto& a : args) check_nonnull(a, call_op_name(op));
     return std::make_shared<CallNode>(op, std::move(args), type, loc);
+}
+
+Expr make_shuffle(CallOp op, Expr value, Expr lane, SourceLoc loc) {
+    TILEC_CHECK(is_warp_shuffle(op), std::string("make_shuffle of ") + call_op_name(op));
+    check_nonnull(value, call_op_name(op));
+    check_nonnull(lane, call_op_name(op));
+    if (lane->type != DataType::i32()) {
+        if (auto c = as_const_int(lane))
+            lane = make_int(*c, DataType::i32(), lane->loc);
+        else
+            lane = make_cast(DataType::i32(), lane, lane->loc);
+    }
+    DataType t = value->type;
+    return make_call(op, {std::move(value), std::move(lane)}, t, loc);
 }
 
 Expr make_load(Buffer buffer, std::vector<Expr> indices, SourceLoc loc) {

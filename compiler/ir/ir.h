@@ -137,9 +137,45 @@ enum class BinaryOp : uint8_t {
     Shr,
 };
 enum class UnaryOp : uint8_t { Neg, Not, BitNot };
-// Builtin math functions. Target ops (mma, cp.async, shuffles) are added here or as
-// statements at thread level.
-enum class CallOp : uint8_t { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Sigmoid, Abs, Floor, Ceil, Pow };
+// Builtin math functions, then the warp shuffles. Target ops (mma, cp.async) are added
+// here or as statements at thread level.
+//
+// Warp shuffles (ShflXor ... ShflIdx): thread level only, never from the language (the
+// lowering emits them; the verifier refuses them in a function without level=thread).
+// shfl_*(value, lane_operand): `value` a bool, integer or float scalar of up to 64 bits,
+// `lane_operand` an i32; the result has the value's type. W is the target's warp width
+// (32 on NVIDIA and RDNA wave32, 64 on CDNA wave64); lane = thread index % W. Each lane
+// gets `value` as its source lane j holds it:
+//   shfl_xor(v, m):  j = lane ^ m
+//   shfl_up(v, d):   j = lane - d, or the lane itself when that is below 0
+//   shfl_down(v, d): j = lane + d, or the lane itself when that is W or more
+//   shfl_idx(v, s):  j = s
+// Contract (the simulator checks it; the backends rely on it): every lane of the warp
+// that exists in the block executes the shuffle together (it is never under a
+// lane-dependent `if`, loop bound, select or && / ||), the lane operand lies in [0, W),
+// and j is a lane that exists in the block. Lowered to shfl.sync (NVPTX, membermask
+// 0xffffffff) and ds_bpermute (AMDGPU); values narrower than 32 bits travel extended,
+// 64-bit values as two 32-bit halves.
+enum class CallOp : uint8_t {
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sigmoid,
+    Abs,
+    Floor,
+    Ceil,
+    Pow,
+    ShflXor,
+    ShflUp,
+    ShflDown,
+    ShflIdx,
+};
+// ShflXor .. ShflIdx.
+bool is_warp_shuffle(CallOp op);
 
 const char* scope_name(Scope s);             // "global", "shared", "fragment", "local", "register"
 const char* access_name(Access a);           // "in", "out", "inout"
@@ -560,6 +596,9 @@ Expr make_cast(DataType type, Expr value, SourceLoc loc = {});
 // Result type: the first argument's.
 Expr make_call(CallOp op, std::vector<Expr> args, SourceLoc loc = {});
 Expr make_call(CallOp op, std::vector<Expr> args, DataType type, SourceLoc loc);
+// A warp shuffle (CallOp::ShflXor ...) of `value`; `lane` cast to i32 if it is another
+// integer type.
+Expr make_shuffle(CallOp op, Expr value, Expr lane, SourceLoc loc = {});
 Expr make_load(Buffer buffer, std::vector<Expr> indices, SourceLoc loc = {});
 
 // Shorthands for make_binary (loc = a's loc).

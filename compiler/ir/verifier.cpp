@@ -82,7 +82,15 @@ private:
     }
 
     void visit_binary(const BinaryNode* op) override {
-        IRVisitor::visit_binary(op);
+        if (is_logical(op->op) && op->a && op->b) {
+            // The right side of && / || may not be evaluated: no warp shuffle there.
+            visit(op->a);
+            ++conditional_;
+            visit(op->b);
+            --conditional_;
+        } else {
+            IRVisitor::visit_binary(op);
+        }
         if (!op->a || !op->b) {
             error(op->loc, std::string("null operand of ") + binary_op_name(op->op));
             return;
@@ -146,7 +154,11 @@ private:
     }
 
     void visit_select(const SelectNode* op) override {
-        IRVisitor::visit_select(op);
+        if (op->cond) visit(op->cond);
+        ++conditional_;  // a backend may evaluate only the chosen side
+        if (op->t) visit(op->t);
+        if (op->f) visit(op->f);
+        --conditional_;
         check_bool(op->cond, "select condition");
         if (op->t && op->f && op->t->type != op->f->type)
             error(op->loc,
@@ -155,6 +167,10 @@ private:
 
     void visit_call(const CallNode* op) override {
         IRVisitor::visit_call(op);
+        if (is_warp_shuffle(op->op)) {
+            check_shuffle(op);
+            return;
+        }
         size_t want = op->op == CallOp::Pow ? 2 : 1;
         if (op->args.size() != want) {
             error(op->loc, std::string(call_op_name(op->op)) + " takes " + std::to_string(want) +
@@ -168,6 +184,29 @@ private:
                 error(op->loc, std::string("argument of ") + call_op_name(op->op) + " must be a float, not " +
                                    a->type.str());
         }
+    }
+
+    // ir.h, CallOp: a warp shuffle's operands, and where it may stand.
+    void check_shuffle(const CallNode* op) {
+        std::string name = call_op_name(op->op);
+        bool thread_level = false;
+        for (const auto& [k, v] : f_.attrs) thread_level |= k == "level" && v == "thread";
+        if (!thread_level) error(op->loc, name + " in a function that is not thread level (level=thread)");
+        if (conditional_ > 0)
+            error(op->loc, name + " inside a select or the right side of && / || (the whole warp must execute it)");
+        if (op->args.size() != 2) {
+            error(op->loc, name + " takes 2 arguments (value, lane), got " + std::to_string(op->args.size()));
+            return;
+        }
+        const Expr& v = op->args[0];
+        const Expr& lane = op->args[1];
+        if (!v || !lane) return;
+        DataType t = v->type;
+        if (!t.is_scalar() || !(t.is_bool() || t.is_integer() || t.is_float()) || t.bits > 64)
+            error(op->loc, "value of " + name + " must be a scalar of up to 64 bits, not " + t.str());
+        if (lane->type != DataType::i32())
+            error(op->loc, "lane operand of " + name + " must be i32, not " + lane->type.str());
+        if (op->type != t) error(op->loc, name + " must yield its value's type " + t.str() + ", not " + op->type.str());
     }
 
     void check_buffer_live(const Buffer& b, SourceLoc loc) {
@@ -534,6 +573,7 @@ private:
     }
 
     const PrimFunc& f_;
+    int conditional_ = 0;  // > 0: inside an expression that may not be evaluated
     std::vector<std::string> errors_;
     std::unordered_set<const VarNode*> live_vars_, ever_vars_;
     std::unordered_set<const BufferNode*> live_buffers_, ever_buffers_;

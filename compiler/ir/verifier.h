@@ -23,6 +23,9 @@ namespace tilec::ir {
 //    fill/pad values of the buffer's dtype;
 //  - types: operands of a binary op agree; If/Assert/Select conditions and And/Or/Not
 //    operands are bool; For min/extent integer; integer-only / float-only ops;
+//  - warp shuffles (CallOp::ShflXor ...): only in a function with level=thread, never
+//    inside a select or the right side of && / ||; a scalar value of up to 64 bits, an
+//    i32 lane operand, the value's type as result;
 //  - the function: 1..3 grid dims, threads > 0, params of the right kinds.
 std::vector<std::string> verify(const PrimFunc& f);
 

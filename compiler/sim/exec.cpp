@@ -1,9 +1,11 @@
 // The simulator's executor: argument binding, the block loop, SIMT lock-step statement
 // execution over an active set of threads, per-thread expression evaluation with GPU
-// rounding, shadow state for the checks, and the per-warp memory counters.
+// rounding, warp shuffles through the ISA models (warp_isa.h), shadow state for the
+// checks, and the per-warp memory counters.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "interp/machine.h"
 #include "ir/printer.h"
 #include "sim/sim.h"
+#include "sim/warp_isa.h"
 
 namespace tilec::sim {
 
@@ -138,19 +141,38 @@ struct CounterKey {
     }
 };
 
-// Marks expression nodes that are warp-collective operations. None exists in the IR
-// yet. When one is added (a CallOp such as shfl_sync(value, src_lane)), its case goes
-// here, and: before a statement evaluates its values per thread (exec_store, the
-// conditions of If, the values of LetStmt, ...), a walk of its expressions finds the
-// collective nodes (innermost first) and, for the active set `act`, evaluates their
-// operands for every thread of `act`, groups the threads by warp (t / warp_), computes
-// each active lane's result from its warp's operands (an inactive source lane is an
-// issue, as reading it is undefined on the hardware) and keeps the results in a map
-// node -> value per thread, which eval() returns for that node. Whole-block lock step
-// guarantees every active lane of a warp is at that statement; mma and ldmatrix
-// statements take the same path with register operands.
-[[maybe_unused]] bool is_warp_collective(const Expr&) {
-    return false;
+// The bits a register of type `t` holds for `v`, as the backends hold it (gpu_lowering.h:
+// narrow floats in f32 registers, integers and bools at their width), zero-extended to
+// 64; and back. A shuffle moves these bits.
+uint64_t register_bits(Value v, DataType t) {
+    if (t.is_float()) {
+        if (t.bits == 64) {
+            uint64_t u;
+            std::memcpy(&u, &v.f, sizeof u);
+            return u;
+        }
+        float f = static_cast<float>(v.f);  // exact: the value is of its (<= 32-bit) type
+        uint32_t u;
+        std::memcpy(&u, &f, sizeof u);
+        return u;
+    }
+    int bits = t.is_bool() ? 1 : t.bits;
+    uint64_t u = static_cast<uint64_t>(v.i);
+    return bits >= 64 ? u : u & ((uint64_t{1} << bits) - 1);
+}
+Value from_register_bits(uint64_t u, DataType t) {
+    if (t.is_float()) {
+        if (t.bits == 64) {
+            double d;
+            std::memcpy(&d, &u, sizeof d);
+            return Value::of_float(d);
+        }
+        uint32_t w = static_cast<uint32_t>(u);
+        float f;
+        std::memcpy(&f, &w, sizeof f);
+        return Value::of_float(static_cast<double>(f));
+    }
+    return Value::of_int(normalize_int(static_cast<int64_t>(u), t));
 }
 
 class Executor {
@@ -231,6 +253,20 @@ private:
 
     // ---- statements ----------------------------------------------------------------
     using Active = std::vector<int32_t>;
+
+    // ---- warp shuffles -------------------------------------------------------------
+    // The results of the shuffles of the statement being executed, per thread; eval()
+    // returns them. begin_statement() forgets the previous statement's.
+    std::unordered_map<const CallNode*, std::vector<Value>> shuffled_;
+    void begin_statement() { shuffled_.clear(); }
+    // Runs every shuffle inside `e` (innermost first) for the threads of `act`.
+    void prepare(const Expr& e, const Active& act);
+    void shuffle(const CallNode* op, const Active& act);
+    // One warp's part: its executing threads act[k..end).
+    void shuffle_warp(const CallNode* op, SourceLoc loc, const Active& act, size_t k, size_t end,
+                      const std::vector<uint64_t>& bits, const std::vector<int64_t>& lane_arg,
+                      std::vector<Value>& out);
+
     void exec(const Stmt& s, const Active& act);
     void exec_store(const StoreNode* op, const Active& act);
     void exec_atomic_rmw(const AtomicRmwNode* op, const Active& act);
@@ -293,10 +329,213 @@ Value Executor::eval(const Expr& e, int t) {
         auto* op = static_cast<const CastNode*>(e.get());
         return interp::detail::convert(eval(op->value, t), op->value->type, op->type);
     }
-    case ExprKind::Call: return eval_call(static_cast<const CallNode*>(e.get()), t);
+    case ExprKind::Call: {
+        auto* op = static_cast<const CallNode*>(e.get());
+        if (!is_warp_shuffle(op->op)) return eval_call(op, t);
+        auto it = shuffled_.find(op);
+        if (it == shuffled_.end())
+            fatal(at(op->loc), std::string("internal error in the simulator: ") + call_op_name(op->op) +
+                                   " evaluated outside its statement's warp step");
+        return it->second[static_cast<size_t>(t)];
+    }
     case ExprKind::Load: return load(static_cast<const LoadNode*>(e.get()), t);
     }
     fatal(at(e->loc), "the simulator cannot evaluate this expression");
+}
+
+// ---------------------------------------------------------------------------------
+// Warp shuffles
+
+void Executor::prepare(const Expr& e, const Active& act) {
+    if (!e) return;
+    switch (e->kind) {
+    case ExprKind::Binary: {
+        auto* op = static_cast<const BinaryNode*>(e.get());
+        prepare(op->a, act);
+        prepare(op->b, act);
+        return;
+    }
+    case ExprKind::Unary: prepare(static_cast<const UnaryNode*>(e.get())->a, act); return;
+    case ExprKind::Select: {
+        auto* op = static_cast<const SelectNode*>(e.get());
+        prepare(op->cond, act);
+        prepare(op->t, act);
+        prepare(op->f, act);
+        return;
+    }
+    case ExprKind::Cast: prepare(static_cast<const CastNode*>(e.get())->value, act); return;
+    case ExprKind::Load:
+        for (const auto& i : static_cast<const LoadNode*>(e.get())->indices) prepare(i, act);
+        return;
+    case ExprKind::Call: {
+        auto* op = static_cast<const CallNode*>(e.get());
+        for (const auto& a : op->args) prepare(a, act);
+        if (is_warp_shuffle(op->op) && !shuffled_.count(op)) shuffle(op, act);
+        return;
+    }
+    default: return;
+    }
+}
+
+void Executor::shuffle(const CallNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    if (op->args.size() != 2) fatal(loc, std::string(call_op_name(op->op)) + " takes 2 arguments");
+    DataType t = op->args[0]->type;
+    if (t.bits > 64) fatal(loc, std::string(call_op_name(op->op)) + " of " + t.str());
+    // Every executing thread's operands first, as the warp's lanes supply them at once.
+    std::vector<uint64_t> bits(static_cast<size_t>(threads_));
+    std::vector<int64_t> lane_arg(static_cast<size_t>(threads_));
+    for (int32_t th : act) {
+        bits[th] = register_bits(eval(op->args[0], th), t);
+        lane_arg[th] = eval_int(op->args[1], th);
+    }
+    std::vector<Value> out(static_cast<size_t>(threads_));
+    for (size_t k = 0; k < act.size();) {
+        size_t end = k;
+        while (end < act.size() && act[end] / warp_ == act[k] / warp_) ++end;
+        shuffle_warp(op, loc, act, k, end, bits, lane_arg, out);
+        k = end;
+    }
+    shuffled_[op] = std::move(out);
+}
+
+void Executor::shuffle_warp(const CallNode* op, SourceLoc loc, const Active& act, size_t k, size_t end,
+                            const std::vector<uint64_t>& bits, const std::vector<int64_t>& lane_arg,
+                            std::vector<Value>& out) {
+    const std::string name = call_op_name(op->op);
+    const DataType t = op->args[0]->type;
+    const int first = act[k] / warp_ * warp_;
+    const int lanes_here = std::min(warp_, threads_ - first);  // the warp's lanes that exist
+    std::vector<uint8_t> active(static_cast<size_t>(warp_), 0);
+    for (size_t a = k; a < end; ++a) active[static_cast<size_t>(act[a] - first)] = 1;
+    const int halves = t.bits > 32 ? 2 : 1;
+    std::vector<uint64_t> result(static_cast<size_t>(warp_), 0);
+    auto thread_of = [&](int lane) { return first + lane; };
+
+    // The IR's contract (ir.h): the lane operand lies in [0, W). PTX reads only its low 5
+    // bits and ds_bpermute wraps the address: either would quietly read another lane.
+    for (size_t a = k; a < end; ++a) {
+        int64_t m = lane_arg[act[a]];
+        if (m < 0 || m >= warp_)
+            issue(IssueKind::ShuffleOperand, loc, act[a], [&] {
+                return "lane operand " + std::to_string(m) + " of " + name + " is outside [0, " +
+                       std::to_string(warp_) + ") (the warp's lanes)";
+            });
+    }
+
+    if (!opt_.target || opt_.target->vendor == target::Vendor::Nvidia) {
+        // shfl.sync.MODE.b32 d, a, b, c, 0xffffffff with c = 0x1f (0 for up): the whole
+        // 32-lane warp as one segment, as the NVPTX backend emits it.
+        isa::ShflMode mode = op->op == CallOp::ShflXor    ? isa::ShflMode::Bfly
+                             : op->op == CallOp::ShflUp   ? isa::ShflMode::Up
+                             : op->op == CallOp::ShflDown ? isa::ShflMode::Down
+                                                          : isa::ShflMode::Idx;
+        const char* ptx = mode == isa::ShflMode::Bfly ? "bfly" : mode == isa::ShflMode::Up ? "up"
+                          : mode == isa::ShflMode::Down ? "down" : "idx";
+        const std::string instr = name + " (shfl.sync." + ptx + ")";
+        for (int h = 0; h < halves; ++h) {
+            std::array<isa::ShflSyncLane, 32> lanes{};
+            for (int l = 0; l < 32; ++l) {
+                isa::ShflSyncLane& ln = lanes[static_cast<size_t>(l)];
+                ln.exited = l >= lanes_here;
+                ln.executes = l < warp_ && active[static_cast<size_t>(l)];
+                ln.membermask = 0xffffffffu;
+                ln.c = op->op == CallOp::ShflUp ? 0u : 0x1fu;
+                if (!ln.executes) continue;
+                ln.a = static_cast<uint32_t>(bits[thread_of(l)] >> (32 * h));
+                ln.b = static_cast<uint32_t>(lane_arg[thread_of(l)]);
+            }
+            isa::ShflSyncResult r = isa::ptx_shfl_sync(mode, lanes);
+            for (int l = 0; l < 32; ++l)
+                if (lanes[static_cast<size_t>(l)].executes)
+                    result[static_cast<size_t>(l)] |= static_cast<uint64_t>(r.d[static_cast<size_t>(l)]) << (32 * h);
+            if (h > 0) continue;  // the second half's findings are the first's
+            int missing = -1, absent = 0;
+            for (const auto& is : r.issues)
+                if (is.problem == isa::ShflProblem::MemberNotArrived && is.lane == act[k] - first) {
+                    if (missing < 0) missing = is.other;
+                    ++absent;
+                }
+            if (missing >= 0)
+                issue(IssueKind::ShuffleDivergence, loc, act[k], [&] {
+                    return instr + " executed by " + std::to_string(lanes_here - absent) + " of the warp's " +
+                           std::to_string(lanes_here) + " lanes: lane " + std::to_string(missing) +
+                           ", named by membermask 0xffffffff, does not execute it (a shuffle under a "
+                           "lane-dependent condition; undefined in PTX)";
+                });
+            for (const auto& is : r.issues) {
+                if (is.problem == isa::ShflProblem::SourceInactive ||
+                    is.problem == isa::ShflProblem::SourceNotInMembermask)
+                    issue(IssueKind::ShuffleSource, loc, thread_of(is.lane), [&] {
+                        return instr + " in lane " + std::to_string(is.lane) + " reads lane " +
+                               std::to_string(is.other) +
+                               (is.other >= lanes_here ? ", which does not exist in the block"
+                                                       : ", which does not execute it") +
+                               " (undefined in PTX)";
+                    });
+                else if (is.problem != isa::ShflProblem::MemberNotArrived)
+                    issue(IssueKind::ShuffleDivergence, loc, thread_of(is.lane), [&] {
+                        return instr + " in lane " + std::to_string(is.lane) +
+                               ": membermasks disagree with lane " + std::to_string(is.other) +
+                               " (undefined in PTX)";
+                    });
+            }
+        }
+    } else {
+        // ds_bpermute_b32 with the byte address of the source lane the IR defines (ir.h),
+        // computed as the AMDGPU backend computes it, in 32-bit arithmetic.
+        const std::string instr = name + " (ds_bpermute_b32)";
+        int executing = static_cast<int>(end - k);
+        if (executing < lanes_here) {
+            int missing = 0;
+            while (missing < lanes_here && active[static_cast<size_t>(missing)]) ++missing;
+            issue(IssueKind::ShuffleDivergence, loc, act[k], [&] {
+                return instr + " executed by " + std::to_string(executing) + " of the warp's " +
+                       std::to_string(lanes_here) + " lanes: lane " + std::to_string(missing) +
+                       " does not execute it (a shuffle under a lane-dependent condition; "
+                       "tilec's shuffles need the whole warp)";
+            });
+        }
+        uint64_t exec = 0;
+        std::vector<uint32_t> addr(static_cast<size_t>(warp_), 0), data(static_cast<size_t>(warp_), 0),
+            zeros(static_cast<size_t>(warp_), 0);
+        for (int l = 0; l < warp_; ++l) {
+            if (!active[static_cast<size_t>(l)]) continue;
+            exec |= uint64_t{1} << l;
+            int32_t m = static_cast<int32_t>(lane_arg[thread_of(l)]);
+            int32_t lane = l, j = 0;
+            switch (op->op) {
+            case CallOp::ShflXor: j = lane ^ m; break;
+            case CallOp::ShflUp: j = static_cast<int32_t>(static_cast<uint32_t>(lane) - static_cast<uint32_t>(m)); j = j < 0 ? lane : j; break;
+            case CallOp::ShflDown: j = static_cast<int32_t>(static_cast<uint32_t>(lane) + static_cast<uint32_t>(m)); j = j >= warp_ ? lane : j; break;
+            default: j = m; break;
+            }
+            addr[static_cast<size_t>(l)] = static_cast<uint32_t>(j) << 2;
+        }
+        // gfx9 (CDNA, wave64) and gfx11 (RDNA3, wave32): the two documents' texts.
+        isa::DsPermuteIsa variant = warp_ == 64 ? isa::DsPermuteIsa::Cdna : isa::DsPermuteIsa::Rdna3;
+        for (int h = 0; h < halves; ++h) {
+            for (int l = 0; l < warp_; ++l)
+                data[static_cast<size_t>(l)] =
+                    active[static_cast<size_t>(l)] ? static_cast<uint32_t>(bits[thread_of(l)] >> (32 * h)) : 0u;
+            isa::DsBpermuteResult r = isa::amd_ds_bpermute(variant, warp_, exec, addr, data, 0, zeros);
+            for (int l = 0; l < warp_; ++l)
+                if (active[static_cast<size_t>(l)])
+                    result[static_cast<size_t>(l)] |= static_cast<uint64_t>(r.vdst[static_cast<size_t>(l)]) << (32 * h);
+            if (h > 0) continue;
+            for (int l = 0; l < warp_; ++l)
+                if (active[static_cast<size_t>(l)] && r.source_disabled[static_cast<size_t>(l)])
+                    issue(IssueKind::ShuffleSource, loc, thread_of(l), [&] {
+                        int src = r.source[static_cast<size_t>(l)];
+                        return instr + " in lane " + std::to_string(l) + " reads lane " + std::to_string(src) +
+                               (src >= lanes_here ? ", which does not exist in the block"
+                                                  : ", which does not execute it") +
+                               " (ds_bpermute returns 0 for a disabled lane)";
+                    });
+        }
+    }
+    for (size_t a = k; a < end; ++a)
+        out[static_cast<size_t>(act[a])] = from_register_bits(result[static_cast<size_t>(act[a] - first)], t);
 }
 
 Value Executor::eval_binary(const BinaryNode* op, int t) {
@@ -411,6 +650,10 @@ Value Executor::eval_call(const CallNode* op, int t) {
         if (op->args.size() != 2) fatal(at(op->loc), "pow takes two arguments");
         r = std::pow(x, arg(1));
         break;
+    case CallOp::ShflXor:
+    case CallOp::ShflUp:
+    case CallOp::ShflDown:
+    case CallOp::ShflIdx: fatal(at(op->loc), "internal error in the simulator: shuffle as a plain call");
     }
     if (!op->type.is_float()) return interp::detail::convert(Value::of_float(r), DataType::f64(), op->type);
     return Value::of_float(round_to(r, op->type));
@@ -485,6 +728,9 @@ void Executor::exec(const Stmt& s, const Active& act) {
         return;
     case StmtKind::For: {
         auto* op = static_cast<const ForNode*>(s.get());
+        begin_statement();
+        prepare(op->min, act);
+        prepare(op->extent, act);
         std::vector<int64_t> mins(static_cast<size_t>(threads_)), ext(static_cast<size_t>(threads_));
         int64_t most = 0;
         for (int32_t t : act) {
@@ -517,6 +763,8 @@ void Executor::exec(const Stmt& s, const Active& act) {
     }
     case StmtKind::If: {
         auto* op = static_cast<const IfNode*>(s.get());
+        begin_statement();
+        prepare(op->cond, act);
         Active yes, no;
         for (int32_t t : act) (eval(op->cond, t).i != 0 ? yes : no).push_back(t);
         flush();
@@ -529,6 +777,8 @@ void Executor::exec(const Stmt& s, const Active& act) {
         // Evaluated before the binding exists (the value may name an outer binding of
         // the same variable).
         std::vector<Value> tmp(static_cast<size_t>(threads_));
+        begin_statement();
+        prepare(op->value, act);
         for (int32_t t : act) tmp[t] = eval(op->value, t);
         flush();
         std::vector<Value>& vals = push_tvar(op->var.get());
@@ -540,6 +790,8 @@ void Executor::exec(const Stmt& s, const Active& act) {
     case StmtKind::Allocate: exec_allocate(static_cast<const AllocateNode*>(s.get()), act); return;
     case StmtKind::Store: exec_store(static_cast<const StoreNode*>(s.get()), act); return;
     case StmtKind::Evaluate:
+        begin_statement();
+        prepare(static_cast<const EvaluateNode*>(s.get())->value, act);
         for (int32_t t : act) eval(static_cast<const EvaluateNode*>(s.get())->value, t);
         flush();
         return;
@@ -568,6 +820,9 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
     };
     std::vector<Pending> pending;
     pending.reserve(act.size());
+    begin_statement();
+    for (const auto& i : op->indices) prepare(i, act);
+    prepare(op->value, act);
     for (int32_t t : act) {
         int64_t off = offset_of(s, op->indices, loc, t, true);
         Value v = eval(op->value, t);

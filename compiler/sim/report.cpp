@@ -15,6 +15,9 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::BarrierDivergence: return "divergent barrier";
     case IssueKind::Arithmetic: return "arithmetic";
     case IssueKind::InputWrite: return "input write";
+    case IssueKind::ShuffleDivergence: return "divergent shuffle";
+    case IssueKind::ShuffleSource: return "shuffle source";
+    case IssueKind::ShuffleOperand: return "shuffle operand";
     }
     return "?";
 }

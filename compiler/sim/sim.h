@@ -37,7 +37,9 @@
 //   fresh at each execution of the `alloc`);
 // - barriers not reached by all threads of the block (inside a thread-dependent `if`,
 //   or a loop with a thread-dependent trip count);
-// - integer division by zero and out-of-range shifts; stores into an input tensor.
+// - integer division by zero and out-of-range shifts; stores into an input tensor;
+// - warp shuffles not executed by the whole warp, reading a lane that does not execute
+//   them, or with a lane operand outside [0, warp size) (see "Collectives").
 //
 // Counters (per source line of the access): global-memory 32-byte sectors per warp
 // request against the ideal (the distinct bytes requested / 32, rounded up); shared-
@@ -50,13 +52,20 @@
 // 256-byte aligned addresses, shared buffers at 128-byte aligned offsets in the order of
 // their allocation.
 //
-// Collectives (the hook for shuffles, ldmatrix, mma). The IR has no warp-collective
-// op yet. Lock step makes them natural: every active lane of a warp is at the same
-// statement, so when one is added, `is_warp_collective` in exec.cpp marks its node and
-// the statement's execution first evaluates its operands for all active threads,
-// groups them by warp (lane = thread % warp size) and computes each lane's result
-// from the other lanes' operands; the per-thread evaluation then reads that result
-// (see the comment at `is_warp_collective`).
+// Collectives: the warp shuffles (ir::CallOp::ShflXor ...; ldmatrix and mma would
+// take the same path). Lock step makes them natural: every active lane of a warp is at
+// the same statement, so a statement first evaluates the operands of its shuffles for
+// all active threads (innermost shuffle first), groups them by warp (lane = thread %
+// warp size) and runs the instruction the backend emits, modelled from the vendor's ISA
+// document (warp_isa.h): shfl.sync on NVIDIA (c = 0x1f, or 0 for up; membermask
+// 0xffffffff; 64-bit values as two 32-bit halves, narrower ones extended as the
+// backends do), ds_bpermute on AMD (the byte address of the source lane the IR
+// defines). The per-thread evaluation then reads each lane's result. Reported as
+// shuffle issues: what the ISA leaves undefined (a lane named by the membermask that
+// does not execute the shuffle, a source lane that does not), and what the IR's
+// contract forbids though the ISA defines it (ir.h, CallOp: a lane operand outside
+// [0, W); on AMD, a warp not executing the shuffle whole, a disabled source lane, for
+// which ds_bpermute gives 0).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -89,6 +98,10 @@ enum class IssueKind : uint8_t {
     BarrierDivergence,
     Arithmetic,  // integer division by zero, shift out of range
     InputWrite,  // a store into an `in` tensor
+    // Warp shuffles outside their contract (ir.h, CallOp) or undefined by the ISA:
+    ShuffleDivergence,  // not executed by the whole warp
+    ShuffleSource,      // reads a lane that does not execute it (or does not exist)
+    ShuffleOperand,     // a lane operand outside [0, warp size)
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 

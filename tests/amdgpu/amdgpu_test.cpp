@@ -2,7 +2,8 @@
 // (kernel descriptors, wavefront size, global loads and stores), and HSACO from ld.lld
 // whose AMDGPU metadata note (llvm-readelf --notes) names each kernel with its wavefront
 // size and kernarg segment size. These are what `tilec --emit=amdgcn|hsaco` produce,
-// without the driver.
+// without the driver. Warp shuffles of every value type become ds_bpermute_b32 (two for
+// 64-bit values) addressed from the lane's mbcnt.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -245,4 +246,67 @@ TEST_CASE("amdgpu: ld.lld errors are internal errors with ld.lld's output", "[am
 TEST_CASE("amdgpu: an NVIDIA target is refused", "[amdgpu]") {
     const auto* t = target::find_gpu_target("sm_80");
     CHECK_THROWS_AS(codegen::compile_amdgpu({}, *t, codegen::AmdgpuOutput::Assembly, "x"), InternalError);
+}
+
+namespace {
+
+// A thread-level kernel of 128 threads doing every warp shuffle on values of `t`:
+// Y[4 tx + 0..3] = shfl_xor(X[tx], 1), shfl_up(X[tx], 1), shfl_down(X[tx], 1),
+// shfl_idx(X[tx], 0).
+ir::PrimFunc shuffle_kernel(ir::DataType t) {
+    ir::PrimFunc f;
+    auto tx = ir::make_thread_idx_var(0);
+    auto x = ir::make_tensor("X", t, {ir::make_int(1024)}, ir::Access::In);
+    auto y = ir::make_tensor("Y", t, {ir::make_int(4096)}, ir::Access::Out);
+    f.name = "shuffles_" + t.str();
+    f.params = {ir::Param{ir::ParamKind::Tensor, x, nullptr}, ir::Param{ir::ParamKind::Tensor, y, nullptr}};
+    f.grid = {ir::make_int(1)};
+    f.threads = 128;
+    f.block_idx = ir::make_block_idx_vars();
+    f.attrs = {{"level", "thread"}};
+    std::vector<ir::Stmt> stores;
+    int k = 0;
+    for (auto op : {ir::CallOp::ShflXor, ir::CallOp::ShflUp, ir::CallOp::ShflDown, ir::CallOp::ShflIdx}) {
+        auto v = ir::make_shuffle(op, ir::make_load(x, {tx}), ir::make_int(op == ir::CallOp::ShflIdx ? 0 : 1, ir::DataType::i32()));
+        stores.push_back(ir::make_store(y, {ir::add(ir::mul(tx, ir::make_int(4)), ir::make_int(k++))}, v));
+    }
+    f.body = ir::make_seq(stores);
+    return f;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("amdgpu: warp shuffles are ds_bpermute_b32 on the lane from mbcnt; HSACO builds", "[amdgpu][shuffle]") {
+    const ir::DataType types[] = {ir::DataType::f32(), ir::DataType::f16(), ir::DataType::bf16(), ir::DataType::f64(),
+                                  ir::DataType::i32(), ir::DataType::i16(), ir::DataType::u8(),  ir::DataType::i64(),
+                                  ir::DataType::u64(), ir::DataType::boolean()};
+    for (const char* arch : kArchs) {
+        const auto* t = target::find_gpu_target(arch);
+        REQUIRE(t != nullptr);
+        std::vector<ir::PrimFunc> funcs;
+        for (auto ty : types) funcs.push_back(shuffle_kernel(ty));
+        std::string s = codegen::compile_amdgpu(funcs, *t, codegen::AmdgpuOutput::Assembly, "test.tile");
+        INFO(arch);
+        for (auto& f : funcs) {
+            size_t begin = s.find(f.name + ":\n");
+            REQUIRE(begin != std::string::npos);
+            size_t end = s.find("s_endpgm", begin);
+            REQUIRE(end != std::string::npos);
+            std::string body = s.substr(begin, end - begin);
+            INFO(f.name << "\n" << body);
+            // Four shuffles, two bpermutes each for 64-bit values.
+            CHECK(count(body, "ds_bpermute_b32") == (f.params[0].buffer->dtype.bits == 64 ? 8u : 4u));
+            CHECK(contains(body, "v_mbcnt_lo_u32_b32"));
+            CHECK(contains(body, "v_mbcnt_hi_u32_b32") == (t->warp_size == 64));
+        }
+        if (codegen::ld_lld_path().empty()) continue;
+        std::string hsaco = codegen::compile_hsaco(funcs, *t, "test.tile");
+        CHECK(hsaco.substr(0, 4) == "\x7f" "ELF");
+    }
 }

@@ -1,6 +1,8 @@
 // The NVPTX backend on the element-wise kernels: PTX for every listed sm arch, with the
 // kernel entry, thread and block indices, global loads and stores, and cubins from
-// ptxas. These are what `tilec --emit=ptx|cubin` produce, without the driver.
+// ptxas. These are what `tilec --emit=ptx|cubin` produce, without the driver. Warp
+// shuffles of every value type become shfl.sync (two for 64-bit values) that ptxas
+// accepts.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -295,4 +297,72 @@ TEST_CASE("nvptx: conversions to bf16 round once where PTX lacks a direct cvt (s
         check("i32", i32c(0, w), int_to_bf16(w < 0, wmag));
     }
     CHECK(bad == 0);
+}
+
+namespace {
+
+// A thread-level kernel of 128 threads doing every warp shuffle on values of `t`:
+// Y[4 tx + 0..3] = shfl_xor(X[tx], 1), shfl_up(X[tx], 1), shfl_down(X[tx], 1),
+// shfl_idx(X[tx], 0).
+ir::PrimFunc shuffle_kernel(ir::DataType t) {
+    ir::PrimFunc f;
+    auto tx = ir::make_thread_idx_var(0);
+    auto x = ir::make_tensor("X", t, {ir::make_int(1024)}, ir::Access::In);
+    auto y = ir::make_tensor("Y", t, {ir::make_int(4096)}, ir::Access::Out);
+    f.name = "shuffles_" + t.str();
+    f.params = {ir::Param{ir::ParamKind::Tensor, x, nullptr}, ir::Param{ir::ParamKind::Tensor, y, nullptr}};
+    f.grid = {ir::make_int(1)};
+    f.threads = 128;
+    f.block_idx = ir::make_block_idx_vars();
+    f.attrs = {{"level", "thread"}};
+    std::vector<ir::Stmt> stores;
+    int k = 0;
+    for (auto op : {ir::CallOp::ShflXor, ir::CallOp::ShflUp, ir::CallOp::ShflDown, ir::CallOp::ShflIdx}) {
+        auto v = ir::make_shuffle(op, ir::make_load(x, {tx}), ir::make_int(op == ir::CallOp::ShflIdx ? 0 : 1, ir::DataType::i32()));
+        stores.push_back(ir::make_store(y, {ir::add(ir::mul(tx, ir::make_int(4)), ir::make_int(k++))}, v));
+    }
+    f.body = ir::make_seq(stores);
+    return f;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+}
+
+const ir::DataType kShuffleTypes[] = {ir::DataType::f32(), ir::DataType::f16(), ir::DataType::bf16(), ir::DataType::f64(),
+                                      ir::DataType::i32(), ir::DataType::i16(), ir::DataType::u8(),  ir::DataType::i64(),
+                                      ir::DataType::u64(), ir::DataType::boolean()};
+
+}  // namespace
+
+TEST_CASE("nvptx: warp shuffles are shfl.sync with a full membermask, 64-bit values in two", "[nvptx][shuffle]") {
+    for (const char* arch : kArchs) {
+        const auto* t = target::find_gpu_target(arch);
+        REQUIRE(t != nullptr);
+        std::vector<ir::PrimFunc> funcs;
+        for (auto ty : kShuffleTypes) funcs.push_back(shuffle_kernel(ty));
+        std::string ptx = codegen::compile_nvptx(funcs, *t, codegen::NvptxOutput::Ptx, "test.tile");
+        INFO(arch);
+        for (auto& f : funcs) {
+            size_t begin = ptx.find(".entry " + f.name + "(");
+            REQUIRE(begin != std::string::npos);
+            size_t end = ptx.find(".entry ", begin + 1);
+            std::string body = ptx.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+            INFO(f.name << "\n" << body);
+            size_t per = f.params[0].buffer->dtype.bits == 64 ? 2 : 1;
+            // mode, value, lane operand, c (0x1f = 31; 0 for up), membermask -1.
+            CHECK(count(body, "shfl.sync.bfly.b32") == per);
+            CHECK(count(body, "shfl.sync.up.b32") == per);
+            CHECK(count(body, "shfl.sync.down.b32") == per);
+            CHECK(count(body, "shfl.sync.idx.b32") == per);
+            CHECK(contains(body, ", 1, 31, -1;"));
+            CHECK(contains(body, ", 1, 0, -1;"));
+            CHECK(contains(body, ", 0, 31, -1;"));
+        }
+        if (codegen::ptxas_path().empty()) continue;
+        std::string cubin = codegen::assemble_cubin(ptx, *t);
+        CHECK(cubin.substr(0, 4) == "\x7f" "ELF");
+    }
 }
