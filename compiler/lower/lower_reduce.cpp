@@ -54,9 +54,12 @@ void ThreadLowering::collect_reductions(const Stmt& body) {
 // ---- reductions -----------------------------------------------------------------
 // dst = reduce(src, dim) for whole fragments, dst laid out as src reduced (see
 // collect_reductions). Each thread folds its own registers into one partial per row
-// it holds; the partials go to a shared scratch [rows x replicas]; after a barrier
-// every replica folds its row's partials in the same order, so all replicas agree
-// bit for bit; a second barrier lets the scratch be reused (the reduce in a loop).
+// it holds; replicas of a row in lanes of one warp that differ in a set of lane bits
+// fold their partials by butterfly shuffles (shfl_xor); when the replicas span several
+// such groups, the groups' leaders publish to a shared scratch [rows x replicas] and,
+// after a barrier, every replica folds its row's leader partials in the same order, so
+// all replicas agree bit for bit; a second barrier lets the scratch be reused (the
+// reduce in a loop).
 // Floats accumulate in at least f32, as the interpreter accumulates in double.
 Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     const Buffer& sb = op.src.buffer;
@@ -142,6 +145,75 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     }
     auto dshape = *const_shape(db->shape);
     int64_t rows = layout::shape_size(dshape);
+
+    // The warp step: the thread bits below the warp width that a row's replicas differ
+    // in, where flipping the bit keeps every register of every thread on the same row.
+    // A butterfly (shfl_xor over those bits, highest first) folds each group of replicas
+    // within the warp, every lane ending with the same bits (each step combines the
+    // same two values, commutatively). Only the group leaders (those bits 0) then go
+    // through the shared scratch, and only when the replicas span several groups.
+    const int64_t T = G->thread_count(), R = G->registers_per_thread();
+    std::vector<int64_t> row_at(static_cast<size_t>(T * R), -1);
+    std::vector<std::vector<layout::FragmentSlot>> owners_of(static_cast<size_t>(rows));
+    {
+        std::vector<int64_t> c(dshape.size(), 0);
+        for (int64_t row = 0; row < rows; ++row) {
+            int64_t rest = row;
+            for (size_t d = dshape.size(); d-- > 0;) {
+                c[d] = rest % dshape[d];
+                rest /= dshape[d];
+            }
+            owners_of[static_cast<size_t>(row)] = G->owners(c);
+            for (const auto& sl : owners_of[static_cast<size_t>(row)])
+                if (sl.thread >= 0 && sl.thread < T && sl.reg >= 0 && sl.reg < R)
+                    row_at[static_cast<size_t>(sl.thread * R + sl.reg)] = row;
+        }
+    }
+    std::vector<int64_t> bits;  // lane bits of the butterfly, highest first
+    for (int64_t b = target_.warp_size / 2; b >= 1; b /= 2) {
+        bool ok = true;
+        for (int64_t t = 0; t < T && ok; ++t)
+            for (int64_t r = 0; r < R && ok; ++r) {
+                int64_t row = row_at[static_cast<size_t>(t * R + r)];
+                ok = row >= 0 && (t ^ b) < T && row_at[static_cast<size_t>((t ^ b) * R + r)] == row;
+            }
+        if (ok) bits.push_back(b);
+    }
+    int64_t mask = 0;
+    for (int64_t b : bits) mask |= b;
+    // The replicas (rep numbers) of a row whose threads lead a group: the same for
+    // every row, or no warp step.
+    std::vector<int64_t> leaders;
+    for (int64_t row = 0; row < rows && !bits.empty(); ++row) {
+        std::vector<int64_t> mine;
+        const auto& own = owners_of[static_cast<size_t>(row)];
+        for (size_t rep = 0; rep < own.size(); ++rep)
+            if ((own[rep].thread & mask) == 0) mine.push_back(static_cast<int64_t>(rep));
+        if (row == 0)
+            leaders = mine;
+        else if (mine != leaders)
+            bits.clear();
+    }
+    if (bits.empty() || leaders.empty() || static_cast<int64_t>(leaders.size()) * (mask + 1) != P) {
+        bits.clear();
+        leaders.clear();
+    }
+    Stmt butterfly = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+        std::vector<Stmt> steps;
+        for (int64_t b : bits) {
+            Expr mine = make_load(part, {r}, loc);
+            Expr theirs = make_shuffle(CallOp::ShflXor, make_load(part, {r}, loc), make_int(b, DataType::i32()), loc);
+            steps.push_back(make_store(part, {r}, combine(mine, theirs), loc));
+        }
+        return make_seq(steps, loc);
+    });
+    if (!bits.empty() && leaders.size() == 1) {
+        // Every replica of a row in one warp group: no shared memory.
+        Stmt done = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+            return finish(r, combine(start(r), make_load(part, {r}, loc)));
+        });
+        return make_allocate(part, make_seq({init, fold, butterfly, done}, loc), loc);
+    }
     int64_t bytes = rows * P * ((acc.bits + 7) / 8);
     shared_bytes_ += bytes;
     if (shared_bytes_ > target_.static_shared_bytes)
@@ -154,9 +226,19 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         return mul(lin, make_int(P));
     };
     Stmt publish = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-        return make_store(scratch, {add(row_of(coord), rep)}, make_load(part, {r}, loc), loc);
+        Stmt st = make_store(scratch, {add(row_of(coord), rep)}, make_load(part, {r}, loc), loc);
+        if (bits.empty()) return st;
+        Expr lead = eq(make_binary(BinaryOp::BitAnd, Expr(tx_), make_int(mask), loc), make_int(0));
+        return make_if(lead, st, nullptr, loc);
     });
     Stmt gather = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+        if (!bits.empty()) {
+            // The group leaders' partials, in one order for every replica.
+            Expr acc_v = make_load(scratch, {add(row_of(coord), make_int(leaders[0]))}, loc);
+            for (size_t k = 1; k < leaders.size(); ++k)
+                acc_v = combine(acc_v, make_load(scratch, {add(row_of(coord), make_int(leaders[k]))}, loc));
+            return finish(r, combine(start(r), acc_v));
+        }
         Var p = make_loop_var("p", loc);
         Stmt step = make_store(
             part, {r},
@@ -168,8 +250,11 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     });
     return make_allocate(
         scratch,
-        make_allocate(
-            part, make_seq({init, fold, publish, make_barrier(loc), gather, make_barrier(loc)}, loc), loc),
+        make_allocate(part,
+                      make_seq({init, fold, bits.empty() ? make_seq({}) : butterfly, publish, make_barrier(loc),
+                                gather, make_barrier(loc)},
+                               loc),
+                      loc),
         loc);
 }
 
