@@ -203,7 +203,10 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         for (int64_t b : bits) {
             Expr mine = make_load(part, {r}, loc);
             Expr theirs = make_shuffle(CallOp::ShflXor, make_load(part, {r}, loc), make_int(b, DataType::i32()), loc);
-            steps.push_back(make_store(part, {r}, combine(mine, theirs), loc));
+            // Partials are already folded: absmax's are magnitudes (a plain max; and no
+            // shuffle inside the select combine() would make for it).
+            Expr both = op.reduce_kind == ReduceKind::AbsMax ? maximum(mine, theirs) : combine(mine, theirs);
+            steps.push_back(make_store(part, {r}, both, loc));
         }
         return make_seq(steps, loc);
     });
