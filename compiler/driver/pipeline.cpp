@@ -23,6 +23,7 @@
 #include "codegen/cpu_backend.h"
 #include "codegen/gpu_entry.h"
 #include "codegen/nvptx_backend.h"
+#include "lower/layout_inference.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
 #endif
@@ -110,6 +111,7 @@ bool build_cuda_embedding(const ir::Module& lowered, const std::vector<std::stri
         const target::GpuTarget* t = target::find_gpu_target(arch);
         if (!t) TILEC_ICE("no target table row for " + arch);
         ir::PassManager gpm(pmo);
+        gpm.add(lower::layout_inference_pass(*t));
         gpm.add(lower::thread_level_pass(*t));
         auto thread_level = gpm.run(lowered, ctx);
         if (!thread_level || diags.has_errors()) return false;
@@ -276,7 +278,8 @@ int compile(const Options& options) {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
         for (auto& name : options.print_after) {
-            bool found = (gpu_emit || !object_sm_targets.empty()) && name == "lower-thread-level";
+            bool found = (gpu_emit || !object_sm_targets.empty()) &&
+                         (name == "lower-thread-level" || name == "layout-inference");
             for (auto& p : pm.passes()) found |= p.name == name;
             if (!found) {
                 std::string list;
@@ -287,6 +290,9 @@ int compile(const Options& options) {
         if (diags.has_errors()) return 1;
         ir::PassContext ctx;
         ctx.diag = &diags;
+        if (options.print_after_all || std::find(options.print_after.begin(), options.print_after.end(),
+                                                 "layout-inference") != options.print_after.end())
+            ctx.options["print-layouts"] = "1";
         auto lowered = pm.run(module, ctx);
         if (!lowered || diags.has_errors()) return 1;
 
@@ -353,6 +359,7 @@ int compile(const Options& options) {
                 const target::GpuTarget* t = target::find_gpu_target(arch);
                 if (!t) TILEC_ICE("no target table row for " + arch);
                 ir::PassManager gpm(pmo);
+                gpm.add(lower::layout_inference_pass(*t));
                 gpm.add(lower::thread_level_pass(*t));
                 auto thread_level = gpm.run(*lowered, ctx);
                 if (!thread_level || diags.has_errors()) return 1;

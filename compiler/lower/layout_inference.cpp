@@ -27,7 +27,9 @@
 // a fragment of its own between the two uses).
 #include "lower/layout_inference.h"
 
+#include <algorithm>
 #include <functional>
+#include <iostream>
 #include <stdexcept>
 #include <vector>
 
@@ -349,6 +351,17 @@ std::string LayoutPlan::str() const {
 
 std::optional<LayoutPlan> infer_layouts(const PrimFunc& f, const target::GpuTarget& target, DiagnosticEngine* diag) {
     return Inference(f, target).run(diag);
+}
+
+Pass layout_inference_pass(const target::GpuTarget& target) {
+    return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
+                    auto plan = infer_layouts(f, target, ctx.diag);
+                    if (plan && ctx.option("print-layouts") == "1")
+                        std::cerr << "// ---- layouts after layout-inference (" << f.name << ", " << target.name
+                                  << ") ----\n"
+                                  << plan->str() << std::flush;
+                    return f;
+                }};
 }
 
 }  // namespace tilec::lower

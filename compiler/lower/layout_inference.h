@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "ir/ir.h"
+#include "ir/pass.h"
 #include "layout/fragment.h"
 #include "layout/layout.h"
 #include "support/diagnostics.h"
@@ -44,5 +45,11 @@ struct LayoutPlan {
 // uses, and gives nullopt; without `diag`, a conflict is an internal error.
 std::optional<LayoutPlan> infer_layouts(const ir::PrimFunc& f, const target::GpuTarget& target,
                                         DiagnosticEngine* diag);
+
+// The pass "layout-inference" (before "lower-thread-level", which infers again, so the
+// two stay independent): reports conflicts through the context's DiagnosticEngine, and
+// with the context option {"print-layouts", "1"} (the driver's
+// --print-after=layout-inference) prints the plan to standard error. The IR is unchanged.
+ir::Pass layout_inference_pass(const target::GpuTarget& target);
 
 }  // namespace tilec::lower
