@@ -382,7 +382,7 @@ struct ThreadLowering::BodyRewriter : IRMutator {
         if (!same)
             unsupported(loc, "fragment '" + b->name +
                                  "' indexed other than by its parallel loop's "
-                                 "coordinates (needs layout inference)");
+                                 "coordinates (or, for a read, all of them but one)");
         return it->second.regs;
     }
 
