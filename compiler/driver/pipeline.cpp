@@ -25,6 +25,7 @@
 #include "codegen/gpu_entry.h"
 #include "codegen/gpu_resources.h"
 #include "codegen/nvptx_backend.h"
+#include "lower/layout_inference.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
 #endif
@@ -179,6 +180,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
         const target::GpuTarget* t = target::find_gpu_target(arch);
         if (!t) TILEC_ICE("no target table row for " + arch);
         ir::PassManager gpm(pmo);
+        gpm.add(lower::layout_inference_pass(*t));
         gpm.add(lower::thread_level_pass(*t));
         auto thread_level = gpm.run(lowered, ctx);
         if (!thread_level || diags.has_errors()) return false;
@@ -376,7 +378,8 @@ int compile(const Options& options) {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
         for (auto& name : options.print_after) {
-            bool found = (gpu_emit || !object_gpu_targets.empty()) && name == "lower-thread-level";
+            bool found = (gpu_emit || !object_gpu_targets.empty()) &&
+                         (name == "lower-thread-level" || name == "layout-inference");
             for (auto& p : pm.passes()) found |= p.name == name;
             if (!found) {
                 std::string list;
@@ -387,6 +390,9 @@ int compile(const Options& options) {
         if (diags.has_errors()) return 1;
         ir::PassContext ctx;
         ctx.diag = &diags;
+        if (options.print_after_all || std::find(options.print_after.begin(), options.print_after.end(),
+                                                 "layout-inference") != options.print_after.end())
+            ctx.options["print-layouts"] = "1";
         auto lowered = pm.run(module, ctx);
         if (!lowered || diags.has_errors()) return 1;
 
@@ -455,6 +461,7 @@ int compile(const Options& options) {
                 const target::GpuTarget* t = target::find_gpu_target(arch);
                 if (!t) TILEC_ICE("no target table row for " + arch);
                 ir::PassManager gpm(pmo);
+                gpm.add(lower::layout_inference_pass(*t));
                 gpm.add(lower::thread_level_pass(*t));
                 auto thread_level = gpm.run(*lowered, ctx);
                 if (!thread_level || diags.has_errors()) return 1;

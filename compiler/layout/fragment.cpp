@@ -5,6 +5,7 @@
 // lane % 4 a column digit of stride 1), and the tests check them against the formulas.
 #include "layout/fragment.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/printer.h"
@@ -164,6 +165,70 @@ std::optional<Fragment> Fragment::reduce_dim(size_t dim, bool keep_dim) const {
     if (!digits_ || dim >= shape_.size()) return std::nullopt;
     DigitMap m = digits_->drop_dim(dim, kThread, kReg, keep_dim);
     return from_digits(name_ + ".reduce(" + std::to_string(dim) + ")", m, threads_);
+}
+
+std::optional<Fragment> Fragment::expand_dim(size_t dim, int64_t extent, bool replace_unit_dim) const {
+    if (!digits_ || extent <= 0) return std::nullopt;
+    if (replace_unit_dim ? (dim >= shape_.size() || shape_[dim] != 1) : dim > shape_.size()) return std::nullopt;
+    DigitMap m = *digits_;
+    // Replica thread digits, lowest first: the ones the extent can absorb.
+    int64_t all_rep = 1;
+    for (const Digit& g : m.rep)
+        if (g.out == kThread) all_rep *= g.extent;
+    int64_t vec = 1;
+    for (int64_t v : {int64_t{4}, int64_t{2}})
+        if (extent % v == 0 && (extent / v) % all_rep == 0) {
+            vec = v;
+            break;
+        }
+    int64_t left = extent / vec;
+    std::vector<Digit> used, kept;
+    for (const Digit& g : m.rep) {
+        if (g.out == kThread && left % g.extent == 0) {
+            used.push_back(g);
+            left /= g.extent;
+        } else {
+            kept.push_back(g);
+        }
+    }
+    // Registers: the new dimension's vector and outer digits first (stride 1, vec), the
+    // old register digits above them in their old order.
+    int64_t new_regs = vec * left;
+    for (auto& ds : m.dims)
+        for (Digit& g : ds)
+            if (g.out == kReg) g.stride *= new_regs;
+    for (Digit& g : kept)
+        if (g.out == kReg) g.stride *= new_regs;
+    std::vector<Digit> digits;
+    if (vec > 1) digits.push_back({vec, kReg, 1});
+    digits.insert(digits.end(), used.begin(), used.end());
+    if (left > 1) digits.push_back({left, kReg, vec});
+    m.rep = kept;
+    if (replace_unit_dim) {
+        m.shape[dim] = extent;
+        m.dims[dim] = digits;
+    } else {
+        m.shape.insert(m.shape.begin() + static_cast<std::ptrdiff_t>(dim), extent);
+        m.dims.insert(m.dims.begin() + static_cast<std::ptrdiff_t>(dim), digits);
+    }
+    return from_digits(name_ + ".expand(" + std::to_string(dim) + ", " + std::to_string(extent) + ")", m, threads_);
+}
+
+bool Fragment::same_slots(const Fragment& other) const {
+    if (shape_ != other.shape_ || threads_ != other.threads_ || regs_ != other.regs_ ||
+        replicate_ != other.replicate_)
+        return false;
+    auto key = [](const FragmentSlot& s) { return std::make_pair(s.thread, s.reg); };
+    for (int64_t i = 0; i < size(); ++i) {
+        auto c = unflatten(i, shape_);
+        std::vector<std::pair<int64_t, int64_t>> a, b;
+        for (const auto& s : owners(c)) a.push_back(key(s));
+        for (const auto& s : other.owners(c)) b.push_back(key(s));
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        if (a != b) return false;
+    }
+    return true;
 }
 
 Fragment Fragment::compose(const Layout& inner) const {

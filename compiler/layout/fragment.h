@@ -66,6 +66,18 @@ public:
     // the threads over `dim` become replicas and their registers go. `keep_dim` leaves
     // the dimension with extent 1. nullopt for fragments built from expressions.
     std::optional<Fragment> reduce_dim(size_t dim, bool keep_dim = false) const;
+    // The converse of reduce_dim: a fragment over a shape with a new dimension `dim` of
+    // `extent` (or, with `replace_unit_dim`, dimension `dim` of extent 1 widened to
+    // `extent`) whose reduce_dim(dim) holds every element where this fragment does. The
+    // replicas' threads take the new dimension's chunks (a vector of up to 4 registers,
+    // then the replica threads, then further registers), so a parallel loop over the wider
+    // shape reads this fragment's element of its row from its own registers. Replica
+    // digits that do not divide the extent stay replicas. nullopt for fragments built from
+    // expressions or an extent the vector/replicas cannot tile.
+    std::optional<Fragment> expand_dim(size_t dim, int64_t extent, bool replace_unit_dim = false) const;
+    // Same shape, threads and registers, and every element held in the same slots (the
+    // expressions may differ): the two fragments are one layout.
+    bool same_slots(const Fragment& other) const;
     // this(inner(x)): the same registers addressed through a layout whose codomain is
     // this fragment's shape (a reshape view, a transpose).
     Fragment compose(const Layout& inner) const;

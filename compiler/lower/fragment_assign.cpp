@@ -1,7 +1,6 @@
-// Fragment assignment for the element-wise GPU path: which thread holds which elements
-// of a tile. Until layout inference exists (it will weigh mma and copy proposals), every
-// tile of one shape gets the same Fragment, so agreement between a parallel loop and
-// the fragments it reads is by construction.
+// The default Fragment of a tile shape: what layout inference (layout_inference.cpp)
+// gives a fragment or loop that no op, copy or loop constrains, and the thread split of
+// copies and fills of shared memory.
 #include <array>
 
 #include "lower/thread_lower.h"

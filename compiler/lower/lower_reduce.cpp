@@ -1,13 +1,9 @@
 // Thread-level lowering of reductions (part of lower_to_thread_level), and the layout
 // of the fragments they write.
 //
-// Fragments of reduced shapes:
-// The one-fragment-per-shape rule, extended: a shape that some fragment reduce
-// writes gets the reduced fragment of its source (Fragment::reduce_dim, replicated
-// over the threads that held a row), so a row's result already sits in every thread
-// that held part of the row, and a parallel loop over the source's shape reads it
-// as m[i] without moving data. Two reductions into one shape that disagree on the
-// layout are refused (layout inference would pick or convert).
+// The destination's layout is the source's reduced (Fragment::reduce_dim, replicated
+// over the threads that held a row), as layout inference (layout_inference.cpp)
+// plans it, so a row's result sits in every thread that held part of the row.
 #include <cmath>
 #include <cstdint>
 
@@ -19,41 +15,9 @@ namespace tilec::lower::detail {
 
 using namespace ir;
 
-const layout::Fragment* ThreadLowering::reduced_fragment(const std::vector<int64_t>& shape) const {
-    for (const auto& [s, f] : reduced_)
-        if (s == shape) return &f;
-    return nullptr;
-}
-
-void ThreadLowering::collect_reductions(const Stmt& body) {
-    struct Finder : IRVisitor {
-        std::vector<const ReduceNode*> found;
-        void visit_reduce(const ReduceNode* op) override { found.push_back(op); }
-    } finder;
-    finder.visit(body);
-    for (const ReduceNode* op : finder.found) {
-        const Buffer& sb = op->src.buffer;
-        const Buffer& db = op->dst.buffer;
-        if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment) continue;  // refused when lowered
-        auto ss = const_shape(sb->shape), ds = const_shape(db->shape);
-        if (!ss || !ds) continue;
-        auto F = fragment_for(*ss);
-        if (!F) continue;
-        auto G = F->reduce_dim(static_cast<size_t>(op->dim), ds->size() == ss->size());
-        if (!G) continue;
-        if (auto* have = reduced_fragment(*ds)) {
-            if (have->str() != G->str())
-                unsupported(op->loc, "reductions into fragments of shape " + layout::shape_str(*ds) +
-                                         " from differently laid out sources (needs layout inference)");
-            continue;
-        }
-        reduced_.emplace_back(*ds, *G);
-    }
-}
-
 // ---- reductions -----------------------------------------------------------------
 // dst = reduce(src, dim) for whole fragments, dst laid out as src reduced (see
-// collect_reductions). Each thread folds its own registers into one partial per row
+// layout_inference.cpp). Each thread folds its own registers into one partial per row
 // it holds; replicas of a row in lanes of one warp that differ in a set of lane bits
 // fold their partials by butterfly shuffles (shfl_xor); when the replicas span several
 // such groups, the groups' leaders publish to a shared scratch [rows x replicas] and,
@@ -73,7 +37,7 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     if (src.frag.replicate() > 1)
         unsupported(loc, "reduce of fragment '" + sb->name + "' held by several threads (replicas)");
     auto G = src.frag.reduce_dim(static_cast<size_t>(op.dim), db->rank() == sb->rank());
-    if (!G || G->str() != dst.frag.str())
+    if (!G || !G->same_slots(dst.frag))
         unsupported(loc, "reduce into fragment '" + db->name + "' laid out other than '" + sb->name +
                              "' reduced (needs layout inference)");
     DataType dt = db->dtype;

@@ -151,7 +151,8 @@ void check_gpu_types(const Stmt& body) {
 
 }  // namespace
 
-ThreadLowering::ThreadLowering(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {
+ThreadLowering::ThreadLowering(const PrimFunc& f, const target::GpuTarget& t, LayoutPlan plan)
+    : f_(f), target_(t), plan_(std::move(plan)) {
     tx_ = make_thread_idx_var(0, f.loc);
 }
 
@@ -162,14 +163,12 @@ PrimFunc ThreadLowering::run() {
     check_gpu_types(f_.body);
     PrimFunc out = f_;
     global_reads_ = global_accesses(f_.body, false);
-    collect_reductions(f_.body);
     out.body = strip_trailing_barrier(lower(f_.body));
     out.attrs.emplace_back(kLevelAttr, kThreadLevel);
     return out;
 }
 
 std::optional<layout::Fragment> ThreadLowering::fragment_for(const std::vector<int64_t>& shape) const {
-    if (auto* f = reduced_fragment(shape)) return *f;
     return assign_fragment(shape, f_.threads);
 }
 
@@ -277,11 +276,11 @@ Stmt ThreadLowering::lower_allocate(const AllocateNode& a) {
     if (!shape) TILEC_ICE("thread-level lowering: allocation of '" + b->name + "' with a non-constant shape");
     switch (b->scope) {
     case Scope::Fragment: {
-        auto F = fragment_for(*shape);
+        const layout::Fragment* F = plan_.fragment(b.get());
         if (!F)
             unsupported(a.loc, "fragment '" + b->name + "' of shape " + layout::shape_str(*shape) + " on " +
                                    std::to_string(f_.threads) + " threads (it does not divide among them)");
-        if (F->replicate() > 1 && !reduced_fragment(*shape))
+        if (F->replicate() > 1 && !plan_.reduced.count(b.get()))
             unsupported(a.loc, "fragment '" + b->name + "' smaller than the block (" +
                                    std::to_string(layout::shape_size(*shape)) + " elements on " +
                                    std::to_string(f_.threads) + " threads)");
@@ -371,7 +370,7 @@ struct ThreadLowering::BodyRewriter : IRMutator {
         }
         if (missing == vars.size()) return std::nullopt;
         auto G = loop_frag->reduce_dim(missing);
-        if (!G || G->str() != frag.str()) return std::nullopt;
+        if (!G || !G->same_slots(frag)) return std::nullopt;
         return frag.apply(indices, make_int(0)).second;
     }
 
@@ -388,7 +387,7 @@ struct ThreadLowering::BodyRewriter : IRMutator {
         if (!same)
             unsupported(loc, "fragment '" + b->name +
                                  "' indexed other than by its parallel loop's "
-                                 "coordinates (needs layout inference)");
+                                 "coordinates (or, for a read, all of them but one)");
         return it->second.regs;
     }
 
@@ -474,12 +473,12 @@ Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
         if (!inner || inner->for_kind != ForKind::Parallel) break;
         f = inner;
     }
-    auto F = fragment_for(extents);
+    const layout::Fragment* F = plan_.loop(&outer);
     if (!F)
         unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
                                    std::to_string(f_.threads) + " threads (it does not divide among them)");
     return register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-        BodyRewriter rw(this, vars, extents, r, rep, &*F);
+        BodyRewriter rw(this, vars, extents, r, rep, F);
         Stmt b = rw.mutate(body);
         VarMap map;
         for (size_t d = 0; d < vars.size(); ++d)
@@ -493,7 +492,9 @@ Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
 std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::GpuTarget& target,
                                               DiagnosticEngine* diag) {
     try {
-        return detail::ThreadLowering(f, target).run();
+        auto plan = infer_layouts(f, target, diag);
+        if (!plan) return std::nullopt;  // a conflict, reported
+        return detail::ThreadLowering(f, target, std::move(*plan)).run();
     } catch (const detail::Unsupported& u) {
         std::string msg = u.what + " is not supported for GPU targets yet (--target=" + target.name + ")";
         if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);

@@ -7,11 +7,13 @@
 // loops whose fragment accesses are the loop's own coordinates, serial loops, `if`,
 // `let`, `var` locals, shared memory up to the target's static limit; and row
 // reductions: reduce_sum / max / min / absmax of a whole fragment over one dimension
-// into a whole fragment (dim dropped or kept as 1), the destination laid out as the
-// source reduced (Fragment::reduce_dim, replicated over the threads that held a row):
+// into a whole fragment (dim dropped or kept as 1), the layouts planned by layout
+// inference (layout_inference.h: the destination is the source reduced,
+// Fragment::reduce_dim, replicated over the threads that held a row):
 // per-thread partials, a shared scratch [rows x replicas] between two barriers, every
-// replica folding the row's partials. A parallel loop over the source's shape may read
-// such a fragment at all its coordinates but the reduced one (m[i] in `for i, c`).
+// replica folding the row's partials. A parallel loop may read such a fragment at all
+// its coordinates but the reduced one (m[i] in `for i, c`), also over a wider shape than
+// the source's (inference expands the layout, Fragment::expand_dim).
 // gemm on CUDA cores: whole shared a and b (trans_a / trans_b / clear) into a whole
 // fragment, each thread's registers of c accumulated over k (serial k loop around the
 // unrolled register loop) with mul and add in c's type; `pipelined` loops run in order.
@@ -46,12 +48,13 @@ bool is_thread_level(const ir::PrimFunc& f);
 // The Fragment the lowering gives a tile of `shape` (a fragment buffer, a parallel
 // loop, the thread split of a copy) on `threads` threads (fragment_assign.cpp):
 // Fragment::parallel with vectors of 4 when the innermost extent allows it and every
-// thread gets a full vector, else 2, else 1. One function of the shape alone, so every
-// fragment and loop of one shape agree and a parallel loop reads its fragments'
-// registers without moving data. nullopt if the tile does not divide among the threads.
+// thread gets a full vector, else 2, else 1: the default layout inference falls back on
+// where nothing constrains a fragment or loop. nullopt if the tile does not divide among
+// the threads.
 std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shape, int64_t threads);
 
-// Tile level -> thread level (thread_lower.cpp). The result has the attribute above, an
+// Tile level -> thread level (thread_lower.cpp), with the layouts of infer_layouts
+// (a conflict there is reported through `diag` and gives nullopt). The result has the attribute above, an
 // explicit thread index (VarKind::ThreadIdx, dim 0), per-thread register buffers
 // (Scope::Register, shape [registers per thread]) in place of fragments and locals,
 // unrolled per-register loops, bounds masks on global accesses of copies (a fast path

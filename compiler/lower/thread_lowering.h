@@ -16,6 +16,7 @@
 
 #include "ir/ir.h"
 #include "layout/fragment.h"
+#include "lower/layout_inference.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
 
@@ -45,7 +46,7 @@ ir::Expr region_in_bounds(const ir::Region& g);
 
 class ThreadLowering {
 public:
-    ThreadLowering(const ir::PrimFunc& f, const target::GpuTarget& t);
+    ThreadLowering(const ir::PrimFunc& f, const target::GpuTarget& t, LayoutPlan plan);
     ir::PrimFunc run();
 
 private:
@@ -59,10 +60,10 @@ private:
         layout::Fragment frag;
     };
 
-    // ---- fragment assignment (thread_lower.cpp, lower_reduce.cpp) ----------------------
-    const layout::Fragment* reduced_fragment(const std::vector<int64_t>& shape) const;
+    // ---- fragment assignment (thread_lower.cpp) ----------------------------------------
+    // The thread split of a tile no fragment or loop decides (a shared-memory copy or
+    // fill): the default of its shape. Fragments and loops take the LayoutPlan's.
     std::optional<layout::Fragment> fragment_for(const std::vector<int64_t>& shape) const;
-    void collect_reductions(const Stmt& body);
 
     // One register loop: for r in unroll(regs): let coord... = F^-1(tx, r); body.
     // `body` gets the register var, the coordinate exprs (let vars) and the replica
@@ -106,8 +107,7 @@ private:
     const ir::PrimFunc& f_;
     const target::GpuTarget& target_;
     Var tx_;
-    // Shapes that some fragment reduce writes, with the reduced fragment of its source.
-    std::vector<std::pair<std::vector<int64_t>, layout::Fragment>> reduced_;
+    LayoutPlan plan_;  // from layout inference (layout_inference.cpp)
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;

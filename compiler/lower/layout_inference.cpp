@@ -1,0 +1,367 @@
+// Layout inference (the step before thread-level lowering): a Fragment for every
+// fragment buffer and parallel loop nest, a Layout for every shared buffer.
+//
+// Why: a parallel loop runs each element on the thread that holds it, so a loop and the
+// fragments it touches at its own coordinates must share one Fragment, and a reduction's
+// result must sit in the threads that held its rows. Deciding that per shape (the old
+// rule) breaks as soon as two shapes meet, e.g. FlashAttention's scores s[BM, BN] are
+// reduced into alpha[BM], which then rescales o[BM, D] with D != BN.
+//
+// How (in the spirit of TileLang's layout inference): the uses become constraints
+// between nodes (fragments, loops), and layouts flow along them to a fixed point,
+// by priority:
+//   1. ops (strict): reduce: dst = src.reduce_dim(dim), and src = dst.expand_dim(dim, n)
+//      when dst is known first; gemm's c takes any complete fragment without replicas
+//      (the CUDA-core lowering), so it proposes nothing;
+//   2. copies: a fragment <-> fragment copy of one shape: one layout (a copy between a
+//      fragment and global or shared memory is free: it follows the fragment);
+//   3. parallel loops: a fragment accessed at the loop's coordinates has the loop's
+//      layout; a fragment read at all the loop's coordinates but one (m[i] in
+//      `for i, j`) is the loop's layout reduced along that dimension, and the loop the
+//      fragment's expanded (Fragment::expand_dim: the replicas take chunks of the new
+//      dimension), so the read is a register of the reading thread.
+// When nothing flows, the first free node (reduce sources first, then fragments, then
+// loops, in program order) gets the default assign_fragment(shape) and flow resumes.
+// A constraint whose two sides are both known and disagree is a conflict: a user error
+// at the later use, with notes at the use that fixed the layout and the fix (copy into
+// a fragment of its own between the two uses).
+#include "lower/layout_inference.h"
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+#include <vector>
+
+#include "ir/visitor.h"
+#include "layout/index_expr.h"
+#include "lower/thread_lower.h"
+
+namespace tilec::lower {
+
+using namespace ir;
+
+namespace {
+
+std::optional<std::vector<int64_t>> shape_of(const std::vector<Expr>& shape) {
+    std::vector<int64_t> out;
+    for (const Expr& e : shape) {
+        auto v = as_const_int(e);
+        if (!v || *v <= 0) return std::nullopt;
+        out.push_back(*v);
+    }
+    return out;
+}
+
+bool whole(const Region& r) {
+    return shape_of(r.buffer->shape) && is_full_region(r);
+}
+
+struct Node {
+    std::string what;  // "fragment 's'" / "the parallel loop over [64, 32]"
+    std::vector<int64_t> shape;
+    const BufferNode* buffer = nullptr;
+    const ForNode* loop = nullptr;
+    std::optional<layout::Fragment> frag;
+    bool reduced = false;  // its layout came through a reduction
+    bool tried = false;    // a default was tried and does not exist
+    SourceLoc origin;      // the use that gave it its layout
+    std::string origin_what;
+};
+
+enum class Rule { Reduce, Copy, Loop, LoopBroadcast };
+
+// a and b related by the rule: Copy/Loop: equal; Reduce: b = a.reduce_dim(dim, keep);
+// LoopBroadcast: b (fragment) = a (loop).reduce_dim(dim).
+struct Constraint {
+    Rule rule;
+    size_t a, b;
+    size_t dim = 0;
+    bool keep = false;
+    SourceLoc loc;
+    std::string use;  // "reduce of 's' into 'm'" ...
+};
+
+struct Conflict {
+    size_t node;
+    const Constraint* c;
+    std::string wanted;
+};
+
+class Inference {
+public:
+    Inference(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {}
+
+    std::optional<LayoutPlan> run(DiagnosticEngine* diag) {
+        collect(f_.body);
+        std::vector<size_t> seeds;
+        for (size_t n : reduce_sources_) seeds.push_back(n);
+        for (size_t n = 0; n < nodes_.size(); ++n)
+            if (nodes_[n].buffer) seeds.push_back(n);
+        for (size_t n = 0; n < nodes_.size(); ++n)
+            if (nodes_[n].loop) seeds.push_back(n);
+        while (true) {
+            if (auto c = flow()) return report(*c, diag);
+            bool seeded = false;
+            for (size_t n : seeds) {
+                Node& node = nodes_[n];
+                if (node.frag || node.tried) continue;
+                node.tried = true;
+                if (auto F = assign_fragment(node.shape, f_.threads)) {
+                    node.frag = *F;
+                    node.origin = node.loop ? node.loop->loc : SourceLoc{};
+                    node.origin_what = "the default layout of its shape";
+                    seeded = true;
+                    break;
+                }
+            }
+            if (!seeded) break;
+        }
+        LayoutPlan plan;
+        for (const Node& n : nodes_) {
+            if (!n.frag) continue;
+            if (n.buffer) {
+                plan.fragments.emplace(n.buffer, *n.frag);
+                if (n.reduced) plan.reduced.insert(n.buffer);
+            } else {
+                plan.loops.emplace(n.loop, *n.frag);
+            }
+        }
+        for (const auto& [b, shape] : shared_) plan.shared.emplace(b, layout::Layout::row_major(shape));
+        return plan;
+    }
+
+private:
+    size_t buffer_node(const BufferNode* b) {
+        auto it = buffer_nodes_.find(b);
+        if (it != buffer_nodes_.end()) return it->second;
+        Node n;
+        n.what = "fragment '" + b->name + "'";
+        n.buffer = b;
+        if (auto s = shape_of(b->shape)) n.shape = *s;
+        nodes_.push_back(n);
+        buffer_nodes_[b] = nodes_.size() - 1;
+        return nodes_.size() - 1;
+    }
+
+    // Which constraints the IR gives.
+    void collect(const Stmt& body) {
+        struct Walker : IRVisitor {
+            Inference* self;
+            void visit_allocate(const AllocateNode* op) override {
+                const Buffer& b = op->buffer;
+                if (auto s = shape_of(b->shape)) {
+                    if (b->scope == Scope::Fragment) self->buffer_node(b.get());
+                    if (b->scope == Scope::Shared) self->shared_.emplace_back(b.get(), *s);
+                }
+                IRVisitor::visit_allocate(op);
+            }
+            void visit_reduce(const ReduceNode* op) override {
+                const Buffer& s = op->src.buffer;
+                const Buffer& d = op->dst.buffer;
+                if (s->scope == Scope::Fragment && d->scope == Scope::Fragment && whole(op->src) &&
+                    whole(op->dst) && shape_of(s->shape) && shape_of(d->shape)) {
+                    size_t a = self->buffer_node(s.get()), b = self->buffer_node(d.get());
+                    self->reduce_sources_.push_back(a);
+                    self->constraints_.push_back({Rule::Reduce, a, b, static_cast<size_t>(op->dim),
+                                                  d->rank() == s->rank(), op->loc,
+                                                  "the reduce of '" + s->name + "' into '" + d->name + "'"});
+                }
+                IRVisitor::visit_reduce(op);
+            }
+            void visit_copy(const CopyNode* op) override {
+                const Buffer& s = op->src.buffer;
+                const Buffer& d = op->dst.buffer;
+                if (s->scope == Scope::Fragment && d->scope == Scope::Fragment && whole(op->src) &&
+                    whole(op->dst) && shape_of(s->shape) == shape_of(d->shape) && shape_of(s->shape))
+                    self->constraints_.push_back({Rule::Copy, self->buffer_node(s.get()),
+                                                  self->buffer_node(d.get()), 0, false, op->loc,
+                                                  "the copy of '" + s->name + "' into '" + d->name + "'"});
+                IRVisitor::visit_copy(op);
+            }
+            void visit_for(const ForNode* op) override {
+                if (op->for_kind != ForKind::Parallel) return IRVisitor::visit_for(op);
+                self->parallel(*op);
+            }
+        } w;
+        w.self = this;
+        w.visit(body);
+    }
+
+    // A parallel loop nest: its node and the constraints of its fragment accesses.
+    void parallel(const ForNode& outer) {
+        std::vector<const VarNode*> vars;
+        std::vector<int64_t> extents;
+        const ForNode* f = &outer;
+        Stmt body;
+        while (true) {
+            auto e = as_const_int(f->extent);
+            if (!e || *e <= 0) return;  // the lowering refuses it
+            vars.push_back(f->var.get());
+            extents.push_back(*e);
+            body = f->body;
+            auto* inner = body->as<ForNode>();
+            if (!inner || inner->for_kind != ForKind::Parallel) break;
+            f = inner;
+        }
+        Node n;
+        n.what = "the parallel loop over " + layout::shape_str(extents);
+        n.shape = extents;
+        n.loop = &outer;
+        nodes_.push_back(n);
+        size_t loop = nodes_.size() - 1;
+        auto access = [&](const Buffer& b, const std::vector<Expr>& idx, SourceLoc loc, bool write) {
+            if (b->scope != Scope::Fragment) return;
+            auto shape = shape_of(b->shape);
+            if (!shape) return;
+            std::string use = std::string(write ? "the write of '" : "the read of '") + b->name + "' in " +
+                              nodes_[loop].what;
+            if (idx.size() == vars.size() && *shape == extents) {
+                bool same = true;
+                for (size_t d = 0; same && d < idx.size(); ++d) {
+                    auto v = expr_as<VarNode>(idx[d]);
+                    same = v && v.get() == vars[d];
+                }
+                if (same) constraints_.push_back({Rule::Loop, loop, buffer_node(b.get()), 0, false, loc, use});
+                return;
+            }
+            if (write || idx.size() + 1 != vars.size()) return;
+            size_t missing = vars.size();
+            for (size_t d = 0, k = 0; d < vars.size(); ++d) {
+                auto v = k < idx.size() ? expr_as<VarNode>(idx[k]) : nullptr;
+                if (v && v.get() == vars[d]) {
+                    ++k;
+                } else if (missing == vars.size()) {
+                    missing = d;
+                } else {
+                    return;
+                }
+            }
+            if (missing < vars.size())
+                constraints_.push_back({Rule::LoopBroadcast, loop, buffer_node(b.get()), missing, false, loc, use});
+        };
+        struct Accesses : IRVisitor {
+            std::function<void(const Buffer&, const std::vector<Expr>&, SourceLoc, bool)> fn;
+            void visit_load(const LoadNode* op) override {
+                fn(op->buffer, op->indices, op->loc, false);
+                IRVisitor::visit_load(op);
+            }
+            void visit_store(const StoreNode* op) override {
+                fn(op->buffer, op->indices, op->loc, true);
+                IRVisitor::visit_store(op);
+            }
+        } acc;
+        acc.fn = access;
+        acc.visit(body);
+    }
+
+    // What `c` makes of its known side for the other: (node, proposal).
+    std::optional<std::pair<size_t, std::optional<layout::Fragment>>> propose(const Constraint& c) const {
+        const Node& A = nodes_[c.a];
+        const Node& B = nodes_[c.b];
+        switch (c.rule) {
+        case Rule::Copy:
+        case Rule::Loop:
+            if (A.frag && !B.frag) return std::make_pair(c.b, A.frag);
+            if (B.frag && !A.frag) return std::make_pair(c.a, B.frag);
+            return std::nullopt;
+        case Rule::Reduce:
+        case Rule::LoopBroadcast: {
+            if (A.frag && !B.frag) return std::make_pair(c.b, A.frag->reduce_dim(c.dim, c.keep));
+            if (B.frag && !A.frag)
+                return std::make_pair(c.a, B.frag->expand_dim(c.dim, A.shape.at(c.dim), c.keep));
+            return std::nullopt;
+        }
+        }
+        return std::nullopt;
+    }
+
+    // nullopt if consistent; else what the constraint wants of node b.
+    std::optional<std::string> check(const Constraint& c) const {
+        const Node& A = nodes_[c.a];
+        const Node& B = nodes_[c.b];
+        if (!A.frag || !B.frag) return std::nullopt;
+        std::optional<layout::Fragment> want = A.frag;
+        if (c.rule == Rule::Reduce || c.rule == Rule::LoopBroadcast) want = A.frag->reduce_dim(c.dim, c.keep);
+        if (!want || want->same_slots(*B.frag)) return std::nullopt;
+        return want->name();
+    }
+
+    // Flows layouts to a fixed point, ops first, then copies, then loops.
+    std::optional<Conflict> flow() {
+        const std::vector<std::vector<Rule>> tiers = {{Rule::Reduce}, {Rule::Copy}, {Rule::Loop, Rule::LoopBroadcast}};
+        bool changed = true;
+        while (changed) {
+            changed = false;
+            for (const auto& tier : tiers) {
+                for (const Constraint& c : constraints_) {
+                    if (std::find(tier.begin(), tier.end(), c.rule) == tier.end()) continue;
+                    if (auto wanted = check(c)) return Conflict{c.b, &c, *wanted};
+                    auto p = propose(c);
+                    if (!p || !p->second) continue;
+                    Node& n = nodes_[p->first];
+                    n.frag = p->second;
+                    n.origin = c.loc;
+                    n.origin_what = c.use;
+                    size_t other = p->first == c.a ? c.b : c.a;
+                    n.reduced = nodes_[other].reduced || c.rule == Rule::Reduce || c.rule == Rule::LoopBroadcast;
+                    changed = true;
+                }
+                if (changed) break;
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::optional<LayoutPlan> report(const Conflict& c, DiagnosticEngine* diag) const {
+        const Node& n = nodes_[c.node];
+        std::string msg = "conflicting layouts for " + n.what + ": " + c.c->use + " wants it laid out as " +
+                          c.wanted + ", but it is already laid out as " + n.frag->name();
+        if (!diag) TILEC_ICE("layout inference of '" + f_.name + "': " + msg);
+        SourceLoc here = c.c->loc.valid() ? c.c->loc : f_.loc;
+        auto e = diag->error(here, msg);
+        if (n.origin.valid()) e.note(n.origin, n.what + " gets its layout from " + n.origin_what + " here");
+        e.note(here, "copy '" + (n.buffer ? n.buffer->name : std::string("it")) +
+                         "' into a fragment of its own between the two uses, so each use has its layout");
+        return std::nullopt;
+    }
+
+    const PrimFunc& f_;
+    const target::GpuTarget& target_;
+    std::vector<Node> nodes_;
+    std::unordered_map<const BufferNode*, size_t> buffer_nodes_;
+    std::vector<Constraint> constraints_;
+    std::vector<size_t> reduce_sources_;
+    std::vector<std::pair<const BufferNode*, std::vector<int64_t>>> shared_;
+};
+
+}  // namespace
+
+std::string LayoutPlan::str() const {
+    std::vector<std::string> lines;
+    for (const auto& [b, F] : fragments) lines.push_back("fragment " + b->name + ": " + F.str());
+    for (const auto& [l, F] : loops)
+        lines.push_back("parallel loop " + l->var->name + " (line " + std::to_string(l->loc.line) + "): " + F.str());
+    for (const auto& [b, L] : shared) lines.push_back("shared " + b->name + ": " + L.str());
+    std::sort(lines.begin(), lines.end());
+    std::string s;
+    for (auto& l : lines) s += l + "\n";
+    return s;
+}
+
+std::optional<LayoutPlan> infer_layouts(const PrimFunc& f, const target::GpuTarget& target, DiagnosticEngine* diag) {
+    return Inference(f, target).run(diag);
+}
+
+Pass layout_inference_pass(const target::GpuTarget& target) {
+    return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
+                    auto plan = infer_layouts(f, target, ctx.diag);
+                    if (plan && ctx.option("print-layouts") == "1")
+                        std::cerr << "// ---- layouts after layout-inference (" << f.name << ", " << target.name
+                                  << ") ----\n"
+                                  << plan->str() << std::flush;
+                    return f;
+                }};
+}
+
+}  // namespace tilec::lower
