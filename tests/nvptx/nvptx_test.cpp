@@ -3,6 +3,7 @@
 // ptxas. These are what `tilec --emit=ptx|cubin` produce, without the driver. Warp
 // shuffles of every value type become shfl.sync (two for 64-bit values) that ptxas
 // accepts.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -152,7 +153,10 @@ TEST_CASE("nvptx: ptxas -v reports registers, shared memory and spills per kerne
         return;
     }
     const auto* t = target::find_gpu_target("sm_80");
-    auto funcs = thread_level(cases().back(), *t);  // gemm_f16_m64, gemm_bf16_nt
+    auto all = cases();
+    auto gemm = std::find_if(all.begin(), all.end(), [](const auto& c) { return c.exports.front() == "gemm_f16_m64"; });
+    REQUIRE(gemm != all.end());
+    auto funcs = thread_level(*gemm, *t);  // gemm_f16_m64, gemm_bf16_nt
     std::string ptx = codegen::compile_nvptx(funcs, *t, codegen::NvptxOutput::Ptx, "test.tile");
     auto run = codegen::run_ptxas(ptx, *t, {}, true);
     INFO(run.output);
