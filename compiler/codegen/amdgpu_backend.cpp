@@ -165,34 +165,10 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
         fn->addFnAttr("amdgpu-no-implicitarg-ptr");
         fn->addFnAttr("amdgpu-implicitarg-num-bytes", "0");
     }
-    for (auto& fn : m) {
-        if (fn.isDeclaration()) continue;
-        fn.addFnAttr("target-cpu", target.llvm_cpu);
-        fn.addFnAttr("target-features", features);
-    }
-    std::string verify_errors;
-    llvm::raw_string_ostream vos(verify_errors);
-    if (llvm::verifyModule(m, &vos)) TILEC_ICE("AMDGPU backend produced invalid LLVM IR: " + verify_errors);
-    gpu::vectorize_early(m, *tm, "AMDGPU backend");
-    optimize_module(m, *tm);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the AMDGPU module: " + llvm_errors);
-
-    std::string out;
-    if (what == AmdgpuOutput::LlvmIr) {
-        llvm::raw_string_ostream os(out);
-        m.print(os, nullptr);
-        return out;
-    }
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    auto kind = what == AmdgpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, kind))
-        TILEC_ICE("AMDGPU backend: the target machine cannot emit " +
-                  std::string(what == AmdgpuOutput::Assembly ? "assembly" : "an object"));
-    pm.run(m);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the AMDGPU module: " + llvm_errors);
-    return std::string(buffer.begin(), buffer.end());
+    return gpu::finish_module(m, *tm, target, features, "AMDGPU", llvm_errors,
+                              what == AmdgpuOutput::LlvmIr ? std::nullopt
+                              : what == AmdgpuOutput::Assembly ? std::optional(llvm::CodeGenFileType::AssemblyFile)
+                                                               : std::optional(llvm::CodeGenFileType::ObjectFile));
 }
 
 std::string ld_lld_path() {

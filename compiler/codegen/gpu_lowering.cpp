@@ -3,7 +3,11 @@
 // external tools (ptxas, ld.lld).
 #include "codegen/gpu_lowering.h"
 
+#include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
+
 #include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -95,6 +99,38 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
     if (auto err = pb.parsePassPipeline(mpm, "function(sroa,early-cse,instcombine,infer-alignment,load-store-vectorizer)"))
         TILEC_ICE(who + ": bad pass pipeline: " + llvm::toString(std::move(err)));
     mpm.run(m, mam);
+}
+
+std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                          const std::string& features, const std::string& who, const std::string& llvm_errors,
+                          std::optional<llvm::CodeGenFileType> kind) {
+    for (auto& fn : m) {
+        if (fn.isDeclaration()) continue;
+        fn.addFnAttr("target-cpu", target.llvm_cpu);
+        fn.addFnAttr("target-features", features);
+    }
+    std::string verify_errors;
+    llvm::raw_string_ostream vos(verify_errors);
+    if (llvm::verifyModule(m, &vos)) TILEC_ICE(who + " backend produced invalid LLVM IR: " + verify_errors);
+    vectorize_early(m, tm, who + " backend");
+    optimize_module(m, tm);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the " + who + " module: " + llvm_errors);
+
+    std::string out;
+    if (!kind) {
+        llvm::raw_string_ostream os(out);
+        m.print(os, nullptr);
+        return out;
+    }
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, *kind))
+        TILEC_ICE(who + " backend: the target machine cannot emit " +
+                  (*kind == llvm::CodeGenFileType::AssemblyFile ? "assembly" : "an object"));
+    pm.run(m);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the " + who + " module: " + llvm_errors);
+    return std::string(buffer.begin(), buffer.end());
 }
 
 void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {

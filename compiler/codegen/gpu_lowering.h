@@ -11,6 +11,7 @@
 // Internal to compiler/codegen: it includes LLVM headers, which the rest of the
 // compiler never sees.
 #pragma once
+#include <optional>
 #include <llvm/Analysis/ConstantFolding.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -655,6 +656,15 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
 // Registers promoted, alignment inferred and adjacent loads and stores combined into
 // vectors, before the O3 pipeline (see gpu_lowering.cpp).
 void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who);
+
+// The tail both GPU backends share: `target`'s CPU and `features` on every function,
+// verification, early vectorisation and O3, then the module as LLVM IR text (no `kind`)
+// or as the target's assembly / object. `who` names the backend in internal errors;
+// `llvm_errors` is the string the module's diagnostic handler (on_llvm_diagnostic)
+// appends to, checked after optimising and after code generation.
+std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                          const std::string& features, const std::string& who, const std::string& llvm_errors,
+                          std::optional<llvm::CodeGenFileType> kind);
 
 // An LLVMContext diagnostic handler that appends error texts to the std::string* context.
 void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context);

@@ -125,32 +125,8 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     m.setTargetTriple(triple);
     m.setDataLayout(tm->createDataLayout());
     for (auto& f : funcs) emit_kernel(m, f, target);
-    for (auto& fn : m) {
-        if (fn.isDeclaration()) continue;
-        fn.addFnAttr("target-cpu", target.llvm_cpu);
-        fn.addFnAttr("target-features", features);
-    }
-    std::string verify_errors;
-    llvm::raw_string_ostream vos(verify_errors);
-    if (llvm::verifyModule(m, &vos)) TILEC_ICE("NVPTX backend produced invalid LLVM IR: " + verify_errors);
-    gpu::vectorize_early(m, *tm, "NVPTX backend");
-    optimize_module(m, *tm);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the NVPTX module: " + llvm_errors);
-
-    std::string out;
-    if (what == NvptxOutput::LlvmIr) {
-        llvm::raw_string_ostream os(out);
-        m.print(os, nullptr);
-        return out;
-    }
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-        TILEC_ICE("NVPTX backend: the target machine cannot emit PTX");
-    pm.run(m);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the NVPTX module: " + llvm_errors);
-    return std::string(buffer.begin(), buffer.end());
+    return gpu::finish_module(m, *tm, target, features, "NVPTX", llvm_errors,
+                              what == NvptxOutput::LlvmIr ? std::nullopt : std::optional(llvm::CodeGenFileType::AssemblyFile));
 }
 
 std::function<uint64_t(double, int64_t)> host_conversion_for_test(ir::DataType from, ir::DataType to,
