@@ -4,11 +4,8 @@
 #include "codegen/gpu_lowering.h"
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
+#include "codegen/module_output.h"
 
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/LegacyPassManager.h>
-#include <llvm/IR/Verifier.h>
-#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -109,37 +106,15 @@ std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target
         fn.addFnAttr("target-cpu", target.llvm_cpu);
         fn.addFnAttr("target-features", features);
     }
-    std::string verify_errors;
-    llvm::raw_string_ostream vos(verify_errors);
-    if (llvm::verifyModule(m, &vos)) TILEC_ICE(who + " backend produced invalid LLVM IR: " + verify_errors);
+    verify_module(m, who);
     vectorize_early(m, tm, who + " backend");
     optimize_module(m, tm);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the " + who + " module: " + llvm_errors);
-
-    std::string out;
-    if (!kind) {
-        llvm::raw_string_ostream os(out);
-        m.print(os, nullptr);
-        return out;
-    }
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, *kind))
-        TILEC_ICE(who + " backend: the target machine cannot emit " +
-                  (*kind == llvm::CodeGenFileType::AssemblyFile ? "assembly" : "an object"));
-    pm.run(m);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the " + who + " module: " + llvm_errors);
-    return std::string(buffer.begin(), buffer.end());
-}
-
-void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
-    if (info->getSeverity() != llvm::DS_Error) return;
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvm::DiagnosticPrinterRawOStream printer(os);
-    info->print(printer);
-    static_cast<std::string*>(context)->append(text + "\n");
+    check_llvm_errors(llvm_errors, "optimise", who);
+    std::string cannot_emit;
+    if (kind)
+        cannot_emit = who + " backend: the target machine cannot emit " +
+                      (*kind == llvm::CodeGenFileType::AssemblyFile ? "assembly" : "an object");
+    return emit_module(m, tm, kind, who, cannot_emit, llvm_errors);
 }
 
 TempDir::TempDir(const std::string& prefix) {

@@ -660,14 +660,11 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
 // The tail both GPU backends share: `target`'s CPU and `features` on every function,
 // verification, early vectorisation and O3, then the module as LLVM IR text (no `kind`)
 // or as the target's assembly / object. `who` names the backend in internal errors;
-// `llvm_errors` is the string the module's diagnostic handler (on_llvm_diagnostic)
-// appends to, checked after optimising and after code generation.
+// `llvm_errors` is the string the module's diagnostic handler (codegen::on_llvm_diagnostic,
+// module_output.h) appends to, checked after optimising and after code generation.
 std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
                           const std::string& features, const std::string& who, const std::string& llvm_errors,
                           std::optional<llvm::CodeGenFileType> kind);
-
-// An LLVMContext diagnostic handler that appends error texts to the std::string* context.
-void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context);
 
 // Runs `tool args...` with its standard output and error captured; returns the exit
 // status (-1 if it did not exit normally, 127 if it could not be started) and the output.

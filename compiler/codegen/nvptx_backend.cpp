@@ -28,6 +28,7 @@
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/gpu_lowering.h"
+#include "codegen/module_output.h"
 #include "support/diagnostics.h"
 
 #ifndef TILEC_PTXAS_PATH
@@ -119,7 +120,7 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
 
     llvm::LLVMContext ctx;
     std::string llvm_errors;
-    ctx.setDiagnosticHandlerCallBack(gpu::on_llvm_diagnostic, &llvm_errors);
+    ctx.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
     llvm::Module m(module_name, ctx);
     m.setSourceFileName(module_name);
     m.setTargetTriple(triple);
