@@ -79,13 +79,8 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         return std::nullopt;
     }
 
-    llvm::LLVMContext ctx;
-    std::string llvm_errors;
-    ctx.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
-    llvm::Module m(options.source_name, ctx);
-    m.setSourceFileName(options.source_name);
-    m.setTargetTriple(triple);
-    m.setDataLayout(tm->createDataLayout());
+    BackendModule backend_module(options.source_name, triple, *tm);
+    llvm::Module& m = backend_module.module;
     m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
     ModuleState ms(m, options.sources);
     const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
@@ -106,11 +101,12 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     }
     verify_module(m, "CPU");
     if (options.optimize) optimize_module(m, *tm);
-    check_llvm_errors(llvm_errors, "optimise", "CPU");
+    check_llvm_errors(backend_module.llvm_errors, "optimise", "CPU");
     std::optional<llvm::CodeGenFileType> kind;
     if (what != CpuOutput::LlvmIr)
         kind = what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
-    return emit_module(m, *tm, kind, "CPU", "the host target machine cannot emit this file type", llvm_errors);
+    return emit_module(m, *tm, kind, "CPU", "the host target machine cannot emit this file type",
+                       backend_module.llvm_errors);
 }
 
 }  // namespace tilec::codegen

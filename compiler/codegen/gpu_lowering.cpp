@@ -6,7 +6,9 @@
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/module_output.h"
 
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Target/TargetOptions.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <sys/wait.h>
@@ -74,6 +76,21 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
     low.stmt(f.body);
     low.finish();
     return fn;
+}
+
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& triple,
+                                                           const target::GpuTarget& target,
+                                                           const std::string& features,
+                                                           std::optional<llvm::Reloc::Model> reloc,
+                                                           const std::string& who) {
+    std::string error;
+    const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!llvm_target) TILEC_ICE(who + " backend: LLVM has no " + who + " target: " + error);
+    llvm::TargetOptions options;
+    std::unique_ptr<llvm::TargetMachine> tm(llvm_target->createTargetMachine(
+        triple, target.llvm_cpu, features, options, reloc, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    if (!tm) TILEC_ICE(who + " backend: cannot create the target machine for " + target.name);
+    return tm;
 }
 
 // A copy's unmasked and masked register loops load the same addresses; left to O3,

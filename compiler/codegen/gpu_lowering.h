@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -652,6 +653,15 @@ llvm::Type* scalar_arg_type(llvm::LLVMContext& ctx, DataType t);
 // the backend's own attributes and metadata.
 llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget& target,
                             GpuTargetHooks& hooks, llvm::CallingConv::ID cc);
+
+// The target machine of a GPU backend for `target`: LLVM's target for `triple` (`who`,
+// e.g. "NVPTX", names the backend and that target in internal errors), `target`'s CPU,
+// `features`, relocation model `reloc`, O3 code generation.
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& triple,
+                                                           const target::GpuTarget& target,
+                                                           const std::string& features,
+                                                           std::optional<llvm::Reloc::Model> reloc,
+                                                           const std::string& who);
 
 // Registers promoted, alignment inferred and adjacent loads and stores combined into
 // vectors, before the O3 pipeline (see gpu_lowering.cpp).

@@ -1,5 +1,6 @@
-// The end of every backend's LLVM module (module_output.h): diagnostics, verification,
-// and LLVM IR / assembly / object output, written once for the CPU and GPU backends.
+// What every backend's LLVM module goes through (module_output.h): its setup,
+// diagnostics, verification, and LLVM IR / assembly / object output, written once for
+// the CPU and GPU backends.
 #include "codegen/module_output.h"
 
 #include <llvm/ADT/SmallVector.h>
@@ -19,6 +20,14 @@ void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
     llvm::DiagnosticPrinterRawOStream printer(os);
     info->print(printer);
     static_cast<std::string*>(context)->append(text + "\n");
+}
+
+BackendModule::BackendModule(const std::string& name, const std::string& triple, const llvm::TargetMachine& tm)
+    : module(name, context) {
+    context.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
+    module.setSourceFileName(name);
+    module.setTargetTriple(triple);
+    module.setDataLayout(tm.createDataLayout());
 }
 
 void verify_module(llvm::Module& m, const std::string& who) {
