@@ -15,7 +15,7 @@ target_include_directories(tilec_gpu_lowering PUBLIC ${PROJECT_SOURCE_DIR}/compi
 target_include_directories(tilec_gpu_lowering SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
 target_compile_definitions(tilec_gpu_lowering PRIVATE ${_llvm_definitions})
 target_compile_options(tilec_gpu_lowering PRIVATE ${TILEC_COMMON_WARNINGS})
-target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen LLVM)
+target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen tilec_lower LLVM)
 
 add_library(tilec_nvptx STATIC ${CMAKE_CURRENT_LIST_DIR}/nvptx_backend.cpp)
 target_include_directories(tilec_nvptx PUBLIC ${PROJECT_SOURCE_DIR}/compiler)

@@ -206,6 +206,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
                 // out for exactly `threads` threads (in warps of 32, waves of 64 on gfx9 and 32
                 // on gfx11), and the AMDGPU kernel's flat work-group size is 1..threads.
                 k.threads = f.threads;
+                k.dynamic_smem = lower::dynamic_shared_bytes(f);
                 k.cuda = nvidia;
                 k.hip = amd;
                 out.kernels.push_back(k);
@@ -214,6 +215,8 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
             for (size_t i = 0; i < out.kernels.size(); ++i)
                 if (thread_level->funcs.at(i).threads != out.kernels[i].threads)
                     TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
+                else if (lower::dynamic_shared_bytes(thread_level->funcs.at(i)) != out.kernels[i].dynamic_smem)
+                    TILEC_ICE("the dynamic shared memory of " + out.kernels[i].symbol + " differs between GPU targets");
         }
         if (t->vendor == target::Vendor::Amd) {
             if (!images) continue;

@@ -163,8 +163,11 @@ PrimFunc ThreadLowering::run() {
     check_gpu_types(f_.body);
     PrimFunc out = f_;
     global_reads_ = global_accesses(f_.body, false);
-    out.body = strip_trailing_barrier(lower(f_.body));
+    SharedPlan plan = plan_shared_memory(strip_trailing_barrier(lower(f_.body)), target_, f_.name, f_.loc);
+    out.body = plan.body;
     out.attrs.emplace_back(kLevelAttr, kThreadLevel);
+    out.attrs.emplace_back(kSharedBytesAttr, std::to_string(plan.bytes));
+    out.attrs.emplace_back(kDynamicSharedAttr, plan.dynamic ? "1" : "0");
     return out;
 }
 
@@ -210,7 +213,8 @@ Stmt ThreadLowering::lower(const Stmt& s) {
     // followed by a block barrier (RAW into the next statement, WAR into the next
     // iteration of an enclosing loop), and so is a write to a global tensor that the
     // kernel also reads (bar.sync orders global memory within the block too).
-    if (is_leaf(s) && (uses_scope(s, Scope::Shared) || writes_read_global(s)))
+    // A gemm also when it stages a fragment operand through shared memory.
+    if (is_leaf(s) && (uses_scope(s, Scope::Shared) || s->kind == StmtKind::Gemm || writes_read_global(s)))
         out = make_seq({out, make_barrier(s->loc)}, s->loc);
     return out;
 }
@@ -297,14 +301,7 @@ Stmt ThreadLowering::lower_allocate(const AllocateNode& a) {
         locals_.emplace(b.get(), regs);
         return make_allocate(regs, lower(a.body), a.loc);
     }
-    case Scope::Shared: {
-        int64_t bytes = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
-        shared_bytes_ += bytes;
-        if (shared_bytes_ > target_.static_shared_bytes)
-            unsupported(a.loc, "shared memory above " + std::to_string(target_.static_shared_bytes / 1024) +
-                                   " KiB per block (dynamic shared memory)");
-        return make_allocate(b, lower(a.body), a.loc);
-    }
+    case Scope::Shared: return make_allocate(b, lower(a.body), a.loc);  // placed by the shared plan
     case Scope::Register: return make_allocate(b, lower(a.body), a.loc);
     case Scope::Global: TILEC_ICE("thread-level lowering: allocation of a global buffer");
     }
@@ -500,7 +497,21 @@ std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::G
         if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);
         diag->error(u.loc.valid() ? u.loc : f.loc, msg);
         return std::nullopt;
+    } catch (const detail::UserError& e) {
+        if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + e.message);
+        diag->error(e.loc.valid() ? e.loc : f.loc, e.message);
+        return std::nullopt;
     }
+}
+
+int64_t dynamic_shared_bytes(const PrimFunc& f) {
+    bool dynamic = false;
+    int64_t bytes = 0;
+    for (auto& [k, v] : f.attrs) {
+        if (k == kDynamicSharedAttr) dynamic = v == "1";
+        if (k == kSharedBytesAttr) bytes = std::stoll(v);
+    }
+    return dynamic ? bytes : 0;
 }
 
 Pass thread_level_pass(const target::GpuTarget& target) {

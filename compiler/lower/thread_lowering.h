@@ -32,6 +32,25 @@ struct Unsupported {
     throw Unsupported{loc, std::move(what)};
 }
 
+// A user error that is not a gap in the coverage (e.g. more shared memory than the
+// target has): reported with its message as is.
+struct UserError {
+    SourceLoc loc;
+    std::string message;
+};
+
+// The shared-memory plan of a thread-level body (shared_plan.cpp): the body with every
+// shared buffer given its arena offset (BufferNode::shared_offset), the arena's bytes,
+// and whether they exceed the target's static limit (dynamic shared memory). Throws
+// UserError when the arena exceeds the target's maximum.
+struct SharedPlan {
+    ir::Stmt body;
+    int64_t bytes = 0;
+    bool dynamic = false;
+};
+SharedPlan plan_shared_memory(const ir::Stmt& body, const target::GpuTarget& target, const std::string& kernel,
+                              SourceLoc kernel_loc);
+
 // The shape's extents, or nullopt if one is not a compile-time constant.
 std::optional<std::vector<int64_t>> const_shape(const std::vector<ir::Expr>& shape);
 
@@ -111,7 +130,6 @@ private:
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;
-    int64_t shared_bytes_ = 0;
     std::unordered_set<const ir::BufferNode*> global_reads_;  // tensors the kernel reads
 };
 

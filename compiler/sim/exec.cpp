@@ -948,8 +948,10 @@ void Executor::exec_allocate(const AllocateNode* op, const Active& act) {
             st.w_epoch.assign(static_cast<size_t>(size), 0);
             st.r_epoch.assign(static_cast<size_t>(size), 0);
         }
-        st.base = (shared_top_ + 127) / 128 * 128;
-        shared_top_ = st.base + size * st.elem_bytes;
+        // Planned buffers sit where the shared plan put them (bank counters see the real
+        // addresses); unplanned ones (IR written by hand) get the next 128-byte slot.
+        st.base = b->shared_offset >= 0 ? b->shared_offset : (shared_top_ + 127) / 128 * 128;
+        shared_top_ = std::max(shared_top_, st.base + size * st.elem_bytes);
     } else {
         st.allocate_own(size * threads_);
         st.init.assign(static_cast<size_t>(size * threads_), 0);
