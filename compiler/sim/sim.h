@@ -102,6 +102,9 @@ enum class IssueKind : uint8_t {
     ShuffleDivergence,  // not executed by the whole warp
     ShuffleSource,      // reads a lane that does not execute it (or does not exist)
     ShuffleOperand,     // a lane operand outside [0, warp size)
+    // A shared buffer read after a store through another buffer overwrote bytes it had
+    // stored: the two share arena bytes while both are live (a wrong shared plan).
+    SharedOverlap,
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
