@@ -113,8 +113,22 @@ Value decode(const uint8_t* p, DataType t) {
     uint64_t u = 0;
     for (int b = 0; b < n; ++b) u |= static_cast<uint64_t>(p[b]) << (8 * b);
     switch (t.kind) {
-    case TypeKind::Float: return Value::of_float(interp::f16_value(static_cast<uint16_t>(u)));
-    case TypeKind::BFloat: return Value::of_float(interp::bf16_value(static_cast<uint16_t>(u)));
+    case TypeKind::Float: {
+        // f16 loads are hot (gemm and attention tiles): every value's decoding once.
+        static const std::vector<float> f16_table = [] {
+            std::vector<float> v(65536);
+            for (uint32_t b = 0; b < 65536; ++b) v[b] = static_cast<float>(interp::f16_value(static_cast<uint16_t>(b)));
+            return v;
+        }();
+        return Value::of_float(static_cast<double>(f16_table[static_cast<size_t>(u & 0xffff)]));
+    }
+    case TypeKind::BFloat: {
+        // bf16 is f32's upper half.
+        uint32_t w = static_cast<uint32_t>(u & 0xffff) << 16;
+        float x;
+        std::memcpy(&x, &w, 4);
+        return Value::of_float(static_cast<double>(x));
+    }
     case TypeKind::Float8E4M3: return Value::of_float(interp::f8e4m3_value(static_cast<uint8_t>(u)));
     case TypeKind::Float8E5M2: return Value::of_float(interp::f8e5m2_value(static_cast<uint8_t>(u)));
     default: return Value::of_int(normalize_int(static_cast<int64_t>(u), t));
@@ -832,7 +846,7 @@ void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, 
     const int64_t first = s.base + off * s.elem_bytes;
     ByteShadow* sh = arena_.shadow.data() + first;
     if (opt_.check_races) {
-        uint32_t me = site(node, loc, s.buffer);
+        uint32_t me = 0;  // looked up when first needed: most reads find their epoch's reader set
         bool reported = false;
         for (int b = 0; b < s.elem_bytes; ++b) {
             ByteShadow& x = sh[b];
@@ -849,6 +863,7 @@ void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, 
                 });
             }
             if (x.r_epoch != epoch_) {
+                if (!me) me = site(node, loc, s.buffer);
                 x.r_epoch = epoch_;
                 x.r_tid = t;
                 x.r_site = me;
