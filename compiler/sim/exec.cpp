@@ -887,8 +887,8 @@ void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, 
                 const Site& w = sites_[x.w_site];
                 const std::string& other = instances_[static_cast<size_t>(x.writer)].buffer->name;
                 return "read of shared element " + element + " after a store to " + element_at(x.writer, first + b) +
-                       " at " + line_col(w.loc) + " overwrote its bytes: '" + s.name() + "' and '" + other +
-                       "' share shared bytes [" + std::to_string(first + b) + "] while both are live";
+                       " at " + line_col(w.loc) + " overwrote its bytes (arena byte " + std::to_string(first + b) +
+                       "): '" + s.name() + "' and '" + other + "' share bytes while both are live";
             });
         } else {
             issue(IssueKind::Uninitialized, loc, t, [&] {

@@ -477,7 +477,8 @@ TEST_CASE("sim: a read through a reused slot of bytes another buffer wrote is st
     CHECK(clobber.issues[0].kind == sim::IssueKind::SharedOverlap);
     CHECK(clobber.issues[0].loc.line == 6);
     CHECK(clobber.issues[0].count == 32);
-    CHECK(has(clobber.issues[0].message, "after a store to 'B'[0] at 4:5 overwrote its bytes"));
+    CHECK(has(clobber.issues[0].message, "'A'[0] after a store to 'B'[0] at 4:5 overwrote its bytes (arena byte 0): "
+                                         "'A' and 'B' share bytes while both are live"));
     CHECK(h.out(0) == -3.0);
 }
 
