@@ -482,7 +482,7 @@ TEST_CASE("sim: a read through a reused slot of bytes another buffer wrote is st
     CHECK(h.out(0) == -3.0);
 }
 
-TEST_CASE("sim: shared values are the bytes of their type; the shadow is per byte", "[sim]") {
+TEST_CASE("sim: shared values are the bytes of their type, and the shadow is per byte", "[sim]") {
     Hand h(32);
     auto half = shared_at("H", ir::DataType::f16(), 64, 0);
     auto word = shared_at("W", ir::DataType::f32(), 32, 0);
@@ -548,7 +548,7 @@ TEST_CASE("sim: shared values are the bytes of their type; the shadow is per byt
     CHECK(h.out(7) == static_cast<double>(0x3f800000));
 }
 
-TEST_CASE("sim: unplanned buffers get their own slots; out of bounds is per buffer", "[sim]") {
+TEST_CASE("sim: unplanned buffers get their own slots, and out of bounds is per buffer", "[sim]") {
     Hand h(32);
     // Unplanned (offset -1): A f32[40] is 160 bytes, so B starts at byte 256; each thread
     // stores A[t] and B[t] with no barrier between and reads both after one: no finding.
