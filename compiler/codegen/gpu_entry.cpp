@@ -168,7 +168,8 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
     auto launcher = ms.module.getOrInsertFunction(api == GpuApi::Cuda ? "tile_cuda_launch" : "tile_hip_launch", lty);
     llvm::Value* status =
         b.CreateCall(launcher, {module_global, ms.c_string(kernel.symbol), fn->getArg(0), grid_arr, block_arr,
-                                llvm::ConstantInt::get(intptr, kernel.dynamic_smem), args},
+                                llvm::ConstantInt::get(intptr, api == GpuApi::Cuda ? kernel.cuda_dynamic_smem : kernel.hip_dynamic_smem),
+                                args},
                      "status");
     // The runtime's status and message are the entry point's (no re-wording).
     b.CreateRet(status);

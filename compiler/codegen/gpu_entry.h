@@ -44,7 +44,10 @@ struct GpuKernel {
     std::string export_name;   // the ir::PrimFunc (tile level) whose arguments it takes
     std::string symbol;        // the kernel's name in the images (PTX .entry)
     int64_t threads = 0;       // the block: threads x 1 x 1
-    int64_t dynamic_smem = 0;  // bytes of dynamic shared memory per launch
+    // Bytes of dynamic shared memory per launch, per API (the plan is the same on every
+    // arch, but NVIDIA needs dynamic shared memory above 48 KiB where AMD's LDS is static).
+    int64_t cuda_dynamic_smem = 0;
+    int64_t hip_dynamic_smem = 0;
     bool cuda = false;         // emit NAME_cuda
     bool hip = false;          // emit NAME_hip
 };

@@ -91,6 +91,21 @@ public:
 
     llvm::IRBuilder<>& builder() { return b_; }
 
+    // The block's shared arena (the thread-level plan's bytes; every planned shared
+    // buffer is an offset in it): a static array, or with `dynamic` the external
+    // zero-length array that dynamic shared memory is (CUDA's `extern __shared__`),
+    // sized by the launch.
+    void set_shared_arena(int64_t bytes, bool dynamic) {
+        if (bytes <= 0) return;
+        auto* arr = llvm::ArrayType::get(b_.getInt8Ty(), dynamic ? 0 : static_cast<uint64_t>(bytes));
+        auto* gv = new llvm::GlobalVariable(
+            m_, arr, false, dynamic ? llvm::GlobalValue::ExternalLinkage : llvm::GlobalValue::InternalLinkage,
+            dynamic ? nullptr : llvm::UndefValue::get(arr), fn_->getName().str() + (dynamic ? "_dynamic_smem" : "_smem"),
+            nullptr, llvm::GlobalValue::NotThreadLocal, kShared);
+        gv->setAlignment(llvm::Align(128));
+        shared_arena_ = gv;
+    }
+
     void bind(const ir::Var& v, llvm::Value* value) { vars_[v.get()] = value; }
 
     void bind_tensor(const ir::Buffer& buf, llvm::Value* base) {
@@ -604,7 +619,11 @@ public:
         GpuBuffer g;
         g.elem = storage_type(buf->dtype);
         auto* arr = llvm::ArrayType::get(g.elem, count);
-        if (buf->scope == ir::Scope::Shared) {
+        if (buf->scope == ir::Scope::Shared && buf->shared_offset >= 0) {
+            if (!shared_arena_) TILEC_ICE(who_ + ": shared buffer '" + buf->name + "' planned without an arena");
+            g.base = b_.CreateInBoundsGEP(b_.getInt8Ty(), shared_arena_, b_.getInt64(buf->shared_offset),
+                                          buf->name);
+        } else if (buf->scope == ir::Scope::Shared) {
             auto* gv = new llvm::GlobalVariable(m_, arr, false, llvm::GlobalValue::InternalLinkage,
                                                 llvm::UndefValue::get(arr), fn_->getName().str() + "." + buf->name,
                                                 nullptr, llvm::GlobalValue::NotThreadLocal, kShared);
@@ -636,6 +655,7 @@ private:
     llvm::Function* fn_;
     llvm::IRBuilder<> b_;
     llvm::Instruction* alloca_point_ = nullptr;
+    llvm::Value* shared_arena_ = nullptr;
     std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
     std::unordered_map<const ir::BufferNode*, GpuBuffer> buffers_;
     llvm::Value* sregs_[6] = {};

@@ -11,7 +11,7 @@ else()
   message(STATUS "NVPTX backend: ptxas not found (--emit=cubin and the ptxas tests need -DTILEC_PTXAS=...)")
 endif()
 tilec_llvm_library(tilec_gpu_lowering ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp)
-target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen LLVM)
+target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen tilec_lower LLVM)
 
 tilec_llvm_library(tilec_nvptx ${CMAKE_CURRENT_LIST_DIR}/nvptx_backend.cpp)
 target_compile_definitions(tilec_nvptx PRIVATE "TILEC_PTXAS_PATH=\"$<$<BOOL:${TILEC_PTXAS}>:${TILEC_PTXAS}>\"")

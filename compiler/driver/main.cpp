@@ -198,7 +198,8 @@ int run(int argc, char** argv) {
                  "Print, per kernel and GPU arch, its registers, static shared memory and\n"
                  "spills (to standard error; ptxas -v for sm_XX, the code object's metadata\n"
                  "for gfxNNN), e.g. \"gemm_f16 sm_80: 40 registers, 16384 bytes shared,\n"
-                 "0 bytes spilled\"");
+                 "0 bytes spilled\"; dynamic shared memory the launch passes is added\n"
+                 "(\"0 bytes shared + 65536 dynamic\")");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
     app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported\nfile (also spelled -MD)");

@@ -100,7 +100,11 @@ void print_resources(std::vector<codegen::KernelResources> resources, const std:
     };
     std::stable_sort(resources.begin(), resources.end(),
                      [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
-    for (auto& r : resources) std::cerr << codegen::format_resources(r) << "\n";
+    for (auto& r : resources) {
+        size_t i = rank(r);
+        if (i < funcs.size() && !r.amd) r.dynamic_shared_bytes = lower::dynamic_shared_bytes(funcs[i]);
+        std::cerr << codegen::format_resources(r) << "\n";
+    }
 }
 
 // ptxas on one arch's PTX with the user's -Xptxas options (and -v for
@@ -176,6 +180,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
     out.module_name = source;
     const target::GpuTarget* lowest = nullptr;
     std::string lowest_ptx;
+    bool seen_nvidia = false, seen_amd = false;
     for (auto& arch : archs) {
         const target::GpuTarget* t = target::find_gpu_target(arch);
         if (!t) TILEC_ICE("no target table row for " + arch);
@@ -214,6 +219,20 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
             for (size_t i = 0; i < out.kernels.size(); ++i)
                 if (thread_level->funcs.at(i).threads != out.kernels[i].threads)
                     TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
+        }
+        // One launch per API passes one size: every arch of a vendor must agree (the plan
+        // does not depend on the arch; only the static limit, the same per vendor, does).
+        bool first_of_vendor = t->vendor == target::Vendor::Amd ? !seen_amd : !seen_nvidia;
+        (t->vendor == target::Vendor::Amd ? seen_amd : seen_nvidia) = true;
+        for (size_t i = 0; i < out.kernels.size(); ++i) {
+            int64_t bytes = lower::dynamic_shared_bytes(thread_level->funcs.at(i));
+            int64_t& kept = t->vendor == target::Vendor::Amd ? out.kernels[i].hip_dynamic_smem
+                                                             : out.kernels[i].cuda_dynamic_smem;
+            if (first_of_vendor)
+                kept = bytes;
+            else if (bytes != kept)
+                TILEC_ICE("the dynamic shared memory of " + out.kernels[i].symbol + " differs between " + arch +
+                          " and the vendor's other targets");
         }
         if (t->vendor == target::Vendor::Amd) {
             if (!images) continue;

@@ -314,6 +314,9 @@ struct BufferNode {
     Access access = Access::InOut;  // meaningful for Global tensors
     std::string layout_hint;        // from @layout annotations, "" if none
     SourceLoc loc;
+    // Thread level, shared scope: the byte offset of the buffer in the block's shared
+    // arena, given by the shared-memory plan (compiler/lower/shared_plan.cpp); -1 before.
+    int64_t shared_offset = -1;
 
     size_t rank() const { return shape.size(); }
 };

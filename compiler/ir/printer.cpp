@@ -210,7 +210,9 @@ public:
     std::string buffer_decl(const Buffer& b) {
         std::string s = scope_name(b->scope);
         if (b->scope == Scope::Global) s += std::string(" ") + access_name(b->access);
-        return s + " " + buffer_name(b) + ": " + buffer_type(b);
+        s += " " + buffer_name(b) + ": " + buffer_type(b);
+        if (b->shared_offset >= 0) s += " at byte " + std::to_string(b->shared_offset);  // the shared plan's
+        return s;
     }
 
     std::string param(const Param& p) {

@@ -83,11 +83,6 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
     const int64_t rounds = (units + threads - 1) / threads;
 
     const int64_t padded = size + (size - 1) / 32 + 1;
-    int64_t bytes = (padded + (P > 1 ? 2 * units : 0)) * ((acc.bits + 7) / 8);
-    shared_bytes_ += bytes;
-    if (shared_bytes_ > target_.static_shared_bytes)
-        unsupported(loc, "cumsum scratch above " + std::to_string(target_.static_shared_bytes / 1024) +
-                             " KiB of shared memory per block");
     Buffer scan = make_buffer(db->name + "_scan", acc, {make_int(padded)}, Scope::Shared, loc);
     Buffer totals = make_buffer(db->name + "_tot", acc, {make_int(units)}, Scope::Shared, loc);
     Buffer offsets = make_buffer(db->name + "_off", acc, {make_int(units)}, Scope::Shared, loc);

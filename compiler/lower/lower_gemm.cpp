@@ -15,15 +15,35 @@ using namespace ir;
 // serial so the register loop inside it stays unrolled and c stays in registers.
 // The barrier after (from lower()) keeps the next copy into a or b from racing.
 // No tensor cores yet: that needs mma fragments for a, b and c (layout inference).
+//
+// A fragment a or b (flash attention's p @ v, p in registers): the thread computing
+// c[i, j] needs all of row i of a (column j of b), held by other threads, so the
+// fragment is staged through a shared copy of its shape (each thread stores its
+// registers, a barrier, then the shared-operand gemm reads the copy). The shared plan
+// gives the copy bytes only while the gemm runs.
 Stmt ThreadLowering::lower_gemm(const GemmNode& g) {
     SourceLoc loc = g.loc;
-    const Buffer& ab = g.a.buffer;
-    const Buffer& bb = g.b.buffer;
     const Buffer& cb = g.c.buffer;
-    if (ab->scope != Scope::Shared || bb->scope != Scope::Shared || cb->scope != Scope::Fragment)
-        unsupported(loc, "gemm other than of shared a and b into a fragment");
     if (!is_full_region(g.a) || !is_full_region(g.b) || !is_full_region(g.c))
         unsupported(loc, "gemm of part of a buffer");
+    std::vector<Buffer> staged;
+    std::vector<Stmt> stores;
+    auto stage = [&](const Buffer& op) -> Buffer {
+        if (op->scope == Scope::Shared) return op;
+        if (op->scope != Scope::Fragment) unsupported(loc, "gemm of a " + std::string(scope_name(op->scope)) + " operand");
+        auto it = frags_.find(op.get());
+        if (it == frags_.end()) TILEC_ICE("thread-level lowering: fragment '" + op->name + "' not allocated");
+        const FragInfo& fi = it->second;
+        Buffer copy = make_buffer(op->name + "_stage", op->dtype, op->shape, Scope::Shared, loc);
+        stores.push_back(register_loop(fi.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            return guard_replica(rep, make_store(copy, coord, make_load(fi.regs, {r}, loc), loc));
+        }));
+        staged.push_back(copy);
+        return copy;
+    };
+    if (cb->scope != Scope::Fragment) unsupported(loc, "gemm into a " + std::string(scope_name(cb->scope)) + " buffer");
+    Buffer ab = stage(g.a.buffer);
+    Buffer bb = stage(g.b.buffer);
     auto as = *const_shape(ab->shape), bs = *const_shape(bb->shape), cs = *const_shape(cb->shape);
     if (as.size() != 2 || bs.size() != 2 || cs.size() != 2) unsupported(loc, "gemm of tiles other than 2-D");
     int64_t M = g.trans_a ? as[1] : as[0], K = g.trans_a ? as[0] : as[1];
@@ -44,11 +64,19 @@ Stmt ThreadLowering::lower_gemm(const GemmNode& g) {
         return make_store(c.regs, {r}, add(make_load(c.regs, {r}, loc), prod), loc);
     });
     Stmt loop = make_for(k, make_int(0), make_int(K), ForKind::Serial, step, loc);
-    if (!g.clear) return loop;
-    Stmt zero = register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
-        return make_store(c.regs, {r}, make_zero(acc), loc);
-    });
-    return make_seq({zero, loop}, loc);
+    Stmt out = loop;
+    if (g.clear) {
+        Stmt zero = register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+            return make_store(c.regs, {r}, make_zero(acc), loc);
+        });
+        out = make_seq({zero, loop}, loc);
+    }
+    if (staged.empty()) return out;
+    stores.push_back(make_barrier(loc));
+    stores.push_back(out);
+    out = make_seq(stores, loc);
+    for (auto& b : staged) out = make_allocate(b, out, loc);
+    return out;
 }
 
 }  // namespace tilec::lower::detail

@@ -181,11 +181,6 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         });
         return make_allocate(part, make_seq({init, fold, butterfly, done}, loc), loc);
     }
-    int64_t bytes = rows * P * ((acc.bits + 7) / 8);
-    shared_bytes_ += bytes;
-    if (shared_bytes_ > target_.static_shared_bytes)
-        unsupported(loc, "reduce scratch above " + std::to_string(target_.static_shared_bytes / 1024) +
-                             " KiB of shared memory per block");
     Buffer scratch = make_buffer(db->name + "_red", acc, {make_int(rows * P)}, Scope::Shared, loc);
     auto row_of = [&](const std::vector<Expr>& coord) {
         Expr lin = coord.at(0);

@@ -163,8 +163,11 @@ PrimFunc ThreadLowering::run() {
     check_gpu_types(f_.body);
     PrimFunc out = f_;
     global_reads_ = global_accesses(f_.body, false);
-    out.body = strip_trailing_barrier(lower(f_.body));
+    SharedPlan plan = plan_shared_memory(strip_trailing_barrier(lower(f_.body)), full_writes_, target_, f_.name, f_.loc);
+    out.body = plan.body;
     out.attrs.emplace_back(kLevelAttr, kThreadLevel);
+    out.attrs.emplace_back(kSharedBytesAttr, std::to_string(plan.bytes));
+    out.attrs.emplace_back(kDynamicSharedAttr, plan.dynamic ? "1" : "0");
     return out;
 }
 
@@ -206,13 +209,29 @@ Stmt ThreadLowering::guard_replica(const Expr& rep, Stmt s) {
 // ---- statements ----------------------------------------------------------------
 Stmt ThreadLowering::lower(const Stmt& s) {
     Stmt out = lower_inner(s);
+    if (const BufferNode* whole = overwritten_shared(s)) full_writes_[out.get()] = whole;
     // Conservative until barrier insertion exists: whatever touches shared memory is
     // followed by a block barrier (RAW into the next statement, WAR into the next
     // iteration of an enclosing loop), and so is a write to a global tensor that the
     // kernel also reads (bar.sync orders global memory within the block too).
-    if (is_leaf(s) && (uses_scope(s, Scope::Shared) || writes_read_global(s)))
+    // A gemm also when it stages a fragment operand through shared memory.
+    if (is_leaf(s) && (uses_scope(s, Scope::Shared) || s->kind == StmtKind::Gemm || writes_read_global(s)))
         out = make_seq({out, make_barrier(s->loc)}, s->loc);
     return out;
+}
+
+// The shared buffer a copy or fill overwrites in full (every element, out-of-bounds
+// ones with the pad), without reading it: the shared plan's liveness needs it.
+const BufferNode* ThreadLowering::overwritten_shared(const Stmt& s) const {
+    const Region* dst = nullptr;
+    if (s->kind == StmtKind::Copy) {
+        auto* c = s->as<CopyNode>();
+        if (c->src.buffer.get() != c->dst.buffer.get()) dst = &c->dst;
+    } else if (s->kind == StmtKind::Fill) {
+        dst = &s->as<FillNode>()->dst;
+    }
+    if (!dst || dst->buffer->scope != Scope::Shared || !is_full_region(*dst)) return nullptr;
+    return dst->buffer.get();
 }
 
 bool ThreadLowering::writes_read_global(const Stmt& s) const {
@@ -297,14 +316,7 @@ Stmt ThreadLowering::lower_allocate(const AllocateNode& a) {
         locals_.emplace(b.get(), regs);
         return make_allocate(regs, lower(a.body), a.loc);
     }
-    case Scope::Shared: {
-        int64_t bytes = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
-        shared_bytes_ += bytes;
-        if (shared_bytes_ > target_.static_shared_bytes)
-            unsupported(a.loc, "shared memory above " + std::to_string(target_.static_shared_bytes / 1024) +
-                                   " KiB per block (dynamic shared memory)");
-        return make_allocate(b, lower(a.body), a.loc);
-    }
+    case Scope::Shared: return make_allocate(b, lower(a.body), a.loc);  // placed by the shared plan
     case Scope::Register: return make_allocate(b, lower(a.body), a.loc);
     case Scope::Global: TILEC_ICE("thread-level lowering: allocation of a global buffer");
     }
@@ -500,7 +512,21 @@ std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::G
         if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);
         diag->error(u.loc.valid() ? u.loc : f.loc, msg);
         return std::nullopt;
+    } catch (const detail::UserError& e) {
+        if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + e.message);
+        diag->error(e.loc.valid() ? e.loc : f.loc, e.message);
+        return std::nullopt;
     }
+}
+
+int64_t dynamic_shared_bytes(const PrimFunc& f) {
+    bool dynamic = false;
+    int64_t bytes = 0;
+    for (auto& [k, v] : f.attrs) {
+        if (k == kDynamicSharedAttr) dynamic = v == "1";
+        if (k == kSharedBytesAttr) bytes = std::stoll(v);
+    }
+    return dynamic ? bytes : 0;
 }
 
 Pass thread_level_pass(const target::GpuTarget& target) {

@@ -44,6 +44,13 @@ namespace tilec::lower {
 inline constexpr const char* kLevelAttr = "level";
 inline constexpr const char* kThreadLevel = "thread";
 bool is_thread_level(const ir::PrimFunc& f);
+// Attributes of a thread-level function from its shared-memory plan: the bytes of its
+// shared arena per block, and "1" when they go in dynamic shared memory (above the
+// target's static limit; the launch passes them), "0" for a static arena.
+inline constexpr const char* kSharedBytesAttr = "shared_bytes";
+inline constexpr const char* kDynamicSharedAttr = "dynamic_shared";
+// The dynamic shared bytes a launch of the thread-level `f` passes (0: static or none).
+int64_t dynamic_shared_bytes(const ir::PrimFunc& f);
 
 // The Fragment the lowering gives a tile of `shape` (a fragment buffer, a parallel
 // loop, the thread split of a copy) on `threads` threads (fragment_assign.cpp):

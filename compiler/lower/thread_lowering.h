@@ -32,6 +32,29 @@ struct Unsupported {
     throw Unsupported{loc, std::move(what)};
 }
 
+// A user error that is not a gap in the coverage (e.g. more shared memory than the
+// target has): reported with its message as is.
+struct UserError {
+    SourceLoc loc;
+    std::string message;
+};
+
+// The shared-memory plan of a thread-level body (shared_plan.cpp): the body with every
+// shared buffer given its arena offset (BufferNode::shared_offset), the arena's bytes,
+// and whether they exceed the target's static limit (dynamic shared memory). Throws
+// UserError when the arena exceeds the target's maximum.
+struct SharedPlan {
+    ir::Stmt body;
+    int64_t bytes = 0;
+    bool dynamic = false;
+};
+// `full_writes` maps a thread-level statement (a lowered copy or fill) to the shared
+// buffer it overwrites whole: a loop whose first access to a buffer is such a write
+// does not carry the buffer's value from one iteration to the next.
+using FullWrites = std::unordered_map<const ir::StmtNode*, const ir::BufferNode*>;
+SharedPlan plan_shared_memory(const ir::Stmt& body, const FullWrites& full_writes, const target::GpuTarget& target,
+                              const std::string& kernel, SourceLoc kernel_loc);
+
 // The shape's extents, or nullopt if one is not a compile-time constant.
 std::optional<std::vector<int64_t>> const_shape(const std::vector<ir::Expr>& shape);
 
@@ -75,6 +98,7 @@ private:
     // ---- statements (thread_lower.cpp) -------------------------------------------------
     Stmt lower(const Stmt& s);
     bool writes_read_global(const Stmt& s) const;
+    const ir::BufferNode* overwritten_shared(const Stmt& s) const;
     Stmt lower_inner(const Stmt& s);
     Stmt lower_allocate(const ir::AllocateNode& a);
     Buffer plain_buffer(const Buffer& b, SourceLoc loc);
@@ -111,8 +135,8 @@ private:
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;
-    int64_t shared_bytes_ = 0;
     std::unordered_set<const ir::BufferNode*> global_reads_;  // tensors the kernel reads
+    FullWrites full_writes_;  // lowered copies/fills that overwrite a whole shared buffer
 };
 
 }  // namespace tilec::lower::detail

@@ -71,6 +71,99 @@ std::string idx_str(const std::vector<int64_t>& v) {
     return s + "]";
 }
 
+// A value of type `t` in the bytes the GPU stores for it (little-endian): floats in
+// their format (the value is already of that format, so encoding is exact: the rounding
+// happened where the value was computed or converted), integers and bools in their
+// width's bytes (i4/u4 one byte each, as the counters count them).
+void encode(uint8_t* p, Value v, DataType t) {
+    uint64_t u = 0;
+    switch (t.kind) {
+    case TypeKind::Float:
+        if (t.bits == 64) {
+            std::memcpy(p, &v.f, 8);
+            return;
+        }
+        if (t.bits == 32) {
+            float x = static_cast<float>(v.f);
+            std::memcpy(p, &x, 4);
+            return;
+        }
+        u = interp::f16_bits(v.f);
+        break;
+    case TypeKind::BFloat: u = interp::bf16_bits(v.f); break;
+    case TypeKind::Float8E4M3: u = interp::f8e4m3_bits(v.f); break;
+    case TypeKind::Float8E5M2: u = interp::f8e5m2_bits(v.f); break;
+    default: u = static_cast<uint64_t>(v.i); break;
+    }
+    int n = std::max(1, (t.bits + 7) / 8);
+    for (int b = 0; b < n; ++b) p[b] = static_cast<uint8_t>(u >> (8 * b));
+}
+Value decode(const uint8_t* p, DataType t) {
+    if (t.kind == TypeKind::Float && t.bits >= 32) {
+        if (t.bits == 64) {
+            double d;
+            std::memcpy(&d, p, 8);
+            return Value::of_float(d);
+        }
+        float x;
+        std::memcpy(&x, p, 4);
+        return Value::of_float(static_cast<double>(x));
+    }
+    int n = std::max(1, (t.bits + 7) / 8);
+    uint64_t u = 0;
+    for (int b = 0; b < n; ++b) u |= static_cast<uint64_t>(p[b]) << (8 * b);
+    switch (t.kind) {
+    case TypeKind::Float: {
+        // f16 loads are hot (gemm and attention tiles): every value's decoding once.
+        static const std::vector<float> f16_table = [] {
+            std::vector<float> v(65536);
+            for (uint32_t b = 0; b < 65536; ++b) v[b] = static_cast<float>(interp::f16_value(static_cast<uint16_t>(b)));
+            return v;
+        }();
+        return Value::of_float(static_cast<double>(f16_table[static_cast<size_t>(u & 0xffff)]));
+    }
+    case TypeKind::BFloat: {
+        // bf16 is f32's upper half.
+        uint32_t w = static_cast<uint32_t>(u & 0xffff) << 16;
+        float x;
+        std::memcpy(&x, &w, 4);
+        return Value::of_float(static_cast<double>(x));
+    }
+    case TypeKind::Float8E4M3: return Value::of_float(interp::f8e4m3_value(static_cast<uint8_t>(u)));
+    case TypeKind::Float8E5M2: return Value::of_float(interp::f8e5m2_value(static_cast<uint8_t>(u)));
+    default: return Value::of_int(normalize_int(static_cast<int64_t>(u), t));
+    }
+}
+
+// The shadow of one byte of shared memory. Per byte, not per element or word: buffers
+// of different types share bytes under the shared plan, and two f16 (or i8) elements in
+// one 4-byte word written by different threads are not a race.
+struct ByteShadow {
+    int32_t w_tid = -1, w_epoch = 0;  // the last writer and its barrier epoch (0: never)
+    int32_t r_tid = -1, r_epoch = 0;  // the reader in r_epoch (-1: several)
+    uint32_t w_site = 0, r_site = 0;  // those accesses (Executor::sites_; 0: none)
+    int32_t writer = 0;               // the alloc instance that last wrote it (0: none yet)
+    int32_t overwritten = 0;          // the instance `writer` overwrote (0: none)
+};
+
+// Shared memory of the running block: one byte array for all shared buffers, each at its
+// byte offset (the shared plan's, or the next 128-byte slot), as on the GPU, so buffers
+// that share bytes see each other's stores. It grows to the largest extent allocated.
+struct SharedArena {
+    std::vector<uint8_t> bytes;
+    std::vector<ByteShadow> shadow;
+    void ensure(int64_t n) {
+        if (n <= static_cast<int64_t>(bytes.size())) return;
+        bytes.resize(static_cast<size_t>(n), 0xff);  // all-ones: NaN in every float format
+        shadow.resize(static_cast<size_t>(n));
+    }
+    // A new block: nothing written, no accesses; the bytes read as NaN until written.
+    void reset() {
+        std::fill(bytes.begin(), bytes.end(), uint8_t{0xff});
+        std::fill(shadow.begin(), shadow.end(), ByteShadow{});
+    }
+};
+
 // The memory of one buffer. Registers hold `size` elements per thread (thread t's
 // element k at t * size + k); shared buffers and tensors one instance.
 struct Storage {
@@ -84,21 +177,26 @@ struct Storage {
     int64_t* i = nullptr;
     std::vector<double> own_f;
     std::vector<int64_t> own_i;
-    std::vector<uint8_t> init;                // shared, register: written since the alloc
+    std::vector<uint8_t> init;                // register: written since the alloc
     std::vector<uint8_t>* written = nullptr;  // tensors: stored by the kernel
-    // Shared: the race shadow per element (epoch 0: never).
-    std::vector<int32_t> w_tid, w_epoch, r_tid, r_epoch;
-    int64_t base = 0;  // byte address of offset 0 (counters)
+    // Shared: the block's arena, which holds the values (and the shadow) at byte `base`
+    // on; `instance` tells this execution of the `alloc` from any other.
+    SharedArena* arena = nullptr;
+    int32_t instance = 0;
+    int64_t base = 0;  // byte address of offset 0 (counters; shared: the arena offset)
     int elem_bytes = 4;
 
     const std::string& name() const { return buffer->name; }
     Value get(int64_t off) const {
+        if (arena) return decode(arena->bytes.data() + base + off * elem_bytes, dtype);
         if (dtype.is_float()) return Value::of_float(f[off]);
         if (i) return Value::of_int(i[off]);
         return interp::detail::convert(Value::of_float(f[off]), DataType::f64(), dtype);
     }
     void set(int64_t off, Value v) {
-        if (dtype.is_float())
+        if (arena)
+            encode(arena->bytes.data() + base + off * elem_bytes, v, dtype);
+        else if (dtype.is_float())
             f[off] = v.f;
         else if (i)
             i[off] = v.i;
@@ -293,6 +391,42 @@ private:
     int32_t epoch_ = 1;
     int unroll_depth_ = 0;    // > 0: inside an unrolled loop, whose accesses flush at its end
     int64_t shared_top_ = 0;  // bump allocator of shared addresses
+
+    // ---- shared memory -------------------------------------------------------------
+    SharedArena arena_;
+    // Each execution of a shared `alloc` in the block (index 0: none): which buffer,
+    // where. A byte's `writer` names one, so a read through another buffer or another
+    // execution of the same alloc is told from a read of what this one stored.
+    struct Instance {
+        const BufferNode* buffer;
+        int64_t base;
+        int elem_bytes;
+    };
+    std::vector<Instance> instances_;
+    // Source locations of shared accesses, for the messages (index 0: none).
+    struct Site {
+        SourceLoc loc;
+        const BufferNode* buffer;
+    };
+    std::vector<Site> sites_;
+    std::unordered_map<const void*, uint32_t> site_ids_;
+    const void* last_site_node_ = nullptr;
+    uint32_t last_site_ = 0;
+    uint32_t site(const void* node, SourceLoc loc, const BufferNode* b) {
+        if (node == last_site_node_) return last_site_;
+        auto [it, fresh] = site_ids_.try_emplace(node, static_cast<uint32_t>(sites_.size()));
+        if (fresh) sites_.push_back({loc, b});
+        last_site_node_ = node;
+        return last_site_ = it->second;
+    }
+    // "'A'[k]" for the arena byte `byte` of instance `inst`.
+    std::string element_at(int32_t inst, int64_t byte) const {
+        const Instance& in = instances_[static_cast<size_t>(inst)];
+        return "'" + in.buffer->name + "'[" + std::to_string((byte - in.base) / in.elem_bytes) + "]";
+    }
+    static std::string line_col(SourceLoc l) { return std::to_string(l.line) + ":" + std::to_string(l.col); }
+    void shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node);
+    void shared_write(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node);
     SourceLoc stmt_loc_;
     Active all_;
 };
@@ -691,21 +825,7 @@ Value Executor::load(const LoadNode* op, int t) {
     if (off < 0) return Value{};
     record(op, loc, s, false, t, off);
     int64_t slot = s.scope == Scope::Register ? t * s.size + off : off;
-    if (s.scope == Scope::Shared && opt_.check_races) {
-        size_t k = static_cast<size_t>(off);
-        if (s.w_epoch[k] == epoch_ && s.w_tid[k] != t)
-            issue(IssueKind::Race, loc, t, [&] {
-                return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
-                       " read by thread " + std::to_string(t) + " after thread " +
-                       std::to_string(s.w_tid[k]) + " wrote it, with no barrier between";
-            });
-        if (s.r_epoch[k] != epoch_) {
-            s.r_epoch[k] = epoch_;
-            s.r_tid[k] = t;
-        } else if (s.r_tid[k] != t) {
-            s.r_tid[k] = -1;  // several readers
-        }
-    }
+    if (s.scope == Scope::Shared) shared_read(s, off, t, loc, op);
     if (!s.init.empty() && !s.init[static_cast<size_t>(slot)] && opt_.check_uninitialized) {
         issue(IssueKind::Uninitialized, loc, t, [&] {
             return "read of uninitialised " + std::string(kind_word(s.scope)) + " element '" + s.name() +
@@ -714,6 +834,115 @@ Value Executor::load(const LoadNode* op, int t) {
         });
     }
     return s.get(slot);
+}
+
+// The checks of shared memory, per byte of the arena: a race is two threads' accesses
+// to one byte, at least one a store, in one barrier epoch, whatever buffers they went
+// through; a read must find every byte last stored by this execution of its own buffer's
+// alloc (never written: uninitialised; written through another buffer: a stale read
+// through a reused slot, or, where this buffer had stored the byte before, a clobber of
+// a live buffer by another the plan put on the same bytes).
+void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {
+    const int64_t first = s.base + off * s.elem_bytes;
+    ByteShadow* sh = arena_.shadow.data() + first;
+    if (opt_.check_races) {
+        uint32_t me = 0;  // looked up when first needed: most reads find their epoch's reader set
+        bool reported = false;
+        for (int b = 0; b < s.elem_bytes; ++b) {
+            ByteShadow& x = sh[b];
+            if (!reported && x.w_epoch == epoch_ && x.w_tid != t) {
+                reported = true;
+                issue(IssueKind::Race, loc, t, [&] {
+                    const Site& w = sites_[x.w_site];
+                    std::string head = "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
+                                       " read by thread " + std::to_string(t) + " after thread " +
+                                       std::to_string(x.w_tid);
+                    if (w.buffer == s.buffer) return head + " wrote it, with no barrier between";
+                    return head + " wrote the same bytes as " + element_at(x.writer, first + b) + " at " +
+                           line_col(w.loc) + ", with no barrier between";
+                });
+            }
+            if (x.r_epoch != epoch_) {
+                if (!me) me = site(node, loc, s.buffer);
+                x.r_epoch = epoch_;
+                x.r_tid = t;
+                x.r_site = me;
+            } else if (x.r_tid != t) {
+                x.r_tid = -1;  // several readers
+            }
+        }
+    }
+    if (!opt_.check_uninitialized) return;
+    for (int b = 0; b < s.elem_bytes; ++b) {
+        const ByteShadow& x = sh[b];
+        if (x.writer == s.instance) continue;
+        std::string element = "'" + s.name() + "'[" + std::to_string(off) + "]";
+        if (x.writer == 0 || instances_[static_cast<size_t>(x.writer)].buffer == s.buffer) {
+            issue(IssueKind::Uninitialized, loc, t, [&] {
+                return "read of uninitialised shared element " + element +
+                       (x.writer == 0 ? " (never written)" : " (not written since this execution of its alloc)");
+            });
+        } else if (x.overwritten == s.instance) {
+            issue(IssueKind::SharedOverlap, loc, t, [&] {
+                const Site& w = sites_[x.w_site];
+                const std::string& other = instances_[static_cast<size_t>(x.writer)].buffer->name;
+                return "read of shared element " + element + " after a store to " + element_at(x.writer, first + b) +
+                       " at " + line_col(w.loc) + " overwrote its bytes (arena byte " + std::to_string(first + b) +
+                       "): '" + s.name() + "' and '" + other + "' share bytes while both are live";
+            });
+        } else {
+            issue(IssueKind::Uninitialized, loc, t, [&] {
+                const Site& w = sites_[x.w_site];
+                const std::string& other = instances_[static_cast<size_t>(x.writer)].buffer->name;
+                return "read of uninitialised shared element " + element + ": reads bytes of '" + s.name() +
+                       "' last written as '" + other + "' (" + element_at(x.writer, first + b) + " at " +
+                       line_col(w.loc) + "; stale data of another buffer in a reused slot)";
+            });
+        }
+        return;
+    }
+}
+
+void Executor::shared_write(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {
+    const int64_t first = s.base + off * s.elem_bytes;
+    ByteShadow* sh = arena_.shadow.data() + first;
+    uint32_t me = site(node, loc, s.buffer);
+    bool reported = !opt_.check_races;
+    for (int b = 0; b < s.elem_bytes; ++b) {
+        ByteShadow& x = sh[b];
+        if (!reported && x.w_epoch == epoch_ && x.w_tid != t) {
+            reported = true;
+            issue(IssueKind::Race, loc, t, [&] {
+                const Site& w = sites_[x.w_site];
+                std::string head = "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
+                                   " written by thread " + std::to_string(t) + " and by thread " +
+                                   std::to_string(x.w_tid);
+                if (w.buffer == s.buffer) return head + " with no barrier between";
+                return head + " as " + element_at(x.writer, first + b) + " at " + line_col(w.loc) +
+                       ", with no barrier between";
+            });
+        } else if (!reported && x.r_epoch == epoch_ && x.r_tid != t) {
+            reported = true;
+            issue(IssueKind::Race, loc, t, [&] {
+                const Site& r = sites_[x.r_site];
+                std::string who = x.r_tid < 0 ? std::string("other threads") : "thread " + std::to_string(x.r_tid);
+                std::string head = "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
+                                   " written by thread " + std::to_string(t) + " after " + who;
+                if (r.buffer == s.buffer) return head + " read it, with no barrier between";
+                return head + " read the same bytes as '" + r.buffer->name + "' at " + line_col(r.loc) +
+                       ", with no barrier between";
+            });
+        }
+        if (opt_.check_races) {
+            x.w_epoch = epoch_;
+            x.w_tid = t;
+        }
+        x.w_site = me;
+        if (x.writer != s.instance) {
+            x.overwritten = x.writer;
+            x.writer = s.instance;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -838,25 +1067,7 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
         }
         record(op, loc, s, true, t, off);
         int64_t slot = s.scope == Scope::Register ? t * s.size + off : off;
-        if (s.scope == Scope::Shared && opt_.check_races) {
-            size_t k = static_cast<size_t>(off);
-            if (s.w_epoch[k] == epoch_ && s.w_tid[k] != t)
-                issue(IssueKind::Race, loc, t, [&] {
-                    return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
-                           " written by thread " + std::to_string(t) + " and by thread " +
-                           std::to_string(s.w_tid[k]) + " with no barrier between";
-                });
-            else if (s.r_epoch[k] == epoch_ && s.r_tid[k] != t)
-                issue(IssueKind::Race, loc, t, [&] {
-                    return "shared-memory race: '" + s.name() + "' element " + std::to_string(off) +
-                           " written by thread " + std::to_string(t) + " after " +
-                           (s.r_tid[k] < 0 ? std::string("other threads")
-                                           : "thread " + std::to_string(s.r_tid[k])) +
-                           " read it, with no barrier between";
-                });
-            s.w_epoch[k] = epoch_;
-            s.w_tid[k] = t;
-        }
+        if (s.scope == Scope::Shared) shared_write(s, off, t, loc, op);
         s.set(slot, p.v);
         if (!s.init.empty()) s.init[static_cast<size_t>(slot)] = 1;
         if (s.written) (*s.written)[static_cast<size_t>(off)] = 1;
@@ -940,16 +1151,15 @@ void Executor::exec_allocate(const AllocateNode* op, const Active& act) {
     for (size_t d = st.shape.size(); d-- > 1;) st.strides[d - 1] = st.strides[d] * st.shape[d];
     int64_t saved_top = shared_top_;
     if (b->scope == Scope::Shared) {
-        st.allocate_own(size);
-        st.init.assign(static_cast<size_t>(size), 0);
-        if (opt_.check_races) {
-            st.w_tid.assign(static_cast<size_t>(size), -1);
-            st.r_tid.assign(static_cast<size_t>(size), -1);
-            st.w_epoch.assign(static_cast<size_t>(size), 0);
-            st.r_epoch.assign(static_cast<size_t>(size), 0);
-        }
-        st.base = (shared_top_ + 127) / 128 * 128;
-        shared_top_ = st.base + size * st.elem_bytes;
+        if (b->dtype.lanes != 1) fatal(op->loc, "shared buffer '" + b->name + "' of vector type " + b->dtype.str());
+        // Planned buffers sit where the shared plan put them, sharing bytes where it says
+        // so; unplanned ones (IR written by hand) get the next 128-byte slot.
+        st.base = b->shared_offset >= 0 ? b->shared_offset : (shared_top_ + 127) / 128 * 128;
+        shared_top_ = std::max(shared_top_, st.base + size * st.elem_bytes);
+        arena_.ensure(st.base + size * st.elem_bytes);
+        st.arena = &arena_;
+        st.instance = static_cast<int32_t>(instances_.size());
+        instances_.push_back({b.get(), st.base, st.elem_bytes});
     } else {
         st.allocate_own(size * threads_);
         st.init.assign(static_cast<size_t>(size * threads_), 0);
@@ -1058,6 +1268,7 @@ void Executor::run(interp::RunArgs& args) {
         fatal(f_.loc, "'" + f_.name + "' has " + std::to_string(f_.threads) +
                           " threads per block (1..1024 simulated)");
     for (int t = 0; t < threads_; ++t) all_.push_back(t);
+    sites_.push_back({SourceLoc{}, nullptr});
 
     size_t n_tensors = 0, n_sizes = 0, n_scalars = 0;
     for (const auto& p : f_.params)
@@ -1165,6 +1376,8 @@ void Executor::run(interp::RunArgs& args) {
                     for (int d = 0; d < 3; ++d) uniform_[block_slot + d].second = Value::of_int(block_[d]);
                     epoch_ = 1;
                     shared_top_ = 0;
+                    arena_.reset();
+                    instances_.assign(1, Instance{nullptr, 0, 1});
                     exec(f_.body, all_);
                     flush();
                     ++res_.blocks_run;

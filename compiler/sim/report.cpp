@@ -18,6 +18,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::ShuffleDivergence: return "divergent shuffle";
     case IssueKind::ShuffleSource: return "shuffle source";
     case IssueKind::ShuffleOperand: return "shuffle operand";
+    case IssueKind::SharedOverlap: return "overlapping shared buffers";
     }
     return "?";
 }

@@ -27,14 +27,31 @@
 //
 // Checks, each reported with the IR node's SourceLoc, the block and the thread; each
 // site (kind, location) is reported once with a count of its occurrences:
-// - shared-memory races: an element written by one thread and read or written by
-//   another in the same barrier epoch (shadow state per element: last writer and its
-//   epoch, the reader (or "several") and its epoch);
+// Shared memory is one byte arena per block, as on the GPU: each shared buffer at its
+// BufferNode::shared_offset (the shared plan's; buffers whose live ranges do not
+// overlap share bytes), an unplanned one (offset -1, IR written by hand) at the next
+// 128-byte aligned offset. Values are stored as the bytes of their type (f16, bf16, f8
+// in their format, f32/f64 IEEE, integers in their width; i4/u4 one byte each), exactly,
+// since every value is already rounded to its type; a buffer reading bytes another
+// stored sees what the GPU would. The shadow is per byte (two f16 elements of one 4-byte
+// word stored by different threads are no race): the last writer and its barrier epoch,
+// the reader in the current epoch (or "several"), the source locations of both, and the
+// execution of an `alloc` that last stored the byte.
+//
+// - shared-memory races: a byte written by one thread and read or written by another
+//   in the same barrier epoch, through the same buffer or any two buffers on those
+//   bytes (the message then names both, with the other access's line);
 // - out-of-bounds accesses: global elements outside the tensor's extents (per
-//   dimension), shared and register elements outside the buffer (the access is then
-//   skipped: a load gives 0);
-// - reads of uninitialised shared or register elements (an init bit per element,
-//   fresh at each execution of the `alloc`);
+//   dimension), shared and register elements outside the buffer's own shape, even
+//   where a shared index lands inside the arena (the access is then skipped: a load
+//   gives 0);
+// - reads of uninitialised register elements (an init bit per element, fresh at each
+//   execution of the `alloc`) and of shared bytes not last stored by this execution of
+//   the buffer's own `alloc`: never written, or written through another buffer (a
+//   stale read through a reused slot: "reads bytes of 'B' last written as 'A'");
+// - overlapping shared buffers: a read of bytes this buffer had stored that a store
+//   through another buffer then overwrote (a plan that put two live buffers on the
+//   same bytes);
 // - barriers not reached by all threads of the block (inside a thread-dependent `if`,
 //   or a loop with a thread-dependent trip count);
 // - integer division by zero and out-of-range shifts; stores into an input tensor;
@@ -49,8 +66,7 @@
 // makes in all iterations of an unrolled register loop (`for r in unroll(R)`) count as
 // one request per warp, as the backend emits them as vector accesses (ld.v4 and the
 // like); every other execution of an access is its own request. Tensors start at
-// 256-byte aligned addresses, shared buffers at 128-byte aligned offsets in the order of
-// their allocation.
+// 256-byte aligned addresses, shared buffers at their arena offsets.
 //
 // Collectives: the warp shuffles (ir::CallOp::ShflXor ...; ldmatrix and mma would
 // take the same path). Lock step makes them natural: every active lane of a warp is at
@@ -102,6 +118,9 @@ enum class IssueKind : uint8_t {
     ShuffleDivergence,  // not executed by the whole warp
     ShuffleSource,      // reads a lane that does not execute it (or does not exist)
     ShuffleOperand,     // a lane operand outside [0, warp size)
+    // A shared buffer read after a store through another buffer overwrote bytes it had
+    // stored: the two share arena bytes while both are live (a wrong shared plan).
+    SharedOverlap,
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 

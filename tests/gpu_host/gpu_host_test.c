@@ -19,6 +19,7 @@
 #include "fake_client.h"
 #include "fake_driver.h"
 #include "saxpy_gpu.h"
+#include "shared_64k.h"
 #include "tile/runtime.h"
 #include "vector_add_gpu.h"
 
@@ -306,6 +307,15 @@ static void test_launch(void) {
     memcpy(&a, stats->last_params[3], 4);
     CHECK(a == 2.5f);
     CHECK(strcmp(last_image_arch(), "sm_80") == 0);
+
+    /* 64 KiB of shared memory: dynamic on NVIDIA (the fake refuses a launch above 48 KiB
+     * unless cuFuncSetAttribute raised the kernel's limit). */
+    record_params(3, saxpy_params);
+    CHECK_STATUS(copy_twice_cuda(NULL, (void*)0x40000, (void*)0x50000, 100), TILE_SUCCESS);
+    CHECK(strcmp(stats->last_kernel, "copy_twice") == 0);
+    CHECK(stats->last_grid[0] == 2 && stats->last_block[0] == 256);
+    CHECK(stats->last_smem == 65536);
+    CHECK(param_i64(2) == 100);
     record_params(4, four_params);
 
     /* The image by compute capability, one context per device: 8.6 runs sm_80, 9.0 has
@@ -380,6 +390,13 @@ static void test_hip_launch(void) {
     memcpy(&a, hip_stats->last_params[3], 4);
     CHECK(a == -1.25f);
     CHECK(strcmp(last_hsaco_arch(), "gfx90a") == 0);
+
+    /* 64 KiB of LDS is static on AMD: no dynamic bytes at launch. */
+    hip_record_params(3, saxpy_params);
+    CHECK_STATUS(copy_twice_hip(NULL, (void*)0x40000, (void*)0x50000, 100), TILE_SUCCESS);
+    CHECK(strcmp(hip_stats->last_kernel, "copy_twice") == 0);
+    CHECK(hip_stats->last_grid[0] == 2 && hip_stats->last_block[0] == 256);
+    CHECK(hip_stats->last_smem == 0);
     hip_record_params(4, four_params);
 
     /* The image by gcnArchName, one module per device. */

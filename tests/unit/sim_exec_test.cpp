@@ -2,7 +2,8 @@
 // reference interpreter for warps of 32 and 64 with no findings; hand-built thread-level
 // IR proves each check fires at the right line (a missing barrier, a barrier under a
 // thread-dependent `if`, out-of-bounds, uninitialised reads) and the counters give the
-// hand-computed bank conflicts and sectors.
+// hand-computed bank conflicts and sectors. Shared memory is one byte arena: buffers
+// the plan puts on the same bytes race, read stale bytes or clobber each other there.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -154,9 +155,10 @@ struct Hand {
         f.block_idx = ir::make_block_idx_vars();
         f.attrs = {{"level", "thread"}};
     }
+    interp::RunArgs a;  // the last run's tensors (Y: a[1])
     sim::Result run(ir::Stmt body, const char* arch = "sm_80") {
         f.body = std::move(body);
-        interp::RunArgs a;
+        a = interp::RunArgs{};
         a.tensors.resize(2);
         a.tensors[0].data.assign(1024, 1.0);
         a.tensors[1].data.assign(1024, std::nan(""));
@@ -164,6 +166,7 @@ struct Hand {
         o.target = &gpu(arch);
         return sim::run(f, a, o);
     }
+    double out(size_t k) const { return a.tensors[1].data[k]; }
 };
 
 SourceLoc line(uint32_t l, uint32_t c = 5) {
@@ -358,4 +361,228 @@ TEST_CASE("sim: tile-level IR and bad arguments are refused, not crashed on", "[
     auto r2 = sim::run(g.f, none);
     CHECK_FALSE(r2.ok);
     CHECK(r2.message.find("takes 2 tensors") != std::string::npos);
+}
+
+namespace {
+
+// A shared buffer placed by hand at `offset` of the block's arena, as the shared plan
+// places buffers (-1: unplanned, the next 128-byte slot).
+ir::Buffer shared_at(const char* name, ir::DataType t, int64_t n, int64_t offset) {
+    ir::BufferNode node = *ir::make_buffer(name, t, {ir::make_int(n)}, ir::Scope::Shared);
+    node.shared_offset = offset;
+    return ir::make_buffer(std::move(node));
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("sim: buffers on the same arena bytes race with each other across buffers", "[sim]") {
+    Hand h(32);
+    auto a = shared_at("A", ir::DataType::f32(), 32, 0);
+    auto b = shared_at("B", ir::DataType::f32(), 32, 0);
+    auto t0 = ir::eq(h.tx, ir::make_int(0)), t1 = ir::eq(h.tx, ir::make_int(1));
+    // Thread 0 reads A[0]; thread 1 then stores B[0], the same four bytes.
+    auto body = [&](bool barrier) {
+        std::vector<ir::Stmt> s = {
+            ir::make_store(a, {h.tx}, ir::make_float(1.0), line(2)),
+            ir::make_barrier(line(3)),
+            ir::make_if(t0, ir::make_store(h.y, {ir::make_int(0)}, ir::make_load(a, {ir::make_int(0)}, line(4, 20)),
+                                           line(4))),
+        };
+        if (barrier) s.push_back(ir::make_barrier(line(5)));
+        s.push_back(ir::make_if(t1, ir::make_store(b, {ir::make_int(0)}, ir::make_float(2.0), line(6))));
+        return ir::make_allocate(a, ir::make_allocate(b, ir::make_seq(s)));
+    };
+    auto racy = h.run(body(false));
+    REQUIRE(racy.ok);
+    INFO(issues_str(racy));
+    REQUIRE(racy.issues.size() == 1);
+    CHECK(racy.issues[0].kind == sim::IssueKind::Race);
+    CHECK(racy.issues[0].loc.line == 6);
+    CHECK(racy.issues[0].thread == 1);
+    CHECK(has(racy.issues[0].message, "'B' element 0 written by thread 1 after thread 0 read the same bytes as "
+                                      "'A' at 4:20, with no barrier between"));
+    CHECK(h.out(0) == 1.0);
+
+    auto fenced = h.run(body(true));
+    REQUIRE(fenced.ok);
+    CHECK(issues_str(fenced).empty());
+
+    // Write after write: thread 0 stores A[0], thread 1 B[0] in the same epoch; and a
+    // read through B of what thread 0 stored through A, also unfenced.
+    auto ww = h.run(ir::make_allocate(
+        a, ir::make_allocate(b, ir::make_seq({
+                                    ir::make_if(t0, ir::make_store(a, {ir::make_int(0)}, ir::make_float(1.0), line(2))),
+                                    ir::make_if(t1, ir::make_store(b, {ir::make_int(0)}, ir::make_float(2.0), line(3))),
+                                }))));
+    REQUIRE(ww.ok);
+    REQUIRE(ww.issues.size() == 1);
+    CHECK(ww.issues[0].kind == sim::IssueKind::Race);
+    CHECK(has(ww.issues[0].message, "'B' element 0 written by thread 1 and by thread 0 as 'A'[0] at 2:5"));
+}
+
+TEST_CASE("sim: a read through a reused slot of bytes another buffer wrote is stale", "[sim]") {
+    Hand h(32);
+    auto a = shared_at("A", ir::DataType::f32(), 32, 0);
+    auto b = shared_at("B", ir::DataType::f32(), 32, 0);
+    // A written, barrier, B read at the same bytes: what B reads is A's, not B's.
+    auto stale = h.run(ir::make_allocate(
+        a, ir::make_allocate(b, ir::make_seq({
+                                    ir::make_store(a, {h.tx}, ir::make_float(1.5), line(2)),
+                                    ir::make_barrier(line(3)),
+                                    ir::make_store(h.y, {h.tx}, ir::make_load(b, {h.tx}, line(4, 20)), line(4)),
+                                }))));
+    REQUIRE(stale.ok);
+    INFO(issues_str(stale));
+    REQUIRE(stale.issues.size() == 1);
+    CHECK(stale.issues[0].kind == sim::IssueKind::Uninitialized);
+    CHECK(stale.issues[0].loc.line == 4);
+    CHECK(stale.issues[0].count == 32);
+    CHECK(has(stale.issues[0].message, "'B'[0]: reads bytes of 'B' last written as 'A' ('A'[0] at 2:5"));
+    CHECK(h.out(5) == 1.5);  // the GPU reads the bytes that are there
+
+    // The legitimate reuse: B stores its own values after A's last use (fenced) and
+    // reads them back: clean, and B's values.
+    auto reuse = h.run(ir::make_allocate(
+        a, ir::make_allocate(b, ir::make_seq({
+                                    ir::make_store(a, {h.tx}, ir::make_float(1.5), line(2)),
+                                    ir::make_barrier(line(3)),
+                                    ir::make_store(h.y, {h.tx}, ir::make_load(a, {h.tx}, line(4, 20)), line(4)),
+                                    ir::make_barrier(line(5)),
+                                    ir::make_store(b, {h.tx}, ir::make_float(-3.0), line(6)),
+                                    ir::make_barrier(line(7)),
+                                    ir::make_store(h.y, {ir::add(h.tx, ir::make_int(32))},
+                                                   ir::make_load(b, {h.tx}, line(8, 20)), line(8)),
+                                }))));
+    REQUIRE(reuse.ok);
+    CHECK(issues_str(reuse).empty());
+    CHECK(h.out(3) == 1.5);
+    CHECK(h.out(35) == -3.0);
+
+    // Both live at once (a wrong plan): A stores, B overwrites the bytes, A reads them back.
+    auto clobber = h.run(ir::make_allocate(
+        a, ir::make_allocate(b, ir::make_seq({
+                                    ir::make_store(a, {h.tx}, ir::make_float(1.5), line(2)),
+                                    ir::make_barrier(line(3)),
+                                    ir::make_store(b, {h.tx}, ir::make_float(-3.0), line(4)),
+                                    ir::make_barrier(line(5)),
+                                    ir::make_store(h.y, {h.tx}, ir::make_load(a, {h.tx}, line(6, 20)), line(6)),
+                                }))));
+    REQUIRE(clobber.ok);
+    INFO(issues_str(clobber));
+    REQUIRE(clobber.issues.size() == 1);
+    CHECK(clobber.issues[0].kind == sim::IssueKind::SharedOverlap);
+    CHECK(clobber.issues[0].loc.line == 6);
+    CHECK(clobber.issues[0].count == 32);
+    CHECK(has(clobber.issues[0].message, "'A'[0] after a store to 'B'[0] at 4:5 overwrote its bytes (arena byte 0): "
+                                         "'A' and 'B' share bytes while both are live"));
+    CHECK(h.out(0) == -3.0);
+}
+
+TEST_CASE("sim: shared values are the bytes of their type, and the shadow is per byte", "[sim]") {
+    Hand h(32);
+    auto half = shared_at("H", ir::DataType::f16(), 64, 0);
+    auto word = shared_at("W", ir::DataType::f32(), 32, 0);
+    auto bits = shared_at("I", ir::DataType::i32(), 32, 0);
+    auto t0 = ir::eq(h.tx, ir::make_int(0)), t1 = ir::eq(h.tx, ir::make_int(1));
+    // f16 elements 2t and 2t+1 share a 4-byte word; threads t store neighbours: no race.
+    // 2049 rounds to 2048 in f16, once, as the store's conversion does.
+    auto adjacent = h.run(ir::make_allocate(
+        half, ir::make_seq({
+                  ir::make_store(half, {h.tx}, ir::add(ir::make_float(2049.0), ir::make_cast(ir::DataType::f32(), h.tx)),
+                                 line(2)),
+                  ir::make_barrier(line(3)),
+                  ir::make_store(h.y, {h.tx},
+                                 ir::make_cast(ir::DataType::f32(), ir::make_load(half, {h.tx}, line(4, 20))), line(4)),
+              })));
+    REQUIRE(adjacent.ok);
+    CHECK(issues_str(adjacent).empty());
+    CHECK(h.out(0) == 2048.0);  // 2049 -> 2048 (ties to even)
+    CHECK(h.out(1) == 2050.0);
+    CHECK(h.out(3) == 2052.0);  // 2052 exact
+
+    // Two threads on one f16 element are a race.
+    auto same = h.run(ir::make_allocate(
+        half, ir::make_store(half, {ir::floordiv(h.tx, ir::make_int(2))}, ir::make_float(1.0), line(2))));
+    REQUIRE(same.ok);
+    REQUIRE(same.issues.size() == 1);
+    CHECK(same.issues[0].kind == sim::IssueKind::Race);
+    CHECK(same.issues[0].count == 16);
+
+    // A partial overlap: thread 0 stores H[1] (bytes 2..3), thread 1 reads W[0] (bytes
+    // 0..3) in the same epoch.
+    auto partial = h.run(ir::make_allocate(
+        half, ir::make_allocate(
+                  word, ir::make_seq({
+                            ir::make_store(word, {h.tx}, ir::make_float(0.0), line(2)),
+                            ir::make_barrier(line(3)),
+                            ir::make_if(t0, ir::make_store(half, {ir::make_int(1)}, ir::make_float(1.0), line(4))),
+                            ir::make_if(t1, ir::make_store(h.y, {ir::make_int(0)},
+                                                           ir::make_load(word, {ir::make_int(0)}, line(5, 20)), line(5))),
+                        }))));
+    REQUIRE(partial.ok);
+    INFO(issues_str(partial));
+    bool race = false;
+    for (auto& i : partial.issues)
+        if (i.kind == sim::IssueKind::Race && i.loc.line == 5 &&
+            has(i.message, "'W' element 0 read by thread 1 after thread 0 wrote the same bytes as 'H'[1] at 4:5"))
+            race = true;
+    CHECK(race);
+
+    // The bytes are the GPU's: f32 1.0 read as i32 is 0x3f800000 (a stale read, reported).
+    auto pun = h.run(ir::make_allocate(
+        word, ir::make_allocate(
+                  bits, ir::make_seq({
+                            ir::make_store(word, {h.tx}, ir::make_float(1.0), line(2)),
+                            ir::make_barrier(line(3)),
+                            ir::make_store(h.y, {h.tx},
+                                           ir::make_cast(ir::DataType::f32(), ir::make_load(bits, {h.tx}, line(4, 20))),
+                                           line(4)),
+                        }))));
+    REQUIRE(pun.ok);
+    REQUIRE(pun.issues.size() == 1);
+    CHECK(pun.issues[0].kind == sim::IssueKind::Uninitialized);
+    CHECK(h.out(7) == static_cast<double>(0x3f800000));
+}
+
+TEST_CASE("sim: unplanned buffers get their own slots, and out of bounds is per buffer", "[sim]") {
+    Hand h(32);
+    // Unplanned (offset -1): A f32[40] is 160 bytes, so B starts at byte 256; each thread
+    // stores A[t] and B[t] with no barrier between and reads both after one: no finding.
+    auto a = shared_at("A", ir::DataType::f32(), 40, -1);
+    auto b = shared_at("B", ir::DataType::f32(), 40, -1);
+    auto r = h.run(ir::make_allocate(
+        a, ir::make_allocate(
+               b, ir::make_seq({
+                      ir::make_store(a, {h.tx}, ir::make_float(1.0), line(2)),
+                      ir::make_store(b, {ir::floormod(ir::add(h.tx, ir::make_int(1)), ir::make_int(32))},
+                                     ir::make_float(2.0), line(3)),
+                      ir::make_barrier(line(4)),
+                      ir::make_store(h.y, {h.tx},
+                                     ir::add(ir::make_load(a, {h.tx}, line(5, 20)), ir::make_load(b, {h.tx}, line(5, 40))),
+                                     line(5)),
+                  }))));
+    REQUIRE(r.ok);
+    CHECK(issues_str(r).empty());
+    CHECK(h.out(9) == 3.0);
+
+    // A planned buffer of 4 elements at byte 0 under a bigger one: A[t] for t >= 4 lands
+    // inside the arena (in B's bytes) but outside A: out of bounds, skipped.
+    auto small = shared_at("A", ir::DataType::f32(), 4, 0);
+    auto big = shared_at("B", ir::DataType::f32(), 32, 0);
+    auto oob = h.run(ir::make_allocate(
+        big, ir::make_allocate(small, ir::make_seq({
+                                          ir::make_store(big, {h.tx}, ir::make_float(2.0), line(2)),
+                                          ir::make_barrier(line(3)),
+                                          ir::make_store(small, {h.tx}, ir::make_float(1.0), line(4)),
+                                      }))));
+    REQUIRE(oob.ok);
+    INFO(issues_str(oob));
+    REQUIRE(oob.issues.size() == 1);
+    CHECK(oob.issues[0].kind == sim::IssueKind::OutOfBounds);
+    CHECK(oob.issues[0].count == 28);
+    CHECK(has(oob.issues[0].message, "'A'[4] of shared buffer of shape [4]"));
 }

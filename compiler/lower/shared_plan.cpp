@@ -1,0 +1,198 @@
+// Shared-memory planning (last step of lower_to_thread_level): every shared buffer of
+// the thread-level body (the kernel's own, reduce scratch, gemm staging) gets a byte
+// offset in one block-wide arena. Buffers whose live ranges do not overlap share bytes,
+// so a kernel needs the most it uses at once rather than the sum of all it declares.
+//
+// Live range: the statements, numbered in program order, from a buffer's first access
+// to its last. A loop that the buffer's allocation encloses carries the buffer from one
+// iteration into the next (the range then covers the whole loop) unless the loop's
+// first access to it is an unconditional overwrite of the whole buffer (a copy or fill
+// the lowering reports in `full_writes`): flash attention's k and v tiles are reloaded
+// every iteration and share bytes, each dead between its last read and the next load.
+// Placement: largest first, each at the lowest aligned offset free of every placed
+// buffer whose range overlaps its own; 128-byte alignment for tiles (what 16-byte
+// vector accesses and TMA boxes want), 16 for small scratch.
+// The total decides the kind of shared memory: up to the target's static limit a
+// static arena; above it, on targets with an opt-in (NVIDIA), dynamic shared memory
+// of that many bytes per launch; above the target's maximum, a located user error
+// naming the buffers. Two buffers sharing bytes are never accessed by one statement;
+// the barriers between their accesses are placed after the plan, from byte overlaps.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/visitor.h"
+#include "layout/index_expr.h"
+#include "lower/thread_lowering.h"
+
+namespace tilec::lower::detail {
+
+using namespace ir;
+
+namespace {
+
+struct Interval {
+    int64_t first = -1, last = -1;  // statement numbers; first == -1: never accessed
+    void add(int64_t a, int64_t b) {
+        if (first < 0 || a < first) first = a;
+        if (b > last) last = b;
+    }
+    bool overlaps(const Interval& o) const {
+        return first >= 0 && o.first >= 0 && first <= o.last && o.first <= last;
+    }
+};
+
+struct BufferInfo {
+    Buffer buffer;
+    int64_t bytes = 0;
+    int64_t align = 16;
+    size_t loop_depth = 0;  // loops enclosing the allocation
+    Interval live;
+    int64_t offset = 0;
+};
+
+class LiveRanges : public IRVisitor {
+public:
+    using IRVisitor::visit;
+    explicit LiveRanges(const FullWrites& full_writes) : full_writes_(full_writes) {}
+    std::vector<BufferInfo> buffers;
+    std::unordered_map<const BufferNode*, size_t> index;
+
+    void visit(const Stmt& s) override {
+        if (!s) return;
+        ++pos_;  // every statement is a point in program order
+        if (auto it = full_writes_.find(s.get()); it != full_writes_.end()) {
+            // The first access of the buffer in each loop this write runs in on every
+            // iteration (no if or inner loop between): that loop does not carry it.
+            if (auto b = index.find(it->second); b != index.end())
+                for (auto& loop : loops_)
+                    if (loop.nested == 0) loop.first_is_overwrite.emplace(b->second, true);
+        }
+        IRVisitor::visit(s);
+    }
+
+protected:
+    void visit_allocate(const AllocateNode* op) override {
+        const Buffer& b = op->buffer;
+        if (b->scope == Scope::Shared) {
+            BufferInfo info;
+            info.buffer = b;
+            auto shape = const_shape(b->shape);
+            if (!shape) TILEC_ICE("shared-memory plan: '" + b->name + "' has a non-constant shape");
+            info.bytes = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
+            info.align = info.bytes >= 128 ? 128 : 16;
+            info.loop_depth = loops_.size();
+            index[b.get()] = buffers.size();
+            buffers.push_back(std::move(info));
+        }
+        IRVisitor::visit_allocate(op);
+    }
+    void visit_for(const ForNode* op) override {
+        for (auto& loop : loops_) ++loop.nested;
+        loops_.push_back({pos_, {}, {}, 0});
+        IRVisitor::visit_for(op);
+        Loop loop = std::move(loops_.back());
+        loops_.pop_back();
+        for (auto& outer : loops_) --outer.nested;
+        for (size_t i : loop.used)
+            if (buffers[i].loop_depth <= loops_.size() && !loop.first_is_overwrite.at(i))
+                buffers[i].live.add(loop.start, pos_);
+        if (!loops_.empty()) loops_.back().used.insert(loops_.back().used.end(), loop.used.begin(), loop.used.end());
+    }
+    void visit_if(const IfNode* op) override {
+        for (auto& loop : loops_) ++loop.nested;
+        IRVisitor::visit_if(op);
+        for (auto& loop : loops_) --loop.nested;
+    }
+    void visit_buffer_use(const Buffer& b) override {
+        auto it = index.find(b.get());
+        if (it == index.end()) return;
+        buffers[it->second].live.add(pos_, pos_);
+        for (auto& loop : loops_) loop.first_is_overwrite.emplace(it->second, false);  // kept if already seen
+        if (!loops_.empty()) loops_.back().used.push_back(it->second);
+    }
+
+private:
+    struct Loop {
+        int64_t start;
+        std::vector<size_t> used;
+        // Per buffer used in the loop: whether its first access is a whole overwrite.
+        std::unordered_map<size_t, bool> first_is_overwrite;
+        int nested;  // ifs and inner loops open between the loop and the current statement
+    };
+    const FullWrites& full_writes_;
+    int64_t pos_ = 0;
+    std::vector<Loop> loops_;
+};
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, const target::GpuTarget& target,
+                              const std::string& kernel, SourceLoc kernel_loc) {
+    LiveRanges lr(full_writes);
+    lr.visit(body);
+    auto& bufs = lr.buffers;
+    std::vector<size_t> order(bufs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });
+    std::vector<size_t> placed;
+    int64_t total = 0;
+    for (size_t i : order) {
+        BufferInfo& me = bufs[i];
+        std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of overlapping live buffers
+        for (size_t j : placed)
+            if (bufs[j].live.overlaps(me.live)) taken.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].bytes);
+        std::sort(taken.begin(), taken.end());
+        int64_t off = 0;
+        for (auto& [b, e] : taken) {
+            if (off + me.bytes <= b) break;
+            off = std::max(off, align_up(e, me.align));
+        }
+        me.offset = off;
+        placed.push_back(i);
+        total = std::max(total, off + me.bytes);
+    }
+    total = align_up(total, 16);
+
+    SharedPlan plan;
+    plan.bytes = total;
+    if (total > target.max_shared_bytes) {
+        std::string list;
+        for (size_t i : order) {
+            const BufferInfo& b = bufs[i];
+            list += (list.empty() ? "" : ", ") + std::string("'") + b.buffer->name + "' " + std::to_string(b.bytes) +
+                    " at " + std::to_string(b.offset);
+        }
+        SourceLoc loc = kernel_loc;
+        for (size_t i : order)
+            if (bufs[i].buffer->loc.valid()) {
+                loc = bufs[i].buffer->loc;
+                break;
+            }
+        throw UserError{loc, "'" + kernel + "' needs " + std::to_string(total) + " bytes of shared memory per block (" +
+                                 list + "; buffers whose live ranges do not overlap already share bytes), above the " +
+                                 std::to_string(target.max_shared_bytes) + " bytes " + target.name + " allows"};
+    }
+    plan.dynamic = total > target.static_shared_bytes;
+
+    struct Rewrite : IRMutator {
+        std::unordered_map<const BufferNode*, Buffer> map;
+        Buffer mutate_buffer(const Buffer& b) override {
+            auto it = map.find(b.get());
+            return it == map.end() ? b : it->second;
+        }
+    } rw;
+    for (auto& b : bufs) {
+        BufferNode n = *b.buffer;
+        n.shared_offset = b.offset;
+        rw.map[b.buffer.get()] = make_buffer(std::move(n));
+    }
+    plan.body = rw.mutate(body);
+    return plan;
+}
+
+}  // namespace tilec::lower::detail
