@@ -65,12 +65,21 @@ std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shap
 // explicit thread index (VarKind::ThreadIdx, dim 0), per-thread register buffers
 // (Scope::Register, shape [registers per thread]) in place of fragments and locals,
 // unrolled per-register loops, bounds masks on global accesses of copies (a fast path
-// without masks when the whole region is in bounds), and barriers after the statements
-// that touch shared memory. On a construct outside the coverage above: with `diag`,
+// without masks when the whole region is in bounds), and barriers where memory hazards
+// between threads need them (place_barriers). On a construct outside the coverage above: with `diag`,
 // reports "error: <construct> is not supported for GPU targets yet" at its location and
 // returns nullopt; without, throws InternalError naming it.
 std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const target::GpuTarget& target,
                                                   DiagnosticEngine* diag);
+
+// Barrier placement (barrier_placement.cpp; the last step of lower_to_thread_level,
+// after the shared-memory plan): drops the barriers in a thread-level body of a block of
+// `threads` threads and inserts block barriers only where two accesses of shared memory
+// (by byte range in the planned arena: shared_offset) or of one global tensor, one a
+// write, may come from different threads with no barrier between them, including around
+// loop back edges; never under a thread-dependent `if` or loop bound, nor inside an
+// unrolled register loop.
+ir::Stmt place_barriers(const ir::Stmt& body, int64_t threads);
 
 // The pass "lower-thread-level" for a PassManager: runs lower_to_thread_level with the
 // context's DiagnosticEngine, then verify_thread_level (a failure is an internal error).

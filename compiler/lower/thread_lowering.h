@@ -93,7 +93,6 @@ private:
 
     // ---- statements (thread_lower.cpp) -------------------------------------------------
     Stmt lower(const Stmt& s);
-    bool writes_read_global(const Stmt& s) const;
     Stmt lower_inner(const Stmt& s);
     Stmt lower_allocate(const ir::AllocateNode& a);
     Buffer plain_buffer(const Buffer& b, SourceLoc loc);
@@ -130,7 +129,6 @@ private:
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;
-    std::unordered_set<const ir::BufferNode*> global_reads_;  // tensors the kernel reads
 };
 
 }  // namespace tilec::lower::detail
