@@ -52,8 +52,11 @@ using namespace ir;
 
 namespace {
 
-// Enumerations of a footprint stop (and assume the worst) beyond this many points.
-constexpr int64_t kMaxEnumeration = int64_t(1) << 22;
+// Enumerations of a footprint stop (and assume the worst) beyond this many steps:
+// enough for every element of a tile's register loops on every thread (the same-thread
+// proofs that matter), not for a gemm's k loop around them (reads of many threads'
+// elements, which conflict with the writes anyway).
+constexpr int64_t kMaxEnumeration = int64_t(1) << 18;
 
 // A binding around an access: a loop, a let, or an `if` condition (then or else side).
 struct Binder {
@@ -70,9 +73,13 @@ struct MemAccess {
     bool write = false;
     bool atomic = false;
     int64_t lo = 0, hi = 0;  // shared: bytes [lo, hi) of the arena
-    // Shared: (byte, owning thread or -1 for several), sorted by byte; nullopt: every
-    // byte of [lo, hi) by every thread.
-    std::optional<std::vector<std::pair<int64_t, int32_t>>> bytes;
+    int64_t elem = 1;        // bytes per element
+    // Shared, when known: per element of the buffer, the thread that touches it, kNone
+    // or kSeveral. Unknown: every byte of [lo, hi) by every thread.
+    bool known = false;
+    std::vector<int32_t> owner;
+    static constexpr int32_t kNone = -2, kSeveral = -1;
+    int32_t owner_of_byte(int64_t b) const { return owner[static_cast<size_t>((b - lo) / elem)]; }
 };
 
 void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has_load) {
@@ -93,16 +100,18 @@ void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has
 int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
 
-using Env = std::unordered_map<const VarNode*, int64_t>;
+// The bound values, innermost last (few: a linear search beats hashing).
+using Env = std::vector<std::pair<const VarNode*, int64_t>>;
 
 // Integer evaluation of an index or condition; nullopt for anything else.
 std::optional<int64_t> eval(const Expr& e, const Env& env) {
     switch (e->kind) {
     case ExprKind::IntImm: return static_cast<const IntImmNode*>(e.get())->value;
     case ExprKind::Var: {
-        auto it = env.find(static_cast<const VarNode*>(e.get()));
-        if (it == env.end()) return std::nullopt;
-        return it->second;
+        auto* v = static_cast<const VarNode*>(e.get());
+        for (size_t k = env.size(); k-- > 0;)
+            if (env[k].first == v) return env[k].second;
+        return std::nullopt;
     }
     case ExprKind::Cast: {
         if (!e->type.is_integer() && e->type.kind != TypeKind::Bool) return std::nullopt;
@@ -288,6 +297,7 @@ private:
         }
         a.lo = base;
         a.hi = base + size * elem;
+        a.elem = elem;
         if (!b->strides.empty() || indices.size() != shape.size()) return;
 
         // The binders the index depends on, innermost first, transitively.
@@ -337,7 +347,13 @@ private:
         for (size_t k = 0; k < ctx_.size(); ++k)
             if (used[k]) binders.push_back(&ctx_[k]);
 
-        std::unordered_map<int64_t, int32_t> owner;
+        // Too many points for the budget: known before enumerating them.
+        int64_t points = tx ? threads_ : 1;
+        for (auto* c : binders)
+            if (c->kind == Binder::Loop)
+                if (auto ext = as_const_int(c->b); ext && *ext > 0) points *= *ext;
+        if (points > kMaxEnumeration) return;
+        std::vector<int32_t> owner(static_cast<size_t>(size), MemAccess::kNone);
         int64_t work = 0;
         bool ok = true;
         Env env;
@@ -355,12 +371,17 @@ private:
                         ok = false;
                         return;
                     }
+                    if (*v < 0 || *v >= shape[d]) {  // out of bounds: a guard not modelled
+                        ok = false;
+                        return;
+                    }
                     lin = lin * shape[d] + *v;
                 }
-                for (int64_t by = 0; by < elem; ++by) {
-                    auto [it, fresh] = owner.emplace(base + lin * elem + by, t);
-                    if (!fresh && it->second != t) it->second = -1;
-                }
+                int32_t& o = owner[static_cast<size_t>(lin)];
+                if (o == MemAccess::kNone)
+                    o = t;
+                else if (o != t)
+                    o = MemAccess::kSeveral;
                 return;
             }
             const Binder& c = *binders[k];
@@ -377,9 +398,9 @@ private:
                     ok = false;
                     return;
                 }
-                env[c.var] = *v;
+                env.emplace_back(c.var, *v);
                 enumerate(k + 1, t);
-                env.erase(c.var);
+                env.pop_back();
                 return;
             }
             case Binder::Loop: {
@@ -389,23 +410,25 @@ private:
                     ok = false;
                     return;
                 }
+                env.emplace_back(c.var, 0);
+                size_t slot = env.size() - 1;
                 for (int64_t i = 0; i < *ext && ok; ++i) {
-                    env[c.var] = *mn + i;
+                    env[slot].second = *mn + i;
                     enumerate(k + 1, t);
                 }
-                env.erase(c.var);
+                env.pop_back();
                 return;
             }
             }
         };
+        env.emplace_back(tx, 0);
         for (int32_t t = 0; t < (tx ? threads_ : 1) && ok; ++t) {
-            if (tx) env[tx] = t;
-            enumerate(0, tx ? t : -1);
+            env[0].second = t;
+            enumerate(0, tx ? t : MemAccess::kSeveral);
         }
         if (!ok) return;
-        std::vector<std::pair<int64_t, int32_t>> bytes(owner.begin(), owner.end());
-        std::sort(bytes.begin(), bytes.end());
-        a.bytes = std::move(bytes);
+        a.owner = std::move(owner);
+        a.known = true;
     }
 
     bool conflict(const MemAccess* x, const MemAccess* y) {
@@ -417,21 +440,18 @@ private:
         // kernel storing an element twice) are not ordered.
         if (!x->shared) return x->buffer == y->buffer && (!x->write || !y->write);
         if (x->hi <= y->lo || y->hi <= x->lo) return false;
-        if (!x->bytes || !y->bytes) return true;
+        if (!x->known || !y->known) return true;
         auto key = std::make_pair(std::min(x, y), std::max(x, y));
         auto it = conflicts_.find(key);
         if (it != conflicts_.end()) return it->second;
         bool found = false;
-        const auto &p = *x->bytes, &q = *y->bytes;
-        for (size_t i = 0, j = 0; i < p.size() && j < q.size() && !found;) {
-            if (p[i].first < q[j].first) {
-                ++i;
-            } else if (q[j].first < p[i].first) {
-                ++j;
-            } else {
-                found = p[i].second < 0 || p[i].second != q[j].second;
-                ++i, ++j;
-            }
+        int64_t from = std::max(x->lo, y->lo), to = std::min(x->hi, y->hi);
+        // Same layout: element by element; else byte by byte.
+        int64_t step = x->lo == y->lo && x->elem == y->elem ? x->elem : 1;
+        for (int64_t b = from; b < to && !found; b += step) {
+            int32_t p = x->owner_of_byte(b), q = y->owner_of_byte(b);
+            if (p == MemAccess::kNone || q == MemAccess::kNone) continue;
+            found = p == MemAccess::kSeveral || p != q;
         }
         conflicts_.emplace(key, found);
         return found;
