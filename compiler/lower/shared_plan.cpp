@@ -13,9 +13,11 @@
 // The total decides the kind of shared memory: up to the target's static limit a
 // static arena; above it, on targets with an opt-in (NVIDIA), dynamic shared memory
 // of that many bytes per launch; above the target's maximum, a located user error
-// naming the buffers. Barriers are the lowering's business: two buffers that share
-// bytes are never accessed by one statement, and the statements accessing them are
-// separated by the barriers that order shared memory anyway (see thread_lower.cpp).
+// naming the buffers. Barriers come after the plan (place_barriers,
+// barrier_placement.cpp): it compares accesses by these byte ranges, so the last
+// accesses of a buffer and the first writes of another that reuses its bytes are
+// ordered like accesses of one buffer (at the price of a barrier where their threads
+// differ).
 #include <algorithm>
 #include <cstdint>
 #include <string>
