@@ -239,3 +239,28 @@ TEST_CASE("barriers: never under a thread-dependent condition; inside a uniform 
     CHECK(then_stmts[1]->is<ir::BarrierNode>());
     CHECK(k.clean(placed3));
 }
+
+TEST_CASE("barriers: global tensors: a read after a write is ordered; atomics only against plain accesses",
+          "[lower][barriers]") {
+    Kernel k;
+    auto add = [&](const Expr& i) {
+        return ir::make_atomic_rmw(ir::AtomicOp::Add, k.y, {i}, ir::make_float(1.0));
+    };
+    Stmt store = ir::make_store(k.y, {k.tx}, ir::make_float(2.0));
+    Stmt read_back = ir::make_store(k.y, {ir::add(k.tx, ir::make_int(kThreads))}, ir::make_load(k.y, {k.other()}));
+    // Global footprints are not enumerated: a write and a later read of one tensor get a
+    // barrier whatever their indices.
+    Stmt placed = lower::place_barriers(ir::make_seq({store, read_back}), kThreads);
+    INFO(ir::print(placed));
+    auto stmts = top(placed);
+    REQUIRE(stmts.size() == 3);
+    CHECK(stmts[1]->is<ir::BarrierNode>());
+    // Atomics do not race with each other; two plain writes are not ordered either.
+    CHECK(count_barriers(lower::place_barriers(ir::make_seq({add(k.tx), add(k.other())}), kThreads)) == 0);
+    CHECK(count_barriers(lower::place_barriers(ir::make_seq({store, store}), kThreads)) == 0);
+    // An atomic is a write: a read of the tensor after it waits.
+    CHECK(count_barriers(lower::place_barriers(ir::make_seq({add(k.tx), read_back}), kThreads)) == 1);
+    // Another tensor is not ordered.
+    Stmt read_x = ir::make_store(k.y, {k.tx}, ir::make_load(k.x, {k.other()}));
+    CHECK(count_barriers(lower::place_barriers(ir::make_seq({add(k.tx), read_x}), kThreads)) == 0);
+}
