@@ -24,8 +24,9 @@
 // barrier, and the pending set restarts. Barriers go only where every thread of the
 // block reaches them (the simulator and the hardware require it): between statements
 // of uniform control flow. A thread-dependent `if` or loop bound (anything depending on
-// the thread index, e.g. bounds masks, replica and leader guards) and a per-register
-// `unroll` loop are one indivisible unit: the barrier goes before the whole unit.
+// the thread index, e.g. bounds masks, replica and leader guards, or on a register that
+// differs between threads, e.g. a fragment's value) is one indivisible unit: the
+// barrier goes before the whole unit.
 // A uniform `if` or loop whose body conflicts with what is pending before it gets the
 // barrier before it (once, not per iteration or per branch). Uniform `if`s walk both
 // branches from the same pending set and join their results. A uniform loop walks its
@@ -217,29 +218,60 @@ private:
                 if (is_warp_shuffle(op->op)) found = true;
                 IRVisitor::visit_call(op);
             }
+            void visit_load(const LoadNode* op) override {
+                if (varying_->count(op->buffer.get())) found = true;
+                IRVisitor::visit_load(op);
+            }
+            const std::unordered_set<const BufferNode*>* varying_;
         } v;
         v.td = &td_vars_;
+        v.varying_ = &varying_registers_;
         v.visit(e);
         return v.found;
     }
 
-    // Let and loop variables whose values differ between threads (pre-order, so an
-    // outer binding is classified before the inner ones that use it).
+    // Let and loop variables, and register buffers, whose values differ between
+    // threads: what depends on the thread index, a shuffle, or such a variable or
+    // register (a fragment's registers; a `var` stays uniform while every store to it
+    // is uniform and under uniform control). To a fixed point: a register may be
+    // written after it is read.
     void find_thread_dependent(const Stmt& body) {
         struct V : IRVisitor {
             BarrierPlacer* self;
+            int divergent = 0;  // enclosing thread-dependent conditions and loops
+            bool changed = false;
+            void mark(const VarNode* v) { changed |= self->td_vars_.insert(v).second; }
             void visit_let(const LetStmtNode* op) override {
-                if (self->thread_dependent(op->value)) self->td_vars_.insert(op->var.get());
+                if (self->thread_dependent(op->value)) mark(op->var.get());
                 IRVisitor::visit_let(op);
             }
             void visit_for(const ForNode* op) override {
-                if (self->thread_dependent(op->min) || self->thread_dependent(op->extent))
-                    self->td_vars_.insert(op->var.get());
+                bool td = self->thread_dependent(op->min) || self->thread_dependent(op->extent);
+                if (td) mark(op->var.get());
+                divergent += td;
                 IRVisitor::visit_for(op);
+                divergent -= td;
+            }
+            void visit_if(const IfNode* op) override {
+                bool td = self->thread_dependent(op->cond);
+                divergent += td;
+                IRVisitor::visit_if(op);
+                divergent -= td;
+            }
+            void visit_store(const StoreNode* op) override {
+                if (op->buffer->scope == Scope::Register) {
+                    bool td = divergent > 0 || self->thread_dependent(op->value);
+                    for (auto& i : op->indices) td = td || self->thread_dependent(i);
+                    if (td) changed |= self->varying_registers_.insert(op->buffer.get()).second;
+                }
+                IRVisitor::visit_store(op);
             }
         } v;
         v.self = this;
-        v.visit(body);
+        do {
+            v.changed = false;
+            v.visit(body);
+        } while (v.changed);
     }
 
     // Statements inside which no barrier may go: the unit is placed around as a whole.
@@ -248,7 +280,7 @@ private:
         case StmtKind::If: return thread_dependent(s->as<IfNode>()->cond);
         case StmtKind::For: {
             auto* f = s->as<ForNode>();
-            return f->for_kind == ForKind::Unroll || thread_dependent(f->min) || thread_dependent(f->extent);
+            return thread_dependent(f->min) || thread_dependent(f->extent);
         }
         case StmtKind::Seq:
         case StmtKind::LetStmt:
@@ -671,6 +703,7 @@ private:
     int64_t threads_;
     int64_t next_unplanned_ = 0;
     std::unordered_set<const VarNode*> td_vars_;
+    std::unordered_set<const BufferNode*> varying_registers_;
     std::vector<Binder> ctx_;
     std::map<std::vector<uintptr_t>, std::unique_ptr<MemAccess>> cache_;
     std::unordered_map<const BufferNode*, int64_t> unplanned_base_;

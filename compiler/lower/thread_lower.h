@@ -77,8 +77,8 @@ std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const t
 // `threads` threads and inserts block barriers only where two accesses of shared memory
 // (by byte range in the planned arena: shared_offset) or of one global tensor, one a
 // write, may come from different threads with no barrier between them, including around
-// loop back edges; never under a thread-dependent `if` or loop bound, nor inside an
-// unrolled register loop.
+// loop back edges; never under an `if` or loop bound that depends on the thread (its
+// index, or a register that differs between threads).
 ir::Stmt place_barriers(const ir::Stmt& body, int64_t threads);
 
 // The pass "lower-thread-level" for a PassManager: runs lower_to_thread_level with the

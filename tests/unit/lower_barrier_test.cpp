@@ -229,6 +229,21 @@ TEST_CASE("barriers: never under a thread-dependent condition; inside a uniform 
     CHECK(count_barriers(stmts2[2]) == 0);
     CHECK(k.clean(placed2));
 
+    // A condition on a register that differs between threads (a fragment's value) is
+    // thread-dependent too.
+    auto frag = ir::make_buffer("x", ir::DataType::f32(), {ir::make_int(1)}, ir::Scope::Register);
+    Stmt on_value = ir::make_allocate(
+        frag, ir::make_seq({ir::make_store(frag, {ir::make_int(0)}, ir::make_load(k.x, {k.tx})), write,
+                            ir::make_if(ir::lt(ir::make_float(0.5), ir::make_load(frag, {ir::make_int(0)})),
+                                        ir::make_store(k.y, {k.tx}, ir::make_load(s, {k.other()})))}));
+    Stmt placed4 = lower::place_barriers(ir::make_allocate(s, on_value), kThreads);
+    INFO(ir::print(placed4));
+    auto stmts4 = top(placed4);
+    REQUIRE(stmts4.size() == 4);
+    CHECK(stmts4[2]->is<ir::BarrierNode>());
+    CHECK(count_barriers(stmts4[3]) == 0);
+    CHECK(k.clean(placed4));
+
     // A block-uniform condition may hold the barrier its own statements need.
     Stmt uniform = ir::make_if(ir::eq(k.f.block_idx[0], ir::make_int(0)),
                                ir::make_seq({write, ir::make_store(k.y, {k.tx}, ir::make_load(s, {k.other()}))}));
@@ -263,4 +278,21 @@ TEST_CASE("barriers: global tensors: a read after a write is ordered; atomics on
     // Another tensor is not ordered.
     Stmt read_x = ir::make_store(k.y, {k.tx}, ir::make_load(k.x, {k.other()}));
     CHECK(count_barriers(lower::place_barriers(ir::make_seq({add(k.tx), read_x}), kThreads)) == 0);
+}
+
+TEST_CASE("barriers: inside a uniform unrolled loop where its iterations meet", "[lower][barriers]") {
+    Kernel k;
+    auto s = Kernel::shared("s", kThreads, 0);
+    // for it in unroll(2): s[tx] = ...; Y[..] = s[neighbour]  (a user's `unroll` loop)
+    ir::Var it = ir::make_loop_var("it");
+    Stmt body = ir::make_seq(
+        {ir::make_store(s, {k.tx}, ir::add(ir::make_load(k.x, {k.tx}), ir::make_cast(ir::DataType::f32(), it))),
+         ir::make_store(k.y, {ir::add(ir::mul(it, ir::make_int(kThreads)), k.tx)}, ir::make_load(s, {k.other()}))});
+    Stmt placed = lower::place_barriers(
+        ir::make_allocate(s, ir::make_for(it, ir::make_int(0), ir::make_int(2), ir::ForKind::Unroll, body)), kThreads);
+    INFO(ir::print(placed));
+    auto loop = ir::stmt_as<ir::ForNode>(top(placed).at(0));
+    REQUIRE(loop);
+    CHECK(count_barriers(loop->body) == 2);
+    CHECK(k.clean(placed));
 }
