@@ -310,6 +310,36 @@ private:
         return out;
     }
 
+    // Marks in `used` the let and loop binders among ctx_[0, end) that the expressions
+    // depend on, transitively, and sets `tx` if they use the thread index; false if they
+    // depend on a load or on a value no binder gives.
+    bool binders_of(const std::vector<Expr>& exprs, size_t end, std::vector<bool>& used, const VarNode*& tx) const {
+        std::unordered_set<const VarNode*> need;
+        bool has_load = false;
+        for (auto& e : exprs) free_vars(e, need, has_load);
+        std::vector<bool> mine(ctx_.size(), false);
+        for (size_t k = end; k-- > 0 && !has_load;) {
+            const Binder& c = ctx_[k];
+            if (c.kind == Binder::Cond || !need.count(c.var)) continue;
+            mine[k] = true;
+            free_vars(c.a, need, has_load);
+            if (c.b) free_vars(c.b, need, has_load);
+        }
+        if (has_load) return false;
+        std::unordered_set<const VarNode*> bound;
+        for (size_t k = 0; k < end; ++k)
+            if (mine[k]) bound.insert(ctx_[k].var);
+        const VarNode* t = nullptr;
+        for (auto* v : need) {
+            if (bound.count(v)) continue;
+            if (v->var_kind != VarKind::ThreadIdx || v->dim != 0) return false;
+            t = v;
+        }
+        for (size_t k = 0; k < end; ++k) used[k] = used[k] || mine[k];
+        if (t) tx = t;
+        return true;
+    }
+
     void footprint(MemAccess& a, const Buffer& b, const std::vector<Expr>& indices) {
         int64_t elem = (b->dtype.bits + 7) / 8;
         std::vector<int64_t> shape;
@@ -332,48 +362,20 @@ private:
         a.elem = elem;
         if (!b->strides.empty() || indices.size() != shape.size()) return;
 
-        // The binders the index depends on, innermost first, transitively.
-        std::unordered_set<const VarNode*> need;
-        bool has_load = false;
-        for (auto& i : indices) free_vars(i, need, has_load);
-        if (has_load) return;
+        // The binders the index depends on; then the conditions around the access
+        // that can be evaluated with binders too (masks, replica and leader guards),
+        // which narrow the footprint.
         std::vector<bool> used(ctx_.size(), false);
-        for (size_t k = ctx_.size(); k-- > 0;) {
-            const Binder& c = ctx_[k];
-            if (c.kind == Binder::Cond || !need.count(c.var)) continue;
-            used[k] = true;
-            free_vars(c.a, need, has_load);
-            if (c.b) free_vars(c.b, need, has_load);
-            if (has_load) return;
-        }
-        std::unordered_set<const VarNode*> bound;
-        for (size_t k = 0; k < ctx_.size(); ++k)
-            if (used[k]) bound.insert(ctx_[k].var);
         const VarNode* tx = nullptr;
-        for (auto* v : need) {
-            if (bound.count(v)) continue;
-            if (v->var_kind == VarKind::ThreadIdx && v->dim == 0) {
-                tx = v;
-                continue;
-            }
-            return;  // a value the enumeration does not know
-        }
-        // Conditions on known values narrow the footprint (masks, replica guards).
+        if (!binders_of(indices, ctx_.size(), used, tx)) return;
         for (size_t k = 0; k < ctx_.size(); ++k) {
-            const Binder& c = ctx_[k];
-            if (c.kind != Binder::Cond) continue;
-            std::unordered_set<const VarNode*> cv;
-            bool cl = false;
-            free_vars(c.a, cv, cl);
-            bool ok = !cl;
-            for (auto* v : cv)
-                ok = ok && (bound.count(v) || (v->var_kind == VarKind::ThreadIdx && v->dim == 0));
-            if (ok) {
-                used[k] = true;
-                if (!tx)
-                    for (auto* v : cv)
-                        if (v->var_kind == VarKind::ThreadIdx) tx = v;
-            }
+            if (ctx_[k].kind != Binder::Cond) continue;
+            std::vector<bool> more(ctx_.size(), false);
+            const VarNode* cond_tx = nullptr;
+            if (!binders_of({ctx_[k].a}, k, more, cond_tx)) continue;
+            used[k] = true;
+            for (size_t m = 0; m < k; ++m) used[m] = used[m] || more[m];
+            if (cond_tx) tx = cond_tx;
         }
         std::vector<const Binder*> binders;
         for (size_t k = 0; k < ctx_.size(); ++k)
