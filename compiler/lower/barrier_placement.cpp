@@ -562,14 +562,15 @@ private:
         }
     }
 
-    // Accesses that happen at `s` (its own, before anything inside): a barrier before
-    // `s` if one conflicts with a pending access.
     bool hazard(const std::vector<const MemAccess*>& accs, const Pending& p) {
         for (auto* a : accs)
             for (auto* q : p.list)
                 if (conflict(a, q)) return true;
         return false;
     }
+
+    // Accesses that happen at `s` (its own, before anything inside): a barrier before
+    // `s` if one conflicts with a pending access.
     void arrive(const Stmt& s, const std::vector<const MemAccess*>& accs, Pending& p) {
         if (hazard(accs, p)) {
             barrier_before_.insert(s.get());
