@@ -3,8 +3,9 @@
 //
 // A line (the elements along `dim` at fixed other coordinates) is spread over many
 // threads, and a thread's elements of a line need not be contiguous (Fragment::parallel
-// deals vectors round-robin), so the scan goes through shared memory, in five steps
-// separated by barriers:
+// deals vectors round-robin), so the scan goes through shared memory, in four steps
+// that hand data between threads (the barriers between them, and before the scratch is
+// written again, are place_barriers', barrier_placement.cpp, where the hazards are):
 //   1. publish: every thread stores its source registers into a shared copy of the tile
 //      (in the accumulation type; replica 0 of a replicated element);
 //   2. chunk scan: each line is cut into P contiguous chunks of C elements, a chunk per
@@ -17,7 +18,6 @@
 //      the P units of a line are consecutive threads for that reason;
 //   4. gather: every thread reads its destination registers' elements back, each plus
 //      the offset of its chunk, and converts them to the destination type;
-//   5. a last barrier before the scratch can be written again (cumsum in a loop).
 // P is as large as the threads allow per line (threads / lines, at most the line's
 // length) and C = cdiv(n, P), so a thread's serial work is about C + P additions
 // instead of n. The shared copy has one padding word per 32 elements so that units
@@ -162,14 +162,12 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
 
     Stmt body;
     if (P > 1) {
-        body = make_seq({publish, make_barrier(loc), chunks, make_barrier(loc), offs, make_barrier(loc), gather,
-                         make_barrier(loc)},
-                        loc);
+        body = make_seq({publish, chunks, offs, gather}, loc);
         body = make_allocate(totals, make_allocate(offsets, make_allocate(run, body, loc), loc), loc);
     } else {
         // One chunk per line: no totals or offsets.
         body = make_allocate(
-            run, make_seq({publish, make_barrier(loc), chunks, make_barrier(loc), gather, make_barrier(loc)}, loc), loc);
+            run, make_seq({publish, chunks, gather}, loc), loc);
     }
     return make_allocate(scan, body, loc);
 }

@@ -13,13 +13,15 @@ using namespace ir;
 // thread owns c's elements its Fragment gives it and computes their dot products
 // over k with FMAs, reading a and b from shared memory. The k loop is outermost and
 // serial so the register loop inside it stays unrolled and c stays in registers.
-// The barrier after (from lower()) keeps the next copy into a or b from racing.
+// Barriers (before the reads of a and b, and before the next write into their bytes)
+// are place_barriers' (barrier_placement.cpp).
 // No tensor cores yet: that needs mma fragments for a, b and c (layout inference).
 //
 // A fragment a or b (flash attention's p @ v, p in registers): the thread computing
 // c[i, j] needs all of row i of a (column j of b), held by other threads, so the
 // fragment is staged through a shared copy of its shape (each thread stores its
-// registers, a barrier, then the shared-operand gemm reads the copy). The shared plan
+// registers, then, after the barrier the hazard calls for, the shared-operand gemm
+// reads the copy). The shared plan
 // gives the copy bytes only while the gemm runs.
 Stmt ThreadLowering::lower_gemm(const GemmNode& g) {
     SourceLoc loc = g.loc;
@@ -72,7 +74,6 @@ Stmt ThreadLowering::lower_gemm(const GemmNode& g) {
         out = make_seq({zero, loop}, loc);
     }
     if (staged.empty()) return out;
-    stores.push_back(make_barrier(loc));
     stores.push_back(out);
     out = make_seq(stores, loc);
     for (auto& b : staged) out = make_allocate(b, out, loc);

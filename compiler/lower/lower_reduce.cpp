@@ -22,8 +22,9 @@ using namespace ir;
 // fold their partials by butterfly shuffles (shfl_xor); when the replicas span several
 // such groups, the groups' leaders publish to a shared scratch [rows x replicas] and,
 // after a barrier, every replica folds its row's leader partials in the same order, so
-// all replicas agree bit for bit; a second barrier lets the scratch be reused (the
-// reduce in a loop).
+// all replicas agree bit for bit. The barriers (between publish and gather, and before
+// the scratch's bytes are written again, e.g. by the reduce in a loop) are
+// place_barriers' (barrier_placement.cpp): the hazards call for them.
 // Floats accumulate in at least f32, as the interpreter accumulates in double.
 Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     const Buffer& sb = op.src.buffer;
@@ -213,8 +214,7 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     return make_allocate(
         scratch,
         make_allocate(part,
-                      make_seq({init, fold, bits.empty() ? make_seq({}) : butterfly, publish, make_barrier(loc),
-                                gather, make_barrier(loc)},
+                      make_seq({init, fold, bits.empty() ? make_seq({}) : butterfly, publish, gather},
                                loc),
                       loc),
         loc);

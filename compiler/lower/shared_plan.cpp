@@ -11,12 +11,19 @@
 // every iteration and share bytes, each dead between its last read and the next load.
 // Placement: largest first, each at the lowest aligned offset free of every placed
 // buffer whose range overlaps its own; 128-byte alignment for tiles (what 16-byte
-// vector accesses and TMA boxes want), 16 for small scratch.
+// vector accesses and TMA boxes want), 16 for small scratch. Sharing bytes costs
+// barriers (see below: softmax needs 4 with its two reduce scratches on one slot, 2
+// with a slot each), so buffers share only when the kernel would not fit the target's
+// static shared memory otherwise (48 KiB on NVIDIA, the LDS on AMD): flash attention
+// shares (80 KiB -> 64 KiB), softmax does not.
 // The total decides the kind of shared memory: up to the target's static limit a
 // static arena; above it, on targets with an opt-in (NVIDIA), dynamic shared memory
 // of that many bytes per launch; above the target's maximum, a located user error
-// naming the buffers. Two buffers sharing bytes are never accessed by one statement;
-// the barriers between their accesses are placed after the plan, from byte overlaps.
+// naming the buffers. Barriers come after the plan (place_barriers,
+// barrier_placement.cpp): it compares accesses by these byte ranges, so the last
+// accesses of a buffer and the first writes of another that reuses its bytes are
+// ordered like accesses of one buffer (at the price of a barrier where their threads
+// differ).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -139,24 +146,31 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, c
     std::vector<size_t> order(bufs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });
-    std::vector<size_t> placed;
-    int64_t total = 0;
-    for (size_t i : order) {
-        BufferInfo& me = bufs[i];
-        std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of overlapping live buffers
-        for (size_t j : placed)
-            if (bufs[j].live.overlaps(me.live)) taken.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].bytes);
-        std::sort(taken.begin(), taken.end());
-        int64_t off = 0;
-        for (auto& [b, e] : taken) {
-            if (off + me.bytes <= b) break;
-            off = std::max(off, align_up(e, me.align));
+    // Largest first, each at the lowest aligned offset free of every placed buffer it
+    // may not share bytes with (all of them when `share` is off).
+    auto place = [&](bool share) {
+        std::vector<size_t> placed;
+        int64_t total = 0;
+        for (size_t i : order) {
+            BufferInfo& me = bufs[i];
+            std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of buffers in the way
+            for (size_t j : placed)
+                if (!share || bufs[j].live.overlaps(me.live))
+                    taken.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].bytes);
+            std::sort(taken.begin(), taken.end());
+            int64_t off = 0;
+            for (auto& [b, e] : taken) {
+                if (off + me.bytes <= b) break;
+                off = std::max(off, align_up(e, me.align));
+            }
+            me.offset = off;
+            placed.push_back(i);
+            total = std::max(total, off + me.bytes);
         }
-        me.offset = off;
-        placed.push_back(i);
-        total = std::max(total, off + me.bytes);
-    }
-    total = align_up(total, 16);
+        return align_up(total, 16);
+    };
+    int64_t total = place(false);
+    if (total > target.static_shared_bytes) total = place(true);
 
     SharedPlan plan;
     plan.bytes = total;

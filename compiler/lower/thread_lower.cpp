@@ -36,90 +36,6 @@ std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) 
 
 namespace {
 
-// Does the statement use a buffer of this scope (anywhere inside)?
-bool uses_scope(const Stmt& s, Scope scope) {
-    struct Finder : IRVisitor {
-        Scope scope;
-        bool found = false;
-        void visit_buffer_use(const Buffer& b) override {
-            if (b->scope == scope) found = true;
-        }
-    } f;
-    f.scope = scope;
-    f.visit(s);
-    return f.found;
-}
-
-// The global tensors a statement reads, or writes (stores, copy and fill targets).
-std::unordered_set<const BufferNode*> global_accesses(const Stmt& s, bool writes) {
-    struct Finder : IRVisitor {
-        bool writes = false;
-        std::unordered_set<const BufferNode*> found;
-        void note(const Buffer& b) {
-            if (b->scope == Scope::Global) found.insert(b.get());
-        }
-        void visit_load(const LoadNode* op) override {
-            if (!writes) note(op->buffer);
-            IRVisitor::visit_load(op);
-        }
-        void visit_store(const StoreNode* op) override {
-            if (writes) note(op->buffer);
-            IRVisitor::visit_store(op);
-        }
-        void visit_copy(const CopyNode* op) override {
-            note(writes ? op->dst.buffer : op->src.buffer);
-            IRVisitor::visit_copy(op);
-        }
-        void visit_fill(const FillNode* op) override {
-            if (writes) note(op->dst.buffer);
-            IRVisitor::visit_fill(op);
-        }
-        void visit_atomic_add(const AtomicAddNode* op) override {
-            note(writes ? op->dst.buffer : op->src.buffer);
-            IRVisitor::visit_atomic_add(op);
-        }
-    } f;
-    f.writes = writes;
-    f.visit(s);
-    return std::move(f.found);
-}
-
-// Statements without sub-statements: what a barrier is placed after.
-bool is_leaf(const Stmt& s) {
-    switch (s->kind) {
-    case StmtKind::Seq:
-    case StmtKind::If:
-    case StmtKind::LetStmt:
-    case StmtKind::Allocate: return false;
-    case StmtKind::For: return s->as<ForNode>()->for_kind == ForKind::Parallel;
-    default: return true;
-    }
-}
-
-// Drops a barrier that ends the function: nothing after it can race.
-Stmt strip_trailing_barrier(const Stmt& s) {
-    if (!s) return s;
-    switch (s->kind) {
-    case StmtKind::Barrier: return make_seq({}, s->loc);
-    case StmtKind::Seq: {
-        auto* q = s->as<SeqNode>();
-        if (q->stmts.empty()) return s;
-        auto stmts = q->stmts;
-        stmts.back() = strip_trailing_barrier(stmts.back());
-        return make_seq(stmts, s->loc);
-    }
-    case StmtKind::LetStmt: {
-        auto* l = s->as<LetStmtNode>();
-        return make_let(l->var, l->value, strip_trailing_barrier(l->body), s->loc);
-    }
-    case StmtKind::Allocate: {
-        auto* a = s->as<AllocateNode>();
-        return make_allocate(a->buffer, strip_trailing_barrier(a->body), s->loc);
-    }
-    default: return s;
-    }
-}
-
 // Types and math the NVPTX backend does not handle yet: 8-bit floats and 4-bit integers
 // (no LLVM types / packed access), transcendental functions of f64 (no approximate
 // instructions; libdevice is not linked).
@@ -162,9 +78,9 @@ PrimFunc ThreadLowering::run() {
                                 std::to_string(target_.max_threads_per_block) + ")");
     check_gpu_types(f_.body);
     PrimFunc out = f_;
-    global_reads_ = global_accesses(f_.body, false);
-    SharedPlan plan = plan_shared_memory(strip_trailing_barrier(lower(f_.body)), full_writes_, target_, f_.name, f_.loc);
-    out.body = plan.body;
+    SharedPlan plan = plan_shared_memory(lower(f_.body), full_writes_, target_, f_.name, f_.loc);
+    // Barriers last: hazards are between byte ranges, which the plan decides.
+    out.body = place_barriers(plan.body, f_.threads);
     out.attrs.emplace_back(kLevelAttr, kThreadLevel);
     out.attrs.emplace_back(kSharedBytesAttr, std::to_string(plan.bytes));
     out.attrs.emplace_back(kDynamicSharedAttr, plan.dynamic ? "1" : "0");
@@ -207,16 +123,11 @@ Stmt ThreadLowering::guard_replica(const Expr& rep, Stmt s) {
 }
 
 // ---- statements ----------------------------------------------------------------
+// No barriers here: place_barriers (barrier_placement.cpp) puts them where hazards
+// need them once the shared plan has given every buffer its bytes.
 Stmt ThreadLowering::lower(const Stmt& s) {
     Stmt out = lower_inner(s);
     if (const BufferNode* whole = overwritten_shared(s)) full_writes_[out.get()] = whole;
-    // Conservative until barrier insertion exists: whatever touches shared memory is
-    // followed by a block barrier (RAW into the next statement, WAR into the next
-    // iteration of an enclosing loop), and so is a write to a global tensor that the
-    // kernel also reads (bar.sync orders global memory within the block too).
-    // A gemm also when it stages a fragment operand through shared memory.
-    if (is_leaf(s) && (uses_scope(s, Scope::Shared) || s->kind == StmtKind::Gemm || writes_read_global(s)))
-        out = make_seq({out, make_barrier(s->loc)}, s->loc);
     return out;
 }
 
@@ -232,12 +143,6 @@ const BufferNode* ThreadLowering::overwritten_shared(const Stmt& s) const {
     }
     if (!dst || dst->buffer->scope != Scope::Shared || !is_full_region(*dst)) return nullptr;
     return dst->buffer.get();
-}
-
-bool ThreadLowering::writes_read_global(const Stmt& s) const {
-    for (auto* b : global_accesses(s, true))
-        if (global_reads_.count(b)) return true;
-    return false;
 }
 
 Stmt ThreadLowering::lower_inner(const Stmt& s) {

@@ -10,8 +10,8 @@
 // into a whole fragment (dim dropped or kept as 1), the layouts planned by layout
 // inference (layout_inference.h: the destination is the source reduced,
 // Fragment::reduce_dim, replicated over the threads that held a row):
-// per-thread partials, a shared scratch [rows x replicas] between two barriers, every
-// replica folding the row's partials. A parallel loop may read such a fragment at all
+// per-thread partials, a shared scratch [rows x replicas] (a barrier between its
+// writes and reads), every replica folding the row's partials. A parallel loop may read such a fragment at all
 // its coordinates but the reduced one (m[i] in `for i, c`), also over a wider shape than
 // the source's (inference expands the layout, Fragment::expand_dim).
 // gemm on CUDA cores: whole shared a and b (trans_a / trans_b / clear) into a whole
@@ -65,12 +65,21 @@ std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shap
 // explicit thread index (VarKind::ThreadIdx, dim 0), per-thread register buffers
 // (Scope::Register, shape [registers per thread]) in place of fragments and locals,
 // unrolled per-register loops, bounds masks on global accesses of copies (a fast path
-// without masks when the whole region is in bounds), and barriers after the statements
-// that touch shared memory. On a construct outside the coverage above: with `diag`,
-// reports "error: <construct> is not supported for GPU targets yet" at its location and
+// without masks when the whole region is in bounds), and barriers where memory hazards
+// between threads need them (place_barriers). On a construct outside the coverage
+// above: with `diag`, reports "error: <construct> is not supported for GPU targets yet" at its location and
 // returns nullopt; without, throws InternalError naming it.
 std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const target::GpuTarget& target,
                                                   DiagnosticEngine* diag);
+
+// Barrier placement (barrier_placement.cpp; the last step of lower_to_thread_level,
+// after the shared-memory plan): drops the barriers in a thread-level body of a block of
+// `threads` threads and inserts block barriers only where two accesses of shared memory
+// (by byte range in the planned arena: shared_offset) or of one global tensor, one a
+// write, may come from different threads with no barrier between them, including around
+// loop back edges; never under an `if` or loop bound that depends on the thread (its
+// index, or a register that differs between threads).
+ir::Stmt place_barriers(const ir::Stmt& body, int64_t threads);
 
 // The pass "lower-thread-level" for a PassManager: runs lower_to_thread_level with the
 // context's DiagnosticEngine, then verify_thread_level (a failure is an internal error).

@@ -97,7 +97,6 @@ private:
 
     // ---- statements (thread_lower.cpp) -------------------------------------------------
     Stmt lower(const Stmt& s);
-    bool writes_read_global(const Stmt& s) const;
     const ir::BufferNode* overwritten_shared(const Stmt& s) const;
     Stmt lower_inner(const Stmt& s);
     Stmt lower_allocate(const ir::AllocateNode& a);
@@ -135,7 +134,6 @@ private:
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;
-    std::unordered_set<const ir::BufferNode*> global_reads_;  // tensors the kernel reads
     FullWrites full_writes_;  // lowered copies/fills that overwrite a whole shared buffer
 };
 

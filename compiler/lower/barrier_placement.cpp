@@ -1,0 +1,721 @@
+// Barrier placement (place_barriers; the last step of lower_to_thread_level, after the
+// shared-memory plan). The statement lowerings emit no barriers; this pass puts a block
+// barrier exactly where a memory hazard between threads needs one, so a kernel pays for
+// the orderings it uses rather than one barrier per statement touching shared memory.
+//
+// Hazard: two accesses, at least one a write (atomics count as writes; two atomics do
+// not race), that may touch the same bytes from different threads with no barrier
+// between them. Shared memory is compared by byte ranges in the block's arena
+// (BufferNode::shared_offset): buffers to which the shared plan gives the same bytes
+// conflict like one buffer. A global tensor written and read by one kernel is ordered
+// too (bar.sync orders the block's global accesses as well), conservatively: any write
+// and read of the same tensor conflict (global footprints are not enumerated).
+//
+// Same-thread proof: a shared access's footprint is computed by enumeration: for every
+// thread index and every value of the loops, lets and guarding conditions the index
+// depends on (constant ranges, bounded work), which bytes it touches and whether one
+// thread or several touch each byte. Two accesses whose common bytes each belong to one
+// and the same thread need no barrier (a thread's own accesses are in program order).
+// Anything not enumerable (an index through a load, a run-time loop bound the index
+// depends on, too much work) is assumed to touch the whole buffer from every thread.
+//
+// Placement, a greedy walk in program order keeping the accesses "pending" since the
+// last barrier: before a statement whose accesses conflict with a pending one, a
+// barrier, and the pending set restarts. Barriers go only where every thread of the
+// block reaches them (the simulator and the hardware require it): between statements
+// of uniform control flow. A thread-dependent `if` or loop bound (anything depending on
+// the thread index, e.g. bounds masks, replica and leader guards, or on a register that
+// differs between threads, e.g. a fragment's value) is one indivisible unit: the
+// barrier goes before the whole unit.
+// A uniform `if` or loop whose body conflicts with what is pending before it gets the
+// barrier before it (once, not per iteration or per branch). Uniform `if`s walk both
+// branches from the same pending set and join their results. A uniform loop walks its
+// body again with what the previous iteration left pending (a hazard around the back
+// edge: the barrier lands inside the body, before the first access that conflicts)
+// until no barrier is added and the pending set is stable.
+// Barriers already in the body are dropped first: the pass recomputes all of them.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/visitor.h"
+#include "lower/thread_lower.h"
+
+namespace tilec::lower {
+
+using namespace ir;
+
+namespace {
+
+// Enumerations of a footprint stop (and assume the worst) beyond this many steps:
+// enough for every element of a tile's register loops on every thread (the same-thread
+// proofs that matter), not for a gemm's k loop around them (reads of many threads'
+// elements, which conflict with the writes anyway).
+constexpr int64_t kMaxEnumeration = int64_t(1) << 18;
+
+// A binding around an access: a loop, a let, or an `if` condition (then or else side).
+struct Binder {
+    enum Kind { Loop, Let, Cond } kind;
+    const VarNode* var = nullptr;  // Loop, Let
+    Expr a, b;                     // Loop: min, extent; Let: value; Cond: condition
+    bool negated = false;          // Cond: the else side
+    const void* origin = nullptr;  // the node that introduces it (cache key)
+};
+
+struct MemAccess {
+    const BufferNode* buffer = nullptr;
+    bool shared = false;
+    bool write = false;
+    bool atomic = false;
+    int64_t lo = 0, hi = 0;  // shared: bytes [lo, hi) of the arena
+    int64_t elem = 1;        // bytes per element
+    // Shared, when known: per element of the buffer, the thread that touches it, kNone
+    // or kSeveral. Unknown: every byte of [lo, hi) by every thread.
+    bool known = false;
+    std::vector<int32_t> owner;
+    static constexpr int32_t kNone = -2, kSeveral = -1;
+    int32_t owner_of_byte(int64_t b) const { return owner[static_cast<size_t>((b - lo) / elem)]; }
+};
+
+void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has_load) {
+    struct V : IRVisitor {
+        std::unordered_set<const VarNode*>* out;
+        bool* has_load;
+        void visit_var(const VarNode* op) override { out->insert(op); }
+        void visit_load(const LoadNode* op) override {
+            *has_load = true;
+            IRVisitor::visit_load(op);
+        }
+    } v;
+    v.out = &out;
+    v.has_load = &has_load;
+    v.visit(e);
+}
+
+int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
+
+// The bound values, innermost last (few: a linear search beats hashing).
+using Env = std::vector<std::pair<const VarNode*, int64_t>>;
+
+// Integer evaluation of an index or condition; nullopt for anything else.
+std::optional<int64_t> eval(const Expr& e, const Env& env) {
+    switch (e->kind) {
+    case ExprKind::IntImm: return static_cast<const IntImmNode*>(e.get())->value;
+    case ExprKind::Var: {
+        auto* v = static_cast<const VarNode*>(e.get());
+        for (size_t k = env.size(); k-- > 0;)
+            if (env[k].first == v) return env[k].second;
+        return std::nullopt;
+    }
+    case ExprKind::Cast: {
+        if (!e->type.is_integer() && e->type.kind != TypeKind::Bool) return std::nullopt;
+        auto v = eval(static_cast<const CastNode*>(e.get())->value, env);
+        if (v && e->type.kind == TypeKind::Bool) return *v != 0;
+        return v;
+    }
+    case ExprKind::Unary: {
+        auto* u = static_cast<const UnaryNode*>(e.get());
+        auto a = eval(u->a, env);
+        if (!a) return std::nullopt;
+        switch (u->op) {
+        case UnaryOp::Neg: return -*a;
+        case UnaryOp::Not: return *a == 0;
+        case UnaryOp::BitNot: return ~*a;
+        }
+        return std::nullopt;
+    }
+    case ExprKind::Select: {
+        auto* s = static_cast<const SelectNode*>(e.get());
+        auto c = eval(s->cond, env);
+        if (!c) return std::nullopt;
+        return eval(*c ? s->t : s->f, env);
+    }
+    case ExprKind::Binary: {
+        auto* b = static_cast<const BinaryNode*>(e.get());
+        if (!b->a->type.is_integer() && b->a->type.kind != TypeKind::Bool) return std::nullopt;
+        auto x = eval(b->a, env);
+        if (!x) return std::nullopt;
+        auto y = eval(b->b, env);
+        if (!y) return std::nullopt;
+        int64_t p = *x, q = *y;
+        switch (b->op) {
+        case BinaryOp::Add: return p + q;
+        case BinaryOp::Sub: return p - q;
+        case BinaryOp::Mul: return p * q;
+        case BinaryOp::FloorDiv: return q == 0 ? std::nullopt : std::optional<int64_t>(floordiv(p, q));
+        case BinaryOp::FloorMod: return q == 0 ? std::nullopt : std::optional<int64_t>(floormod(p, q));
+        case BinaryOp::Min: return std::min(p, q);
+        case BinaryOp::Max: return std::max(p, q);
+        case BinaryOp::EQ: return p == q;
+        case BinaryOp::NE: return p != q;
+        case BinaryOp::LT: return p < q;
+        case BinaryOp::LE: return p <= q;
+        case BinaryOp::GT: return p > q;
+        case BinaryOp::GE: return p >= q;
+        case BinaryOp::And: return p != 0 && q != 0;
+        case BinaryOp::Or: return p != 0 || q != 0;
+        case BinaryOp::BitAnd: return p & q;
+        case BinaryOp::BitOr: return p | q;
+        case BinaryOp::BitXor: return p ^ q;
+        case BinaryOp::Shl: return q < 0 || q > 62 ? std::nullopt : std::optional<int64_t>(p << q);
+        case BinaryOp::Shr: return q < 0 || q > 62 ? std::nullopt : std::optional<int64_t>(p >> q);
+        default: return std::nullopt;
+        }
+    }
+    default: return std::nullopt;
+    }
+}
+
+class BarrierPlacer {
+public:
+    explicit BarrierPlacer(int64_t threads) : threads_(threads) {}
+
+    Stmt run(const Stmt& body) {
+        find_thread_dependent(body);
+        Pending p;
+        walk(body, p);
+        return rewrite(body, true);
+    }
+
+private:
+    struct Pending {
+        std::vector<const MemAccess*> list;
+        std::unordered_set<const MemAccess*> set;
+        void add(const MemAccess* a) {
+            if (set.insert(a).second) list.push_back(a);
+        }
+        void add(const Pending& o) {
+            for (auto* a : o.list) add(a);
+        }
+        void clear() {
+            list.clear();
+            set.clear();
+        }
+        bool contains(const Pending& o) const {
+            for (auto* a : o.list)
+                if (!set.count(a)) return false;
+            return true;
+        }
+    };
+
+    // ---- thread dependence -------------------------------------------------------
+    bool thread_dependent(const Expr& e) const {
+        if (!e) return false;
+        struct V : IRVisitor {
+            const std::unordered_set<const VarNode*>* td;
+            bool found = false;
+            void visit_var(const VarNode* op) override {
+                if (op->var_kind == VarKind::ThreadIdx || td->count(op)) found = true;
+            }
+            void visit_call(const CallNode* op) override {
+                if (is_warp_shuffle(op->op)) found = true;
+                IRVisitor::visit_call(op);
+            }
+            void visit_load(const LoadNode* op) override {
+                if (varying_->count(op->buffer.get())) found = true;
+                IRVisitor::visit_load(op);
+            }
+            const std::unordered_set<const BufferNode*>* varying_;
+        } v;
+        v.td = &td_vars_;
+        v.varying_ = &varying_registers_;
+        v.visit(e);
+        return v.found;
+    }
+
+    // Let and loop variables, and register buffers, whose values differ between
+    // threads: what depends on the thread index, a shuffle, or such a variable or
+    // register (a fragment's registers; a `var` stays uniform while every store to it
+    // is uniform and under uniform control). To a fixed point: a register may be
+    // written after it is read.
+    void find_thread_dependent(const Stmt& body) {
+        struct V : IRVisitor {
+            BarrierPlacer* self;
+            int divergent = 0;  // enclosing thread-dependent conditions and loops
+            bool changed = false;
+            void mark(const VarNode* v) { changed |= self->td_vars_.insert(v).second; }
+            void visit_let(const LetStmtNode* op) override {
+                if (self->thread_dependent(op->value)) mark(op->var.get());
+                IRVisitor::visit_let(op);
+            }
+            void visit_for(const ForNode* op) override {
+                bool td = self->thread_dependent(op->min) || self->thread_dependent(op->extent);
+                if (td) mark(op->var.get());
+                divergent += td;
+                IRVisitor::visit_for(op);
+                divergent -= td;
+            }
+            void visit_if(const IfNode* op) override {
+                bool td = self->thread_dependent(op->cond);
+                divergent += td;
+                IRVisitor::visit_if(op);
+                divergent -= td;
+            }
+            void visit_store(const StoreNode* op) override {
+                if (op->buffer->scope == Scope::Register) {
+                    bool td = divergent > 0 || self->thread_dependent(op->value);
+                    for (auto& i : op->indices) td = td || self->thread_dependent(i);
+                    if (td) changed |= self->varying_registers_.insert(op->buffer.get()).second;
+                }
+                IRVisitor::visit_store(op);
+            }
+        } v;
+        v.self = this;
+        do {
+            v.changed = false;
+            v.visit(body);
+        } while (v.changed);
+    }
+
+    // Statements inside which no barrier may go: the unit is placed around as a whole.
+    bool indivisible(const Stmt& s) const {
+        switch (s->kind) {
+        case StmtKind::If: return thread_dependent(s->as<IfNode>()->cond);
+        case StmtKind::For: {
+            auto* f = s->as<ForNode>();
+            return thread_dependent(f->min) || thread_dependent(f->extent);
+        }
+        case StmtKind::Seq:
+        case StmtKind::LetStmt:
+        case StmtKind::Allocate:
+        case StmtKind::Barrier: return false;
+        default: return true;
+        }
+    }
+
+    // ---- accesses ----------------------------------------------------------------
+    const MemAccess* access(const Buffer& b, const std::vector<Expr>& indices, bool write, bool atomic,
+                            const void* node) {
+        if (b->scope != Scope::Shared && b->scope != Scope::Global) return nullptr;
+        // The same node under the same binders is the same access (walks repeat).
+        std::vector<uintptr_t> key{reinterpret_cast<uintptr_t>(node), uintptr_t(write)};
+        for (auto& c : ctx_) key.push_back(reinterpret_cast<uintptr_t>(c.origin) | uintptr_t(c.negated));
+        auto it = cache_.find(key);
+        if (it != cache_.end()) return it->second.get();
+        auto a = std::make_unique<MemAccess>();
+        a->buffer = b.get();
+        a->shared = b->scope == Scope::Shared;
+        a->write = write || atomic;
+        a->atomic = atomic;
+        if (a->shared) footprint(*a, b, indices);
+        const MemAccess* out = a.get();
+        cache_.emplace(std::move(key), std::move(a));
+        return out;
+    }
+
+    // Marks in `used` the let and loop binders among ctx_[0, end) that the expressions
+    // depend on, transitively, and sets `tx` if they use the thread index; false if they
+    // depend on a load or on a value no binder gives.
+    bool binders_of(const std::vector<Expr>& exprs, size_t end, std::vector<bool>& used, const VarNode*& tx) const {
+        std::unordered_set<const VarNode*> need;
+        bool has_load = false;
+        for (auto& e : exprs) free_vars(e, need, has_load);
+        std::vector<bool> mine(ctx_.size(), false);
+        for (size_t k = end; k-- > 0 && !has_load;) {
+            const Binder& c = ctx_[k];
+            if (c.kind == Binder::Cond || !need.count(c.var)) continue;
+            mine[k] = true;
+            free_vars(c.a, need, has_load);
+            if (c.b) free_vars(c.b, need, has_load);
+        }
+        if (has_load) return false;
+        std::unordered_set<const VarNode*> bound;
+        for (size_t k = 0; k < end; ++k)
+            if (mine[k]) bound.insert(ctx_[k].var);
+        const VarNode* t = nullptr;
+        for (auto* v : need) {
+            if (bound.count(v)) continue;
+            if (v->var_kind != VarKind::ThreadIdx || v->dim != 0) return false;
+            t = v;
+        }
+        for (size_t k = 0; k < end; ++k) used[k] = used[k] || mine[k];
+        if (t) tx = t;
+        return true;
+    }
+
+    void footprint(MemAccess& a, const Buffer& b, const std::vector<Expr>& indices) {
+        int64_t elem = (b->dtype.bits + 7) / 8;
+        std::vector<int64_t> shape;
+        int64_t size = 1;
+        for (auto& e : b->shape) {
+            auto v = as_const_int(e);
+            if (!v) TILEC_ICE("barrier placement: shared buffer '" + b->name + "' of non-constant shape");
+            shape.push_back(*v);
+            size *= *v;
+        }
+        int64_t base = b->shared_offset;
+        if (base < 0) {
+            // Not planned (a hand-built body): its own range, apart from every other.
+            auto [it, fresh] = unplanned_base_.emplace(b.get(), 0);
+            if (fresh) it->second = next_unplanned_ += int64_t(1) << 40;
+            base = it->second;
+        }
+        a.lo = base;
+        a.hi = base + size * elem;
+        a.elem = elem;
+        if (!b->strides.empty() || indices.size() != shape.size()) return;
+
+        // The binders the index depends on; then the conditions around the access
+        // that can be evaluated with binders too (masks, replica and leader guards),
+        // which narrow the footprint.
+        std::vector<bool> used(ctx_.size(), false);
+        const VarNode* tx = nullptr;
+        if (!binders_of(indices, ctx_.size(), used, tx)) return;
+        for (size_t k = 0; k < ctx_.size(); ++k) {
+            if (ctx_[k].kind != Binder::Cond) continue;
+            std::vector<bool> more(ctx_.size(), false);
+            const VarNode* cond_tx = nullptr;
+            if (!binders_of({ctx_[k].a}, k, more, cond_tx)) continue;
+            used[k] = true;
+            for (size_t m = 0; m < k; ++m) used[m] = used[m] || more[m];
+            if (cond_tx) tx = cond_tx;
+        }
+        std::vector<const Binder*> binders;
+        for (size_t k = 0; k < ctx_.size(); ++k)
+            if (used[k]) binders.push_back(&ctx_[k]);
+
+        // Too many points for the budget: known before enumerating them.
+        int64_t points = tx ? threads_ : 1;
+        for (auto* c : binders)
+            if (c->kind == Binder::Loop)
+                if (auto ext = as_const_int(c->b); ext && *ext > 0) points *= *ext;
+        if (points > kMaxEnumeration) return;
+        std::vector<int32_t> owner(static_cast<size_t>(size), MemAccess::kNone);
+        int64_t work = 0;
+        bool ok = true;
+        Env env;
+        std::function<void(size_t, int32_t)> enumerate = [&](size_t k, int32_t t) {
+            if (!ok) return;
+            if (++work > kMaxEnumeration) {
+                ok = false;
+                return;
+            }
+            if (k == binders.size()) {
+                int64_t lin = 0;
+                for (size_t d = 0; d < indices.size(); ++d) {
+                    auto v = eval(indices[d], env);
+                    if (!v) {
+                        ok = false;
+                        return;
+                    }
+                    if (*v < 0 || *v >= shape[d]) {  // out of bounds: a guard not modelled
+                        ok = false;
+                        return;
+                    }
+                    lin = lin * shape[d] + *v;
+                }
+                int32_t& o = owner[static_cast<size_t>(lin)];
+                if (o == MemAccess::kNone)
+                    o = t;
+                else if (o != t)
+                    o = MemAccess::kSeveral;
+                return;
+            }
+            const Binder& c = *binders[k];
+            switch (c.kind) {
+            case Binder::Cond: {
+                auto v = eval(c.a, env);
+                if (v && ((*v != 0) == c.negated)) return;  // this side is not taken
+                enumerate(k + 1, t);
+                return;
+            }
+            case Binder::Let: {
+                auto v = eval(c.a, env);
+                if (!v) {
+                    ok = false;
+                    return;
+                }
+                env.emplace_back(c.var, *v);
+                enumerate(k + 1, t);
+                env.pop_back();
+                return;
+            }
+            case Binder::Loop: {
+                auto mn = eval(c.a, env);
+                auto ext = eval(c.b, env);
+                if (!mn || !ext) {
+                    ok = false;
+                    return;
+                }
+                env.emplace_back(c.var, 0);
+                size_t slot = env.size() - 1;
+                for (int64_t i = 0; i < *ext && ok; ++i) {
+                    env[slot].second = *mn + i;
+                    enumerate(k + 1, t);
+                }
+                env.pop_back();
+                return;
+            }
+            }
+        };
+        env.emplace_back(tx, 0);
+        for (int32_t t = 0; t < (tx ? threads_ : 1) && ok; ++t) {
+            env[0].second = t;
+            enumerate(0, tx ? t : MemAccess::kSeveral);
+        }
+        if (!ok) return;
+        a.owner = std::move(owner);
+        a.known = true;
+    }
+
+    bool conflict(const MemAccess* x, const MemAccess* y) {
+        if (!x->write && !y->write) return false;
+        if (x->atomic && y->atomic) return false;
+        if (x->shared != y->shared) return false;
+        // A global tensor: a read and a write of it, as the statement lowerings have
+        // always ordered them; two writes of one element from different threads (a
+        // kernel storing an element twice) are not ordered.
+        if (!x->shared) return x->buffer == y->buffer && (!x->write || !y->write);
+        if (x->hi <= y->lo || y->hi <= x->lo) return false;
+        if (!x->known || !y->known) return true;
+        auto key = std::make_pair(std::min(x, y), std::max(x, y));
+        auto it = conflicts_.find(key);
+        if (it != conflicts_.end()) return it->second;
+        bool found = false;
+        int64_t from = std::max(x->lo, y->lo), to = std::min(x->hi, y->hi);
+        // Same layout: element by element; else byte by byte.
+        int64_t step = x->lo == y->lo && x->elem == y->elem ? x->elem : 1;
+        for (int64_t b = from; b < to && !found; b += step) {
+            int32_t p = x->owner_of_byte(b), q = y->owner_of_byte(b);
+            if (p == MemAccess::kNone || q == MemAccess::kNone) continue;
+            found = p == MemAccess::kSeveral || p != q;
+        }
+        conflicts_.emplace(key, found);
+        return found;
+    }
+
+    // The accesses of an expression (loads), in the current context.
+    void collect(const Expr& e, std::vector<const MemAccess*>& out) {
+        if (!e) return;
+        struct V : IRVisitor {
+            BarrierPlacer* self;
+            std::vector<const MemAccess*>* out;
+            void visit_load(const LoadNode* op) override {
+                if (auto* a = self->access(op->buffer, op->indices, false, false, op)) out->push_back(a);
+                IRVisitor::visit_load(op);
+            }
+        } v;
+        v.self = this;
+        v.out = &out;
+        v.visit(e);
+    }
+
+    // Every access of a statement and what it contains, with their binders.
+    void collect(const Stmt& s, std::vector<const MemAccess*>& out) {
+        if (!s) return;
+        switch (s->kind) {
+        case StmtKind::Seq:
+            for (auto& c : s->as<SeqNode>()->stmts) collect(c, out);
+            return;
+        case StmtKind::For: {
+            auto* f = s->as<ForNode>();
+            collect(f->min, out);
+            collect(f->extent, out);
+            ctx_.push_back({Binder::Loop, f->var.get(), f->min, f->extent, false, f});
+            collect(f->body, out);
+            ctx_.pop_back();
+            return;
+        }
+        case StmtKind::If: {
+            auto* i = s->as<IfNode>();
+            collect(i->cond, out);
+            ctx_.push_back({Binder::Cond, nullptr, i->cond, nullptr, false, i});
+            collect(i->then_case, out);
+            ctx_.back().negated = true;
+            collect(i->else_case, out);
+            ctx_.pop_back();
+            return;
+        }
+        case StmtKind::LetStmt: {
+            auto* l = s->as<LetStmtNode>();
+            collect(l->value, out);
+            ctx_.push_back({Binder::Let, l->var.get(), l->value, nullptr, false, l});
+            collect(l->body, out);
+            ctx_.pop_back();
+            return;
+        }
+        case StmtKind::Allocate: collect(s->as<AllocateNode>()->body, out); return;
+        case StmtKind::Store: {
+            auto* st = s->as<StoreNode>();
+            for (auto& i : st->indices) collect(i, out);
+            collect(st->value, out);
+            if (auto* a = access(st->buffer, st->indices, true, false, st)) out.push_back(a);
+            return;
+        }
+        case StmtKind::AtomicRmw: {
+            auto* at = s->as<AtomicRmwNode>();
+            for (auto& i : at->indices) collect(i, out);
+            collect(at->value, out);
+            if (auto* a = access(at->buffer, at->indices, true, true, at)) out.push_back(a);
+            return;
+        }
+        case StmtKind::Evaluate: collect(s->as<EvaluateNode>()->value, out); return;
+        case StmtKind::Barrier: return;
+        default: TILEC_ICE("barrier placement: a tile-level statement in thread-level IR");
+        }
+    }
+
+    bool hazard(const std::vector<const MemAccess*>& accs, const Pending& p) {
+        for (auto* a : accs)
+            for (auto* q : p.list)
+                if (conflict(a, q)) return true;
+        return false;
+    }
+
+    // Accesses that happen at `s` (its own, before anything inside): a barrier before
+    // `s` if one conflicts with a pending access.
+    void arrive(const Stmt& s, const std::vector<const MemAccess*>& accs, Pending& p) {
+        if (hazard(accs, p)) {
+            barrier_before_.insert(s.get());
+            p.clear();
+        }
+        for (auto* a : accs) p.add(a);
+    }
+
+    // ---- the walk over uniform control flow -----------------------------------------
+    void walk(const Stmt& s, Pending& p) {
+        if (!s) return;
+        if (barrier_before_.count(s.get())) p.clear();
+        if (indivisible(s)) {
+            std::vector<const MemAccess*> accs;
+            collect(s, accs);
+            arrive(s, accs, p);
+            return;
+        }
+        switch (s->kind) {
+        case StmtKind::Seq:
+            for (auto& c : s->as<SeqNode>()->stmts) walk(c, p);
+            return;
+        case StmtKind::Barrier: return;  // recomputed
+        case StmtKind::Allocate: walk(s->as<AllocateNode>()->body, p); return;
+        case StmtKind::LetStmt: {
+            auto* l = s->as<LetStmtNode>();
+            std::vector<const MemAccess*> accs;
+            collect(l->value, accs);
+            arrive(s, accs, p);
+            ctx_.push_back({Binder::Let, l->var.get(), l->value, nullptr, false, l});
+            walk(l->body, p);
+            ctx_.pop_back();
+            return;
+        }
+        case StmtKind::If: {
+            auto* i = s->as<IfNode>();
+            std::vector<const MemAccess*> accs;
+            collect(i->cond, accs);
+            arrive(s, accs, p);
+            ctx_.push_back({Binder::Cond, nullptr, i->cond, nullptr, false, i});
+            // A hazard of either branch with what precedes: one barrier before the `if`
+            // rather than one at the top of each branch (a copy's masked and unmasked
+            // paths).
+            std::vector<const MemAccess*> inner;
+            collect(i->then_case, inner);
+            ctx_.back().negated = true;
+            collect(i->else_case, inner);
+            ctx_.back().negated = false;
+            if (!barrier_before_.count(s.get()) && hazard(inner, p)) {
+                barrier_before_.insert(s.get());
+                p.clear();
+            }
+            Pending other = p;
+            walk(i->then_case, p);
+            ctx_.back().negated = true;
+            walk(i->else_case, other);
+            ctx_.pop_back();
+            p.add(other);
+            return;
+        }
+        case StmtKind::For: {
+            auto* f = s->as<ForNode>();
+            std::vector<const MemAccess*> accs;
+            collect(f->min, accs);
+            collect(f->extent, accs);
+            arrive(s, accs, p);
+            ctx_.push_back({Binder::Loop, f->var.get(), f->min, f->extent, false, f});
+            // A hazard with what precedes the loop: one barrier before it rather than
+            // one per iteration.
+            std::vector<const MemAccess*> inner;
+            collect(f->body, inner);
+            if (!barrier_before_.count(s.get()) && hazard(inner, p)) {
+                barrier_before_.insert(s.get());
+                p.clear();
+            }
+            Pending entry = p, back;
+            for (;;) {
+                Pending q = entry;
+                q.add(back);
+                size_t barriers = barrier_before_.size();
+                walk(f->body, q);
+                bool stable = barriers == barrier_before_.size() && back.contains(q);
+                back.add(q);
+                if (stable) break;
+            }
+            ctx_.pop_back();
+            // The last iteration's pending accesses (and the entry's, if it may not run).
+            auto ext = as_const_int(f->extent);
+            if (!ext || *ext <= 0) back.add(entry);
+            p = back;
+            return;
+        }
+        default: TILEC_ICE("barrier placement: unexpected statement");
+        }
+    }
+
+    // ---- the result ------------------------------------------------------------------
+    Stmt rewrite(const Stmt& s, bool uniform) {
+        if (!s) return s;
+        Stmt out = rewrite_inner(s, uniform && !indivisible(s));
+        if (uniform && barrier_before_.count(s.get())) out = make_seq({make_barrier(s->loc), out}, s->loc);
+        return out;
+    }
+    Stmt rewrite_inner(const Stmt& s, bool uniform) {
+        switch (s->kind) {
+        case StmtKind::Seq: {
+            std::vector<Stmt> out;
+            for (auto& c : s->as<SeqNode>()->stmts)
+                if (c->kind != StmtKind::Barrier) out.push_back(rewrite(c, uniform));
+            return make_seq(out, s->loc);
+        }
+        case StmtKind::Barrier: return make_seq({}, s->loc);
+        case StmtKind::For: {
+            auto* f = s->as<ForNode>();
+            return make_for(f->var, f->min, f->extent, f->for_kind, rewrite(f->body, uniform), s->loc);
+        }
+        case StmtKind::If: {
+            auto* i = s->as<IfNode>();
+            return make_if(i->cond, rewrite(i->then_case, uniform), rewrite(i->else_case, uniform), s->loc);
+        }
+        case StmtKind::LetStmt: {
+            auto* l = s->as<LetStmtNode>();
+            return make_let(l->var, l->value, rewrite(l->body, uniform), s->loc);
+        }
+        case StmtKind::Allocate: {
+            auto* a = s->as<AllocateNode>();
+            return make_allocate(a->buffer, rewrite(a->body, uniform), s->loc);
+        }
+        default: return s;
+        }
+    }
+
+    int64_t threads_;
+    int64_t next_unplanned_ = 0;
+    std::unordered_set<const VarNode*> td_vars_;
+    std::unordered_set<const BufferNode*> varying_registers_;
+    std::vector<Binder> ctx_;
+    std::map<std::vector<uintptr_t>, std::unique_ptr<MemAccess>> cache_;
+    std::unordered_map<const BufferNode*, int64_t> unplanned_base_;
+    std::map<std::pair<const MemAccess*, const MemAccess*>, bool> conflicts_;
+    std::unordered_set<const StmtNode*> barrier_before_;
+};
+
+}  // namespace
+
+Stmt place_barriers(const Stmt& body, int64_t threads) { return BarrierPlacer(threads).run(body); }
+
+}  // namespace tilec::lower
