@@ -21,6 +21,7 @@
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/gpu_lowering.h"
+#include "codegen/module_output.h"
 
 #ifndef TILEC_LD_LLD_PATH
 #define TILEC_LD_LLD_PATH ""
@@ -135,22 +136,10 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
         LLVMInitializeAMDGPUAsmPrinter();
     });
     const std::string triple = "amdgcn-amd-amdhsa";
-    std::string error;
-    const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, error);
-    if (!llvm_target) TILEC_ICE("AMDGPU backend: LLVM has no AMDGPU target: " + error);
     std::string features = features_of(target);
-    llvm::TargetOptions options;
-    std::unique_ptr<llvm::TargetMachine> tm(llvm_target->createTargetMachine(
-        triple, target.llvm_cpu, features, options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-    if (!tm) TILEC_ICE("AMDGPU backend: cannot create the target machine for " + target.name);
-
-    llvm::LLVMContext ctx;
-    std::string llvm_errors;
-    ctx.setDiagnosticHandlerCallBack(gpu::on_llvm_diagnostic, &llvm_errors);
-    llvm::Module m(module_name, ctx);
-    m.setSourceFileName(module_name);
-    m.setTargetTriple(triple);
-    m.setDataLayout(tm->createDataLayout());
+    auto tm = gpu::create_target_machine(triple, target, features, llvm::Reloc::PIC_, "AMDGPU");
+    BackendModule backend_module(module_name, triple, *tm);
+    llvm::Module& m = backend_module.module;
     // Code object v4: what ROCm 4.x through 6.x loaders all accept (v5 needs ROCm 5.x+).
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 400);
     AmdgpuHooks hooks(target.warp_size);
@@ -165,7 +154,7 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
         fn->addFnAttr("amdgpu-no-implicitarg-ptr");
         fn->addFnAttr("amdgpu-implicitarg-num-bytes", "0");
     }
-    return gpu::finish_module(m, *tm, target, features, "AMDGPU", llvm_errors,
+    return gpu::finish_module(m, *tm, target, features, "AMDGPU", backend_module.llvm_errors,
                               what == AmdgpuOutput::LlvmIr ? std::nullopt
                               : what == AmdgpuOutput::Assembly ? std::optional(llvm::CodeGenFileType::AssemblyFile)
                                                                : std::optional(llvm::CodeGenFileType::ObjectFile));

@@ -2,13 +2,8 @@
 // TargetMachine, the optimisation pipeline, and LLVM IR / assembly / object output.
 #include "codegen/cpu_backend.h"
 
-#include <llvm/ADT/SmallVector.h>
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
@@ -23,6 +18,7 @@
 
 #include "codegen/cpu_lowering.h"
 #include "codegen/gpu_entry.h"
+#include "codegen/module_output.h"
 
 namespace tilec::codegen {
 
@@ -41,17 +37,6 @@ std::string host_features() {
     std::string out;
     for (auto& f : list) out += (out.empty() ? "" : ",") + f;
     return out;
-}
-
-// LLVM's diagnostics: remarks and warnings ("loop not vectorized") are dropped, errors
-// collected (they are bugs of this backend: reported as internal errors).
-void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
-    if (info->getSeverity() != llvm::DS_Error) return;
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvm::DiagnosticPrinterRawOStream printer(os);
-    info->print(printer);
-    static_cast<std::string*>(context)->append(text + "\n");
 }
 
 }  // namespace
@@ -94,13 +79,8 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         return std::nullopt;
     }
 
-    llvm::LLVMContext ctx;
-    std::string llvm_errors;
-    ctx.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
-    llvm::Module m(options.source_name, ctx);
-    m.setSourceFileName(options.source_name);
-    m.setTargetTriple(triple);
-    m.setDataLayout(tm->createDataLayout());
+    BackendModule backend_module(options.source_name, triple, *tm);
+    llvm::Module& m = backend_module.module;
     m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
     ModuleState ms(m, options.sources);
     const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
@@ -119,28 +99,14 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         if (!features.empty()) fn.addFnAttr("target-features", features);
         fn.setUWTableKind(llvm::UWTableKind::Async);  // unwind tables, as C compilers emit
     }
-    std::string verify_errors;
-    llvm::raw_string_ostream vos(verify_errors);
-    if (llvm::verifyModule(m, &vos)) TILEC_ICE("CPU backend produced invalid LLVM IR: " + verify_errors);
+    verify_module(m, "CPU");
     if (options.optimize) optimize_module(m, *tm);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the CPU module: " + llvm_errors);
-
-    std::string out;
-    if (what == CpuOutput::LlvmIr) {
-        llvm::raw_string_ostream os(out);
-        m.print(os, nullptr);
-        return out;
-    }
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    auto type =
-        what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, type))
-        TILEC_ICE("the host target machine cannot emit this file type");
-    pm.run(m);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the CPU module: " + llvm_errors);
-    return std::string(buffer.begin(), buffer.end());
+    check_llvm_errors(backend_module.llvm_errors, "optimise", "CPU");
+    std::optional<llvm::CodeGenFileType> kind;
+    if (what != CpuOutput::LlvmIr)
+        kind = what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    return emit_module(m, *tm, kind, "CPU", "the host target machine cannot emit this file type",
+                       backend_module.llvm_errors);
 }
 
 }  // namespace tilec::codegen

@@ -141,13 +141,7 @@ void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::stri
     const std::vector<llvm::Value*>& arg_values = checked.tensors;
     llvm::Value* const* grid = checked.grid;
 
-    // An empty grid runs nothing (after the checks above).
-    auto* nothing = llvm::BasicBlock::Create(ctx, "empty_grid", fn);
-    auto* launch = llvm::BasicBlock::Create(ctx, "launch", fn);
-    b.CreateCondBr(checked.empty_grid, nothing, launch);
-    b.SetInsertPoint(nothing);
-    b.CreateRet(b.getInt32(0));
-    b.SetInsertPoint(launch);
+    return_if_empty_grid(b, fn, checked.empty_grid);
 
     // Pack the arguments and launch.
     auto* args = b.CreateAlloca(layout.type, nullptr, "args");

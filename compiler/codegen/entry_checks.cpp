@@ -198,4 +198,14 @@ CheckedArguments emit_argument_checks(ModuleState& ms, FunctionLowering& fl, llv
     return out;
 }
 
+void return_if_empty_grid(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* empty_grid) {
+    auto& ctx = fn->getContext();
+    auto* nothing = llvm::BasicBlock::Create(ctx, "empty_grid", fn);
+    auto* launch = llvm::BasicBlock::Create(ctx, "launch", fn);
+    b.CreateCondBr(empty_grid, nothing, launch);
+    b.SetInsertPoint(nothing);
+    b.CreateRet(b.getInt32(0));
+    b.SetInsertPoint(launch);
+}
+
 }  // namespace tilec::codegen

@@ -51,6 +51,10 @@ CheckedArguments emit_argument_checks(ModuleState& ms, FunctionLowering& fl, llv
                                       const ir::PrimFunc& f, const std::string& entry_name,
                                       const EntryCheckRules& rules);
 
+// Where `empty_grid` holds, `fn` returns TILE_SUCCESS (0): an empty grid runs nothing
+// (after the checks). The builder continues in the block "launch".
+void return_if_empty_grid(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* empty_grid);
+
 // `%` doubled, for text that goes into a printf format.
 std::string escape_percent(const std::string& s);
 

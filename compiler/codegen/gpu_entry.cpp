@@ -138,12 +138,7 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
     llvm::Value* const* grid = checked.grid;
 
     // An empty grid launches nothing, and so does not load the driver either.
-    auto* nothing = llvm::BasicBlock::Create(ctx, "empty_grid", fn);
-    auto* launch = llvm::BasicBlock::Create(ctx, "launch", fn);
-    b.CreateCondBr(checked.empty_grid, nothing, launch);
-    b.SetInsertPoint(nothing);
-    b.CreateRet(b.getInt32(0));
-    b.SetInsertPoint(launch);
+    return_if_empty_grid(b, fn, checked.empty_grid);
 
     // void* args[] = {&A, &B, &C, &N, ...}: one local per kernel parameter, of its type.
     auto alloca_in_entry = [&](llvm::Type* t, const std::string& name) {

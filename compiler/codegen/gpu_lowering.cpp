@@ -4,12 +4,11 @@
 #include "codegen/gpu_lowering.h"
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
+#include "codegen/module_output.h"
 
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/LegacyPassManager.h>
-#include <llvm/IR/Verifier.h>
-#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Target/TargetOptions.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <sys/wait.h>
@@ -84,6 +83,21 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
     return fn;
 }
 
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& triple,
+                                                           const target::GpuTarget& target,
+                                                           const std::string& features,
+                                                           std::optional<llvm::Reloc::Model> reloc,
+                                                           const std::string& who) {
+    std::string error;
+    const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!llvm_target) TILEC_ICE(who + " backend: LLVM has no " + who + " target: " + error);
+    llvm::TargetOptions options;
+    std::unique_ptr<llvm::TargetMachine> tm(llvm_target->createTargetMachine(
+        triple, target.llvm_cpu, features, options, reloc, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    if (!tm) TILEC_ICE(who + " backend: cannot create the target machine for " + target.name);
+    return tm;
+}
+
 // A copy's unmasked and masked register loops load the same addresses; left to O3,
 // SimplifyCFG sinks their common last load into a shared block before the target's
 // load/store vectoriser runs, and a thread's last vector becomes v2 + scalars.
@@ -114,37 +128,15 @@ std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target
         fn.addFnAttr("target-cpu", target.llvm_cpu);
         fn.addFnAttr("target-features", features);
     }
-    std::string verify_errors;
-    llvm::raw_string_ostream vos(verify_errors);
-    if (llvm::verifyModule(m, &vos)) TILEC_ICE(who + " backend produced invalid LLVM IR: " + verify_errors);
+    verify_module(m, who);
     vectorize_early(m, tm, who + " backend");
     optimize_module(m, tm);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to optimise the " + who + " module: " + llvm_errors);
-
-    std::string out;
-    if (!kind) {
-        llvm::raw_string_ostream os(out);
-        m.print(os, nullptr);
-        return out;
-    }
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, *kind))
-        TILEC_ICE(who + " backend: the target machine cannot emit " +
-                  (*kind == llvm::CodeGenFileType::AssemblyFile ? "assembly" : "an object"));
-    pm.run(m);
-    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to compile the " + who + " module: " + llvm_errors);
-    return std::string(buffer.begin(), buffer.end());
-}
-
-void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
-    if (info->getSeverity() != llvm::DS_Error) return;
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvm::DiagnosticPrinterRawOStream printer(os);
-    info->print(printer);
-    static_cast<std::string*>(context)->append(text + "\n");
+    check_llvm_errors(llvm_errors, "optimise", who);
+    std::string cannot_emit;
+    if (kind)
+        cannot_emit = who + " backend: the target machine cannot emit " +
+                      (*kind == llvm::CodeGenFileType::AssemblyFile ? "assembly" : "an object");
+    return emit_module(m, tm, kind, who, cannot_emit, llvm_errors);
 }
 
 TempDir::TempDir(const std::string& prefix) {

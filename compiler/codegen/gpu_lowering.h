@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -673,6 +674,15 @@ llvm::Type* scalar_arg_type(llvm::LLVMContext& ctx, DataType t);
 llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget& target,
                             GpuTargetHooks& hooks, llvm::CallingConv::ID cc);
 
+// The target machine of a GPU backend for `target`: LLVM's target for `triple` (`who`,
+// e.g. "NVPTX", names the backend and that target in internal errors), `target`'s CPU,
+// `features`, relocation model `reloc`, O3 code generation.
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& triple,
+                                                           const target::GpuTarget& target,
+                                                           const std::string& features,
+                                                           std::optional<llvm::Reloc::Model> reloc,
+                                                           const std::string& who);
+
 // Registers promoted, alignment inferred and adjacent loads and stores combined into
 // vectors, before the O3 pipeline (see gpu_lowering.cpp).
 void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who);
@@ -680,14 +690,11 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
 // The tail both GPU backends share: `target`'s CPU and `features` on every function,
 // verification, early vectorisation and O3, then the module as LLVM IR text (no `kind`)
 // or as the target's assembly / object. `who` names the backend in internal errors;
-// `llvm_errors` is the string the module's diagnostic handler (on_llvm_diagnostic)
-// appends to, checked after optimising and after code generation.
+// `llvm_errors` is the string the module's diagnostic handler (codegen::on_llvm_diagnostic,
+// module_output.h) appends to, checked after optimising and after code generation.
 std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
                           const std::string& features, const std::string& who, const std::string& llvm_errors,
                           std::optional<llvm::CodeGenFileType> kind);
-
-// An LLVMContext diagnostic handler that appends error texts to the std::string* context.
-void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context);
 
 // Runs `tool args...` with its standard output and error captured; returns the exit
 // status (-1 if it did not exit normally, 127 if it could not be started) and the output.

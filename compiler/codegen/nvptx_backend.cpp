@@ -28,6 +28,7 @@
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/gpu_lowering.h"
+#include "codegen/module_output.h"
 #include "support/diagnostics.h"
 
 #ifndef TILEC_PTXAS_PATH
@@ -108,24 +109,12 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
         LLVMInitializeNVPTXAsmPrinter();
     });
     const std::string triple = "nvptx64-nvidia-cuda";
-    std::string error;
-    const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(triple, error);
-    if (!llvm_target) TILEC_ICE("NVPTX backend: LLVM has no NVPTX target: " + error);
     std::string features = "+ptx" + std::to_string(target.ptx_version);
-    llvm::TargetOptions options;
-    std::unique_ptr<llvm::TargetMachine> tm(llvm_target->createTargetMachine(
-        triple, target.llvm_cpu, features, options, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-    if (!tm) TILEC_ICE("NVPTX backend: cannot create the target machine for " + target.name);
-
-    llvm::LLVMContext ctx;
-    std::string llvm_errors;
-    ctx.setDiagnosticHandlerCallBack(gpu::on_llvm_diagnostic, &llvm_errors);
-    llvm::Module m(module_name, ctx);
-    m.setSourceFileName(module_name);
-    m.setTargetTriple(triple);
-    m.setDataLayout(tm->createDataLayout());
+    auto tm = gpu::create_target_machine(triple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, triple, *tm);
+    llvm::Module& m = backend_module.module;
     for (auto& f : funcs) emit_kernel(m, f, target);
-    return gpu::finish_module(m, *tm, target, features, "NVPTX", llvm_errors,
+    return gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
                               what == NvptxOutput::LlvmIr ? std::nullopt : std::optional(llvm::CodeGenFileType::AssemblyFile));
 }
 

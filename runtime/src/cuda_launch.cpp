@@ -3,12 +3,6 @@
 // device, and cuLaunchKernel. The declarations below are this file's own, written from
 // the CUDA driver API's documented signatures and enum values; no CUDA header is needed
 // to build the runtime.
-#include <dlfcn.h>
-
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <new>
 #include <string>
 
 #include "gpu_module.h"
@@ -74,13 +68,6 @@ struct CudaDriver {
     CUcontext primary[kMaxDevices] = {};
 };
 
-template <typename F>
-bool bind(void* library, const char* name, F* out, std::string* missing) {
-    *out = reinterpret_cast<F>(dlsym(library, name));
-    if (*out == nullptr && missing->empty()) *missing = name;
-    return *out != nullptr;
-}
-
 // "CUDA_ERROR_INVALID_VALUE (invalid argument)", or the number when the driver cannot
 // name it.
 std::string describe(const CudaDriver& d, CUresult result) {
@@ -88,9 +75,7 @@ std::string describe(const CudaDriver& d, CUresult result) {
     const char* text = nullptr;
     if (d.cuGetErrorName == nullptr || d.cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
     if (d.cuGetErrorString == nullptr || d.cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
-    std::string out = name ? name : "CUresult " + decimal(result);
-    if (text && (name == nullptr || std::strcmp(text, name) != 0)) out += std::string(" (") + text + ")";
-    return out;
+    return describe_result("CUresult", result, name, text);
 }
 
 void load_driver(CudaDriver* d) {
@@ -103,20 +88,20 @@ void load_driver(CudaDriver* d) {
         return;
     }
     std::string missing;
-    bind(library, "cuInit", &d->cuInit, &missing);
-    bind(library, "cuGetErrorName", &d->cuGetErrorName, &missing);
-    bind(library, "cuGetErrorString", &d->cuGetErrorString, &missing);
-    bind(library, "cuDeviceGetCount", &d->cuDeviceGetCount, &missing);
-    bind(library, "cuDeviceGet", &d->cuDeviceGet, &missing);
-    bind(library, "cuDeviceGetAttribute", &d->cuDeviceGetAttribute, &missing);
-    bind(library, "cuDevicePrimaryCtxRetain", &d->cuDevicePrimaryCtxRetain, &missing);
-    bind(library, "cuCtxGetCurrent", &d->cuCtxGetCurrent, &missing);
-    bind(library, "cuCtxSetCurrent", &d->cuCtxSetCurrent, &missing);
-    bind(library, "cuCtxGetDevice", &d->cuCtxGetDevice, &missing);
-    bind(library, "cuModuleLoadDataEx", &d->cuModuleLoadDataEx, &missing);
-    bind(library, "cuModuleGetFunction", &d->cuModuleGetFunction, &missing);
-    bind(library, "cuFuncSetAttribute", &d->cuFuncSetAttribute, &missing);
-    bind(library, "cuLaunchKernel", &d->cuLaunchKernel, &missing);
+    bind_symbol(library, "cuInit", &d->cuInit, &missing);
+    bind_symbol(library, "cuGetErrorName", &d->cuGetErrorName, &missing);
+    bind_symbol(library, "cuGetErrorString", &d->cuGetErrorString, &missing);
+    bind_symbol(library, "cuDeviceGetCount", &d->cuDeviceGetCount, &missing);
+    bind_symbol(library, "cuDeviceGet", &d->cuDeviceGet, &missing);
+    bind_symbol(library, "cuDeviceGetAttribute", &d->cuDeviceGetAttribute, &missing);
+    bind_symbol(library, "cuDevicePrimaryCtxRetain", &d->cuDevicePrimaryCtxRetain, &missing);
+    bind_symbol(library, "cuCtxGetCurrent", &d->cuCtxGetCurrent, &missing);
+    bind_symbol(library, "cuCtxSetCurrent", &d->cuCtxSetCurrent, &missing);
+    bind_symbol(library, "cuCtxGetDevice", &d->cuCtxGetDevice, &missing);
+    bind_symbol(library, "cuModuleLoadDataEx", &d->cuModuleLoadDataEx, &missing);
+    bind_symbol(library, "cuModuleGetFunction", &d->cuModuleGetFunction, &missing);
+    bind_symbol(library, "cuFuncSetAttribute", &d->cuFuncSetAttribute, &missing);
+    bind_symbol(library, "cuLaunchKernel", &d->cuLaunchKernel, &missing);
     if (!missing.empty()) {
         // The library stays loaded: dlclose of a driver is not worth its risks.
         d->status = TILE_ERROR_NO_DRIVER;
@@ -124,7 +109,7 @@ void load_driver(CudaDriver* d) {
         return;
     }
     std::string optional;
-    bind(library, "cuCtxGetId", &d->cuCtxGetId, &optional);
+    bind_symbol(library, "cuCtxGetId", &d->cuCtxGetId, &optional);
     CUresult result = d->cuInit(0);
     if (result != CUDA_SUCCESS) {
         d->status = result == CUDA_ERROR_NO_DEVICE ? TILE_ERROR_NO_DEVICE : TILE_ERROR_NO_DRIVER;
@@ -151,12 +136,9 @@ tile_status map_status(CUresult result, tile_status otherwise) {
     return otherwise;
 }
 
-tile_status fail(const Launch& l, tile_status status, const std::string& what) {
-    return tile_set_error(status, "kernel %s (module %s): %s", l.kernel, l.module_name, what.c_str());
-}
-
 tile_status fail_call(const Launch& l, CudaDriver& d, tile_status status, const char* call, CUresult result) {
-    return fail(l, map_status(result, status), std::string(call) + " failed: " + describe(d, result));
+    return launch_failure(l, map_status(result, status),
+                          std::string(call) + " failed: " + describe(d, result));
 }
 
 // The calling thread's context; if it has none, device 0's primary context, retained
@@ -168,7 +150,8 @@ tile_status current_context(const Launch& l, CudaDriver& d, CUcontext* ctx) {
     int count = 0;
     result = d.cuDeviceGetCount(&count);
     if (result != CUDA_SUCCESS) return fail_call(l, d, TILE_ERROR_NO_DEVICE, "cuDeviceGetCount", result);
-    if (count <= 0) return fail(l, TILE_ERROR_NO_DEVICE, "no CUDA device (cuDeviceGetCount returned 0)");
+    if (count <= 0)
+        return launch_failure(l, TILE_ERROR_NO_DEVICE, "no CUDA device (cuDeviceGetCount returned 0)");
     constexpr int ordinal = 0;
     {
         std::lock_guard<std::mutex> lock(d.primary_mutex);
@@ -189,8 +172,8 @@ tile_status current_context(const Launch& l, CudaDriver& d, CUcontext* ctx) {
     return TILE_SUCCESS;
 }
 
-// Loads the module's best image into the current context (whose key is `key`).
-tile_status load_module(const Launch& l, CudaDriver& d, uint64_t key, LoadedModule* out) {
+// Loads the module's best image into the current context.
+tile_status load_module(const Launch& l, CudaDriver& d, LoadedModule* out) {
     CUdevice device = 0;
     CUresult result = d.cuCtxGetDevice(&device);
     if (result != CUDA_SUCCESS) return fail_call(l, d, TILE_ERROR_NO_DEVICE, "cuCtxGetDevice", result);
@@ -222,10 +205,8 @@ tile_status load_module(const Launch& l, CudaDriver& d, uint64_t key, LoadedModu
         std::string what = "cuModuleLoadDataEx failed on the " + std::string(image.arch) + " image (device sm_" +
                            decimal(major * 10 + minor) + "): " + describe(d, result);
         if (log[0] != '\0') what += ": " + std::string(log);
-        return fail(l, map_status(result, status), what);
+        return launch_failure(l, map_status(result, status), what);
     }
-    out->backend = Backend::cuda;
-    out->key = key;
     out->handle = handle;
     out->image = index;
     return TILE_SUCCESS;
@@ -246,34 +227,22 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
 
     ModuleCache* cache = module_cache(l);
     if (cache == nullptr) return TILE_ERROR_INVALID_ARGUMENT;
+    ModuleLoader loader;
+    loader.backend = Backend::cuda;
+    loader.key = key;
+    loader.load_module = [&](LoadedModule* out) { return load_module(l, d, out); };
+    loader.get_function = [&](const LoadedModule& module, void** handle) {
+        CUresult result = d.cuModuleGetFunction(handle, module.handle, l.kernel);
+        if (result == CUDA_SUCCESS) return TILE_SUCCESS;
+        std::string what = "cuModuleGetFunction failed: " + describe(d, result);
+        if (result == CUDA_ERROR_NOT_FOUND) what += no_kernel_note(l, module);
+        return launch_failure(l, map_status(result, TILE_ERROR_DRIVER), what);
+    };
     CUfunction function = nullptr;
     {
         std::lock_guard<std::mutex> lock(cache->mutex);
-        LoadedModule* loaded = nullptr;
-        for (LoadedModule& m : cache->loaded)
-            if (m.backend == Backend::cuda && m.key == key) loaded = &m;
-        if (loaded == nullptr) {
-            LoadedModule fresh;
-            if (tile_status s = load_module(l, d, key, &fresh); s != TILE_SUCCESS) return s;
-            cache->loaded.push_back(std::move(fresh));
-            loaded = &cache->loaded.back();
-        }
         LoadedFunction* f = nullptr;
-        for (LoadedFunction& candidate : loaded->functions)
-            if (candidate.name == l.kernel) f = &candidate;
-        if (f == nullptr) {
-            CUfunction handle = nullptr;
-            CUresult result = d.cuModuleGetFunction(&handle, loaded->handle, l.kernel);
-            if (result != CUDA_SUCCESS) {
-                std::string what = "cuModuleGetFunction failed: " + describe(d, result);
-                if (result == CUDA_ERROR_NOT_FOUND)
-                    what += "; the " + std::string(image_at(l.module, loaded->image).arch) +
-                            " image has no kernel of that name";
-                return fail(l, map_status(result, TILE_ERROR_DRIVER), what);
-            }
-            loaded->functions.push_back(LoadedFunction{l.kernel, handle, 0});
-            f = &loaded->functions.back();
-        }
+        if (tile_status s = cached_function(*cache, l, loader, &f); s != TILE_SUCCESS) return s;
         if (dynamic_smem > kDefaultSmemLimit && dynamic_smem > f->smem_configured) {
             CUresult result = d.cuFuncSetAttribute(f->handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    static_cast<int>(dynamic_smem));
@@ -287,7 +256,7 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
                         CUDA_SUCCESS)
                     what += "; the device allows at most " + decimal(optin) +
                             " bytes of shared memory per block";
-                return fail(l, map_status(result, TILE_ERROR_LAUNCH), what);
+                return launch_failure(l, map_status(result, TILE_ERROR_LAUNCH), what);
             }
             f->smem_configured = dynamic_smem;
         }
@@ -297,13 +266,10 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
     // module from several threads need not wait for each other.
     CUresult result = d.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                        static_cast<unsigned int>(dynamic_smem), stream, args, nullptr);
-    if (result != CUDA_SUCCESS) {
-        char config[160];
-        std::snprintf(config, sizeof(config), " (grid %ux%ux%u, block %ux%ux%u, %zu bytes dynamic shared memory)",
-                      grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem);
-        return fail(l, map_status(result, TILE_ERROR_LAUNCH),
-                    "cuLaunchKernel failed: " + describe(d, result) + config);
-    }
+    if (result != CUDA_SUCCESS)
+        return launch_failure(l, map_status(result, TILE_ERROR_LAUNCH),
+                              "cuLaunchKernel failed: " + describe(d, result) +
+                                  launch_config(grid, block, dynamic_smem));
     return TILE_SUCCESS;
 }
 
@@ -314,17 +280,5 @@ extern "C" TILE_API tile_status tile_cuda_launch(tile_gpu_module* module, const 
                                                  const uint32_t grid[3], const uint32_t block[3],
                                                  size_t dynamic_smem, void** args) noexcept {
     using namespace tilec::runtime::gpu;
-    try {
-        Launch l;
-        if (tile_status s = check_launch("tile_cuda_launch", module, kernel, grid, block, dynamic_smem, &l);
-            s != TILE_SUCCESS)
-            return s;
-        return launch(l, stream, grid, block, dynamic_smem, args);
-    } catch (const std::bad_alloc&) {
-        return tile_set_error(TILE_ERROR_OUT_OF_MEMORY, "tile_cuda_launch: out of host memory");
-    } catch (const std::exception& e) {
-        return tile_set_error(TILE_ERROR_INTERNAL, "tile_cuda_launch: %s", e.what());
-    } catch (...) {
-        return tile_set_error(TILE_ERROR_INTERNAL, "tile_cuda_launch: unknown exception");
-    }
+    return checked_launch("tile_cuda_launch", launch, module, kernel, stream, grid, block, dynamic_smem, args);
 }

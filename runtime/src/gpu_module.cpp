@@ -1,12 +1,15 @@
 // The parts of GPU launches that do not depend on the driver (gpu_module.h): argument
-// checks, the module cache slot, opening a driver library.
+// checks, the module cache and its lookups, opening a driver library, the wording of
+// driver failures, and the exception boundary of the C entry points.
 #include "gpu_module.h"
 
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 
 namespace tilec::runtime::gpu {
@@ -129,6 +132,70 @@ const void* nul_terminated(const tile_gpu_image& image, std::string* storage) {
     if (bytes[image.size - 1] == '\0') return bytes;
     storage->assign(bytes, image.size);
     return storage->c_str();
+}
+
+std::string describe_result(const char* type, int result, const char* name, const char* text) {
+    std::string out = name ? name : std::string(type) + " " + decimal(result);
+    if (text && (name == nullptr || std::strcmp(text, name) != 0)) out += std::string(" (") + text + ")";
+    return out;
+}
+
+tile_status launch_failure(const Launch& launch, tile_status status, const std::string& what) {
+    return tile_set_error(status, "kernel %s (module %s): %s", launch.kernel, launch.module_name, what.c_str());
+}
+
+std::string launch_config(const uint32_t grid[3], const uint32_t block[3], size_t dynamic_smem) {
+    char config[160];
+    std::snprintf(config, sizeof(config), " (grid %ux%ux%u, block %ux%ux%u, %zu bytes dynamic shared memory)",
+                  grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem);
+    return config;
+}
+
+std::string no_kernel_note(const Launch& launch, const LoadedModule& module) {
+    return "; the " + std::string(image_at(launch.module, module.image).arch) + " image has no kernel of that name";
+}
+
+tile_status cached_function(ModuleCache& cache, const Launch& launch, const ModuleLoader& loader,
+                            LoadedFunction** out) {
+    LoadedModule* loaded = nullptr;
+    for (LoadedModule& m : cache.loaded)
+        if (m.backend == loader.backend && m.key == loader.key) loaded = &m;
+    if (loaded == nullptr) {
+        LoadedModule fresh;
+        if (tile_status s = loader.load_module(&fresh); s != TILE_SUCCESS) return s;
+        fresh.backend = loader.backend;
+        fresh.key = loader.key;
+        cache.loaded.push_back(std::move(fresh));
+        loaded = &cache.loaded.back();
+    }
+    LoadedFunction* f = nullptr;
+    for (LoadedFunction& candidate : loaded->functions)
+        if (candidate.name == launch.kernel) f = &candidate;
+    if (f == nullptr) {
+        void* handle = nullptr;
+        if (tile_status s = loader.get_function(*loaded, &handle); s != TILE_SUCCESS) return s;
+        loaded->functions.push_back(LoadedFunction{launch.kernel, handle, 0});
+        f = &loaded->functions.back();
+    }
+    *out = f;
+    return TILE_SUCCESS;
+}
+
+tile_status checked_launch(const char* function, LaunchFunction launch, tile_gpu_module* module,
+                           const char* kernel, void* stream, const uint32_t grid[3], const uint32_t block[3],
+                           size_t dynamic_smem, void** args) noexcept {
+    try {
+        Launch l;
+        if (tile_status s = check_launch(function, module, kernel, grid, block, dynamic_smem, &l); s != TILE_SUCCESS)
+            return s;
+        return launch(l, stream, grid, block, dynamic_smem, args);
+    } catch (const std::bad_alloc&) {
+        return tile_set_error(TILE_ERROR_OUT_OF_MEMORY, "%s: out of host memory", function);
+    } catch (const std::exception& e) {
+        return tile_set_error(TILE_ERROR_INTERNAL, "%s: %s", function, e.what());
+    } catch (...) {
+        return tile_set_error(TILE_ERROR_INTERNAL, "%s: unknown exception", function);
+    }
 }
 
 }  // namespace tilec::runtime::gpu

@@ -1,9 +1,14 @@
 // What the CUDA and HIP launchers share: checking a launch's arguments and module,
-// the per-module cache of loaded modules and functions (behind tile_gpu_module::cache),
-// and opening a driver library. Internal to libtile_runtime.
+// the per-module cache of loaded modules and functions (behind tile_gpu_module::cache)
+// and its lookups, opening and binding a driver library, and the wording of driver
+// failures. Each launcher keeps only what is particular to its driver API. Internal to
+// libtile_runtime.
 #pragma once
+#include <dlfcn.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -70,6 +75,57 @@ ModuleCache* module_cache(const Launch& launch);
 // returns nullptr and sets *error to "<name>: <dlerror>" for the first name tried (the
 // most useful one to report).
 void* open_driver_library(const char* env, const char* const* defaults, std::string* error);
+
+// Binds the driver function `name` to *out; when it is missing, the first such name goes
+// to *missing. Returns whether it was found.
+template <typename F>
+bool bind_symbol(void* library, const char* name, F* out, std::string* missing) {
+    *out = reinterpret_cast<F>(dlsym(library, name));
+    if (*out == nullptr && missing->empty()) *missing = name;
+    return *out != nullptr;
+}
+
+// A driver result as "NAME (text)", from the driver's name and text for it (either may be
+// NULL: the text is left out when it is missing or the same as the name; without a name it
+// is "<type> <number>", e.g. "CUresult 7").
+std::string describe_result(const char* type, int result, const char* name, const char* text);
+
+// Records "kernel K (module M): <what>" with `status` and returns `status`.
+tile_status launch_failure(const Launch& launch, tile_status status, const std::string& what);
+
+// " (grid AxBxC, block AxBxC, N bytes dynamic shared memory)": what a failed kernel
+// launch's message adds.
+std::string launch_config(const uint32_t grid[3], const uint32_t block[3], size_t dynamic_smem);
+
+// "; the <arch> image has no kernel of that name": what a failed function lookup's message
+// adds when the driver says the name is not in the module.
+std::string no_kernel_note(const Launch& launch, const LoadedModule& module);
+
+// How one driver API loads a module for the current context/device and looks a kernel up
+// in it; each records its error and returns a status on failure.
+struct ModuleLoader {
+    Backend backend = Backend::cuda;
+    uint64_t key = 0;  // the context/device the module must be loaded for
+    std::function<tile_status(LoadedModule* out)> load_module;  // sets handle and image
+    std::function<tile_status(const LoadedModule& module, void** function)> get_function;
+};
+
+// The function of launch.kernel in the module cached for (loader.backend, loader.key),
+// loading the module and looking the function up the first time each is needed. The
+// caller holds cache.mutex, and *out is valid only while it does (the cache's vectors
+// grow under that lock); a function's handle itself stays valid for the process.
+tile_status cached_function(ModuleCache& cache, const Launch& launch, const ModuleLoader& loader,
+                            LoadedFunction** out);
+
+// A launcher's driver-specific part: runs a checked launch.
+using LaunchFunction = tile_status (*)(const Launch& launch, void* stream, const uint32_t grid[3],
+                                       const uint32_t block[3], size_t dynamic_smem, void** args);
+
+// The body of tile_cuda_launch / tile_hip_launch (`function` names it): checks the
+// arguments, runs `launch`, and turns exceptions into statuses (no exception leaves).
+tile_status checked_launch(const char* function, LaunchFunction launch, tile_gpu_module* module,
+                           const char* kernel, void* stream, const uint32_t grid[3], const uint32_t block[3],
+                           size_t dynamic_smem, void** args) noexcept;
 
 // A PTX image as the driver wants it: NUL-terminated. Returns the image's own bytes when
 // they already end in NUL, else a copy in *storage.

@@ -2,12 +2,7 @@
 // module loaded once per device from the HSACO whose target ID suits the device, and
 // hipModuleLaunchKernel. The declarations below are this file's own, written from HIP's
 // documented signatures and enum values; no HIP header is needed to build the runtime.
-#include <dlfcn.h>
-
-#include <cstdio>
 #include <cstring>
-#include <exception>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -57,19 +52,10 @@ struct HipDriver {
                                         void**) = nullptr;
 };
 
-template <typename F>
-bool bind(void* library, const char* name, F* out, std::string* missing) {
-    *out = reinterpret_cast<F>(dlsym(library, name));
-    if (*out == nullptr && missing->empty()) *missing = name;
-    return *out != nullptr;
-}
-
 std::string describe(const HipDriver& d, hipError_t result) {
     const char* name = d.hipGetErrorName ? d.hipGetErrorName(result) : nullptr;
     const char* text = d.hipGetErrorString ? d.hipGetErrorString(result) : nullptr;
-    std::string out = name ? name : "hipError_t " + decimal(result);
-    if (text && (name == nullptr || std::strcmp(text, name) != 0)) out += std::string(" (") + text + ")";
-    return out;
+    return describe_result("hipError_t", result, name, text);
 }
 
 void load_driver(HipDriver* d) {
@@ -83,18 +69,18 @@ void load_driver(HipDriver* d) {
         return;
     }
     std::string missing;
-    bind(library, "hipInit", &d->hipInit, &missing);
-    bind(library, "hipGetErrorName", &d->hipGetErrorName, &missing);
-    bind(library, "hipGetErrorString", &d->hipGetErrorString, &missing);
-    bind(library, "hipGetDevice", &d->hipGetDevice, &missing);
-    bind(library, "hipModuleLoadData", &d->hipModuleLoadData, &missing);
-    bind(library, "hipModuleGetFunction", &d->hipModuleGetFunction, &missing);
-    bind(library, "hipModuleLaunchKernel", &d->hipModuleLaunchKernel, &missing);
+    bind_symbol(library, "hipInit", &d->hipInit, &missing);
+    bind_symbol(library, "hipGetErrorName", &d->hipGetErrorName, &missing);
+    bind_symbol(library, "hipGetErrorString", &d->hipGetErrorString, &missing);
+    bind_symbol(library, "hipGetDevice", &d->hipGetDevice, &missing);
+    bind_symbol(library, "hipModuleLoadData", &d->hipModuleLoadData, &missing);
+    bind_symbol(library, "hipModuleGetFunction", &d->hipModuleGetFunction, &missing);
+    bind_symbol(library, "hipModuleLaunchKernel", &d->hipModuleLaunchKernel, &missing);
     // The versioned name first: in ROCm >= 6 the plain one keeps the old layout.
     std::string no_r0600;
-    if (bind(library, "hipGetDevicePropertiesR0600", &d->hipGetDeviceProperties, &no_r0600))
+    if (bind_symbol(library, "hipGetDevicePropertiesR0600", &d->hipGetDeviceProperties, &no_r0600))
         d->arch_name_offset = kArchNameOffsetR0600;
-    else if (bind(library, "hipGetDeviceProperties", &d->hipGetDeviceProperties, &missing))
+    else if (bind_symbol(library, "hipGetDeviceProperties", &d->hipGetDeviceProperties, &missing))
         d->arch_name_offset = kArchNameOffsetR0000;
     if (!missing.empty()) {
         d->status = TILE_ERROR_NO_DRIVER;
@@ -126,12 +112,9 @@ tile_status map_status(hipError_t result, tile_status otherwise) {
     return otherwise;
 }
 
-tile_status fail(const Launch& l, tile_status status, const std::string& what) {
-    return tile_set_error(status, "kernel %s (module %s): %s", l.kernel, l.module_name, what.c_str());
-}
-
 tile_status fail_call(const Launch& l, HipDriver& d, tile_status status, const char* call, hipError_t result) {
-    return fail(l, map_status(result, status), std::string(call) + " failed: " + describe(d, result));
+    return launch_failure(l, map_status(result, status),
+                          std::string(call) + " failed: " + describe(d, result));
 }
 
 tile_status load_module(const Launch& l, HipDriver& d, int device, LoadedModule* out) {
@@ -141,9 +124,9 @@ tile_status load_module(const Launch& l, HipDriver& d, int device, LoadedModule*
     char arch[kArchNameSize + 1] = {};
     std::memcpy(arch, props.data() + d.arch_name_offset, kArchNameSize);
     if (std::strncmp(arch, "gfx", 3) != 0)
-        return fail(l, TILE_ERROR_DRIVER,
-                    "hipGetDeviceProperties gave no gcnArchName starting with \"gfx\" for device " +
-                        decimal(device) + " (an unexpected hipDeviceProp_t layout)");
+        return launch_failure(l, TILE_ERROR_DRIVER,
+                              "hipGetDeviceProperties gave no gcnArchName starting with \"gfx\" for device " +
+                                  decimal(device) + " (an unexpected hipDeviceProp_t layout)");
 
     int index = select_hip_image(l.images, arch);
     if (index < 0)
@@ -156,12 +139,10 @@ tile_status load_module(const Launch& l, HipDriver& d, int device, LoadedModule*
         tile_status status = result == hipErrorNoBinaryForGpu || result == hipErrorInvalidImage
                                  ? TILE_ERROR_NO_IMAGE_FOR_DEVICE
                                  : TILE_ERROR_DRIVER;
-        return fail(l, map_status(result, status),
-                    "hipModuleLoadData failed on the " + std::string(image.arch) + " image (device " + arch +
-                        "): " + describe(d, result));
+        return launch_failure(l, map_status(result, status),
+                              "hipModuleLoadData failed on the " + std::string(image.arch) + " image (device " +
+                                  arch + "): " + describe(d, result));
     }
-    out->backend = Backend::hip;
-    out->key = static_cast<uint64_t>(device);
     out->handle = handle;
     out->image = index;
     return TILE_SUCCESS;
@@ -178,45 +159,30 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
 
     ModuleCache* cache = module_cache(l);
     if (cache == nullptr) return TILE_ERROR_INVALID_ARGUMENT;
+    ModuleLoader loader;
+    loader.backend = Backend::hip;
+    loader.key = static_cast<uint64_t>(device);
+    loader.load_module = [&](LoadedModule* out) { return load_module(l, d, device, out); };
+    loader.get_function = [&](const LoadedModule& module, void** handle) {
+        hipError_t lookup = d.hipModuleGetFunction(handle, module.handle, l.kernel);
+        if (lookup == hipSuccess) return TILE_SUCCESS;
+        std::string what = "hipModuleGetFunction failed: " + describe(d, lookup);
+        if (lookup == hipErrorNotFound) what += no_kernel_note(l, module);
+        return launch_failure(l, map_status(lookup, TILE_ERROR_DRIVER), what);
+    };
     hipFunction_t function = nullptr;
     {
         std::lock_guard<std::mutex> lock(cache->mutex);
-        LoadedModule* loaded = nullptr;
-        for (LoadedModule& m : cache->loaded)
-            if (m.backend == Backend::hip && m.key == static_cast<uint64_t>(device)) loaded = &m;
-        if (loaded == nullptr) {
-            LoadedModule fresh;
-            if (tile_status s = load_module(l, d, device, &fresh); s != TILE_SUCCESS) return s;
-            cache->loaded.push_back(std::move(fresh));
-            loaded = &cache->loaded.back();
-        }
         LoadedFunction* f = nullptr;
-        for (LoadedFunction& candidate : loaded->functions)
-            if (candidate.name == l.kernel) f = &candidate;
-        if (f == nullptr) {
-            hipFunction_t handle = nullptr;
-            result = d.hipModuleGetFunction(&handle, loaded->handle, l.kernel);
-            if (result != hipSuccess) {
-                std::string what = "hipModuleGetFunction failed: " + describe(d, result);
-                if (result == hipErrorNotFound)
-                    what += "; the " + std::string(image_at(l.module, loaded->image).arch) +
-                            " image has no kernel of that name";
-                return fail(l, map_status(result, TILE_ERROR_DRIVER), what);
-            }
-            loaded->functions.push_back(LoadedFunction{l.kernel, handle, 0});
-            f = &loaded->functions.back();
-        }
+        if (tile_status s = cached_function(*cache, l, loader, &f); s != TILE_SUCCESS) return s;
         function = f->handle;
     }
     result = d.hipModuleLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                      static_cast<unsigned int>(dynamic_smem), stream, args, nullptr);
-    if (result != hipSuccess) {
-        char config[160];
-        std::snprintf(config, sizeof(config), " (grid %ux%ux%u, block %ux%ux%u, %zu bytes dynamic shared memory)",
-                      grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem);
-        return fail(l, map_status(result, TILE_ERROR_LAUNCH),
-                    "hipModuleLaunchKernel failed: " + describe(d, result) + config);
-    }
+    if (result != hipSuccess)
+        return launch_failure(l, map_status(result, TILE_ERROR_LAUNCH),
+                              "hipModuleLaunchKernel failed: " + describe(d, result) +
+                                  launch_config(grid, block, dynamic_smem));
     return TILE_SUCCESS;
 }
 
@@ -227,17 +193,5 @@ extern "C" TILE_API tile_status tile_hip_launch(tile_gpu_module* module, const c
                                                 const uint32_t grid[3], const uint32_t block[3],
                                                 size_t dynamic_smem, void** args) noexcept {
     using namespace tilec::runtime::gpu;
-    try {
-        Launch l;
-        if (tile_status s = check_launch("tile_hip_launch", module, kernel, grid, block, dynamic_smem, &l);
-            s != TILE_SUCCESS)
-            return s;
-        return launch(l, stream, grid, block, dynamic_smem, args);
-    } catch (const std::bad_alloc&) {
-        return tile_set_error(TILE_ERROR_OUT_OF_MEMORY, "tile_hip_launch: out of host memory");
-    } catch (const std::exception& e) {
-        return tile_set_error(TILE_ERROR_INTERNAL, "tile_hip_launch: %s", e.what());
-    } catch (...) {
-        return tile_set_error(TILE_ERROR_INTERNAL, "tile_hip_launch: unknown exception");
-    }
+    return checked_launch("tile_hip_launch", launch, module, kernel, stream, grid, block, dynamic_smem, args);
 }

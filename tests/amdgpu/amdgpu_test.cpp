@@ -15,50 +15,19 @@
 #include <sstream>
 
 #include "codegen/amdgpu_backend.h"
-#include "interp/testing.h"
-#include "lower/thread_lower.h"
+#include "gpu_common/gpu_cases.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
 
 using namespace tilec;
+using namespace tilec::gpu_test;
 
 namespace {
 
 const char* const kArchs[] = {"gfx90a", "gfx942", "gfx1100"};
 
-struct Case {
-    std::string file;
-    std::vector<std::string> exports;
-};
-std::vector<Case> cases() {
-    std::string root = TILEC_SOURCE_DIR;
-    return {{root + "/stdlib/kernels/vector_add.tile", {"vector_add_f32", "vector_add_f16", "vector_add_bf16"}},
-            {root + "/samples/saxpy.tile", {"saxpy_f32", "saxpy_f16"}},
-            {root + "/stdlib/kernels/activations.tile",
-             {"gelu_f16", "gelu_bf16", "gelu_f32", "silu_f16", "silu_bf16", "silu_f32", "swiglu_f16", "swiglu_bf16"}},
-            // Scans through LDS; split-K gemm whose only global writes are atomics.
-            {root + "/stdlib/kernels/cumsum.tile", {"cumsum_f32", "cumsum_f16", "cumsum_bf16", "cumsum_f32_reverse"}},
-            {root + "/stdlib/kernels/gemm_splitk.tile", {"gemm_splitk_f16", "gemm_splitk_bf16", "gemm_splitk_f16_s8"}}};
-}
-
-std::vector<ir::PrimFunc> thread_level(const Case& c, const target::GpuTarget& t) {
-    auto compiled = interp::testing::compile_file(c.file);
-    INFO(compiled.diagnostics);
-    REQUIRE(compiled.ok);
-    std::vector<ir::PrimFunc> out;
-    for (auto& name : c.exports) {
-        const ir::PrimFunc* f = compiled.find(name);
-        INFO(name);
-        REQUIRE(f != nullptr);
-        auto low = lower::lower_to_thread_level(*f, t, nullptr);
-        REQUIRE(low.has_value());
-        REQUIRE(lower::verify_thread_level(*low).empty());
-        out.push_back(*low);
-    }
-    return out;
-}
-
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+// Every stdlib kernel group the AMDGPU path covers.
+std::vector<Case> cases() { return joined({elementwise_cases(), scan_and_atomic_cases()}); }
 
 // The explicit kernarg bytes of a kernel as the ABI lays them out: each parameter at its
 // natural alignment, the total rounded up to 4 (LLVM's kernarg segment size with no
@@ -213,12 +182,11 @@ TEST_CASE("amdgpu: HSACO of every element-wise export for every gfx target, with
 }
 
 TEST_CASE("amdgpu: atomic_add is the hardware f32 atomic add on every gfx target", "[amdgpu]") {
-    std::string root = TILEC_SOURCE_DIR;
     for (const char* arch : kArchs) {
         const auto* t = target::find_gpu_target(arch);
         REQUIRE(t != nullptr);
         INFO(arch);
-        auto funcs = thread_level({root + "/stdlib/kernels/gemm_splitk.tile", {"gemm_splitk_f16"}}, *t);
+        auto funcs = thread_level({source_path("stdlib/kernels/gemm_splitk.tile"), {"gemm_splitk_f16"}}, *t);
         std::string s = codegen::compile_amdgpu(funcs, *t, codegen::AmdgpuOutput::Assembly, "test.tile");
         // The no-return global atomic (no glc: the old value is not needed), no
         // compare-and-swap loop.
@@ -248,49 +216,12 @@ TEST_CASE("amdgpu: an NVIDIA target is refused", "[amdgpu]") {
     CHECK_THROWS_AS(codegen::compile_amdgpu({}, *t, codegen::AmdgpuOutput::Assembly, "x"), InternalError);
 }
 
-namespace {
-
-// A thread-level kernel of 128 threads doing every warp shuffle on values of `t`:
-// Y[4 tx + 0..3] = shfl_xor(X[tx], 1), shfl_up(X[tx], 1), shfl_down(X[tx], 1),
-// shfl_idx(X[tx], 0).
-ir::PrimFunc shuffle_kernel(ir::DataType t) {
-    ir::PrimFunc f;
-    auto tx = ir::make_thread_idx_var(0);
-    auto x = ir::make_tensor("X", t, {ir::make_int(1024)}, ir::Access::In);
-    auto y = ir::make_tensor("Y", t, {ir::make_int(4096)}, ir::Access::Out);
-    f.name = "shuffles_" + t.str();
-    f.params = {ir::Param{ir::ParamKind::Tensor, x, nullptr}, ir::Param{ir::ParamKind::Tensor, y, nullptr}};
-    f.grid = {ir::make_int(1)};
-    f.threads = 128;
-    f.block_idx = ir::make_block_idx_vars();
-    f.attrs = {{"level", "thread"}};
-    std::vector<ir::Stmt> stores;
-    int k = 0;
-    for (auto op : {ir::CallOp::ShflXor, ir::CallOp::ShflUp, ir::CallOp::ShflDown, ir::CallOp::ShflIdx}) {
-        auto v = ir::make_shuffle(op, ir::make_load(x, {tx}), ir::make_int(op == ir::CallOp::ShflIdx ? 0 : 1, ir::DataType::i32()));
-        stores.push_back(ir::make_store(y, {ir::add(ir::mul(tx, ir::make_int(4)), ir::make_int(k++))}, v));
-    }
-    f.body = ir::make_seq(stores);
-    return f;
-}
-
-size_t count(const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-    return n;
-}
-
-}  // namespace
-
 TEST_CASE("amdgpu: warp shuffles are ds_bpermute_b32 on the lane from mbcnt; HSACO builds", "[amdgpu][shuffle]") {
-    const ir::DataType types[] = {ir::DataType::f32(), ir::DataType::f16(), ir::DataType::bf16(), ir::DataType::f64(),
-                                  ir::DataType::i32(), ir::DataType::i16(), ir::DataType::u8(),  ir::DataType::i64(),
-                                  ir::DataType::u64(), ir::DataType::boolean()};
     for (const char* arch : kArchs) {
         const auto* t = target::find_gpu_target(arch);
         REQUIRE(t != nullptr);
         std::vector<ir::PrimFunc> funcs;
-        for (auto ty : types) funcs.push_back(shuffle_kernel(ty));
+        for (auto ty : kShuffleTypes) funcs.push_back(shuffle_kernel(ty));
         std::string s = codegen::compile_amdgpu(funcs, *t, codegen::AmdgpuOutput::Assembly, "test.tile");
         INFO(arch);
         for (auto& f : funcs) {

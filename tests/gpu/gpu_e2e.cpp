@@ -321,6 +321,11 @@ const Tolerance kDot = {2, 512, 1.0 / 8};
 const Tolerance kScan = {4, 8192, 1.0 / 4};
 const Tolerance kLongDot = {2, 4096, 1.0 / 8};
 
+// Shapes several families share: rows (one, a few long, many short, a few of 4096
+// elements) and attention's B, H, S.
+const std::vector<std::vector<int64_t>> kRowShapes = {{1, 1}, {7, 1500}, {130, 77}, {5, 4096}};
+const std::vector<std::vector<int64_t>> kAttentionShapes = {{1, 1, 1}, {1, 2, 100}, {2, 1, 200}};
+
 const Family kVectorAdd = {{{"A", Role::In, "N"}, {"B", Role::In, "N"}, {"C", Role::Out, "N"}},
                            {"N"}, {}, {{1}, {1000}, {1024}, {4097}, {100003}}, kElementwise};
 const Family kUnary = {{{"X", Role::In, "N"}, {"Y", Role::Out, "N"}},
@@ -328,25 +333,25 @@ const Family kUnary = {{{"X", Role::In, "N"}, {"Y", Role::Out, "N"}},
 const Family kSwiglu = {{{"G", Role::In, "N"}, {"U", Role::In, "N"}, {"Y", Role::Out, "N"}},
                         {"N"}, {}, {{1}, {2047}, {70001}}, kElementwise};
 const Family kRows = {{{"X", Role::In, "M*N"}, {"Y", Role::Out, "M*N"}},
-                      {"M", "N"}, {}, {{1, 1}, {7, 1500}, {130, 77}, {5, 4096}}, kReduction};
+                      {"M", "N"}, {}, kRowShapes, kReduction};
 const Family kRmsnorm = {{{"X", Role::In, "M*N"}, {"weight", Role::In, "N"}, {"Y", Role::Out, "M*N"}},
-                         {"M", "N"}, {1e-5}, {{1, 1}, {7, 1500}, {130, 77}, {5, 4096}}, kReduction};
+                         {"M", "N"}, {1e-5}, kRowShapes, kReduction};
 const Family kLayernorm = {{{"X", Role::In, "M*N"}, {"gamma", Role::In, "N"}, {"beta", Role::In, "N"},
                             {"Y", Role::Out, "M*N"}},
-                           {"M", "N"}, {1e-5}, {{1, 1}, {7, 1500}, {130, 77}, {5, 4096}}, kReduction};
+                           {"M", "N"}, {1e-5}, kRowShapes, kReduction};
 // Transposed operands change the strides, not the element counts: the same buffers serve.
 const Family kGemm = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::Out, "M*N"}},
                       {"M", "K", "N"}, {}, {{1, 1, 1}, {130, 45, 67}, {200, 129, 300}, {64, 32, 128}}, kDot};
 const Family kScanRows = {{{"X", Role::In, "M*N"}, {"Y", Role::Out, "M*N"}},
-                          {"M", "N"}, {}, {{1, 1}, {7, 1500}, {130, 77}, {5, 4096}}, kScan};
+                          {"M", "N"}, {}, kRowShapes, kScan};
 const Family kGemmSplitK = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::InOut, "M*N", true}},
                             {"M", "K", "N"}, {}, {{1, 1, 1}, {33, 1000, 70}, {130, 257, 129}}, kLongDot};
 const Family kAttention128 = {{{"Q", Role::In, "B*H*S*128"}, {"K", Role::In, "B*H*S*128"},
                                {"V", Role::In, "B*H*S*128"}, {"O", Role::Out, "B*H*S*128"}},
-                              {"B", "H", "S"}, {0.08838834764831845}, {{1, 1, 1}, {1, 2, 100}, {2, 1, 200}}, kDot};
+                              {"B", "H", "S"}, {0.08838834764831845}, kAttentionShapes, kDot};
 const Family kAttention64 = {{{"Q", Role::In, "B*H*S*64"}, {"K", Role::In, "B*H*S*64"},
                               {"V", Role::In, "B*H*S*64"}, {"O", Role::Out, "B*H*S*64"}},
-                             {"B", "H", "S"}, {0.125}, {{1, 1, 1}, {1, 2, 100}, {2, 1, 200}}, kDot};
+                             {"B", "H", "S"}, {0.125}, kAttentionShapes, kDot};
 
 const std::vector<Case>& cases() {
     static const std::vector<Case> all = {

@@ -15,41 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_checks.h"
+#include "fake_client.h"
 #include "fake_driver.h"
 #include "saxpy_gpu.h"
 #include "shared_64k.h"
 #include "tile/runtime.h"
 #include "vector_add_gpu.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                              \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STATUS(call, expected)                                                           \
-    do {                                                                                       \
-        tile_status got_ = (call);                                                             \
-        if (got_ != (expected)) {                                                              \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; last error: \"%s\"\n",   \
-                    __FILE__, __LINE__, #call, (int)got_, tile_status_string(got_), #expected, \
-                    tile_last_error());                                                        \
-            ++failures;                                                                        \
-        }                                                                                      \
-    } while (0)
-
-#define CHECK_MESSAGE_HAS(text)                                                                 \
-    do {                                                                                        \
-        if (strstr(tile_last_error(), (text)) == NULL) {                                        \
-            fprintf(stderr, "%s:%d: the last error \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, \
-                    tile_last_error(), (text));                                                 \
-            ++failures;                                                                         \
-        }                                                                                       \
-    } while (0)
 
 /* ---- the fake driver --------------------------------------------------------------------- */
 
@@ -62,24 +34,10 @@ static fake_hip_set_device_fn hip_set_device;
 static fake_hip_set_current_fn hip_set_current;
 static fake_hip_record_params_fn hip_record_params;
 
-static void fake_symbol(void* library, const char* name, void* out_fn, size_t size) {
-    void* symbol = dlsym(library, name);
-    if (symbol == NULL) {
-        fprintf(stderr, "the fake driver lacks %s\n", name);
-        exit(2);
-    }
-    memcpy(out_fn, &symbol, size);
-}
-
 /* The same instance of the fake as the runtime loads (dlopen of one path). */
 static void open_fake(void) {
-    const char* path = getenv("TILE_CUDA_LIBRARY");
-    void* library = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    void* library = open_fake_library("TILE_CUDA_LIBRARY", "driver");
     fake_stats_fn stats_fn;
-    if (library == NULL) {
-        fprintf(stderr, "cannot open the fake driver named by TILE_CUDA_LIBRARY: %s\n", path ? dlerror() : "unset");
-        exit(2);
-    }
     fake_symbol(library, "fake_cuda_stats", &stats_fn, sizeof(stats_fn));
     fake_symbol(library, "fake_cuda_set_device", &set_device, sizeof(set_device));
     fake_symbol(library, "fake_cuda_make_current", &make_current, sizeof(make_current));
@@ -89,13 +47,8 @@ static void open_fake(void) {
 
 /* The same instance of the fake libamdhip64 as the runtime loads. */
 static void open_fake_hip(void) {
-    const char* path = getenv("TILE_HIP_LIBRARY");
-    void* library = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    void* library = open_fake_library("TILE_HIP_LIBRARY", "HIP runtime");
     fake_stats_fn stats_fn;
-    if (library == NULL) {
-        fprintf(stderr, "cannot open the fake HIP runtime named by TILE_HIP_LIBRARY: %s\n", path ? dlerror() : "unset");
-        exit(2);
-    }
     fake_symbol(library, "fake_hip_stats", &stats_fn, sizeof(stats_fn));
     fake_symbol(library, "fake_hip_set_device", &hip_set_device, sizeof(hip_set_device));
     fake_symbol(library, "fake_hip_set_current", &hip_set_current, sizeof(hip_set_current));

@@ -12,57 +12,21 @@
 #include <random>
 
 #include "codegen/nvptx_backend.h"
+#include "gpu_common/gpu_cases.h"
 #include "interp/float_formats.h"
-#include "interp/testing.h"
-#include "lower/thread_lower.h"
 #include "target/target.h"
 
 using namespace tilec;
+using namespace tilec::gpu_test;
 
 namespace {
 
 const char* const kArchs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
 
-// The element-wise kernels: (file, exports).
-struct Case {
-    std::string file;
-    std::vector<std::string> exports;
-};
+// Every stdlib kernel group the NVPTX path covers.
 std::vector<Case> cases() {
-    std::string root = TILEC_SOURCE_DIR;
-    return {{root + "/stdlib/kernels/vector_add.tile", {"vector_add_f32", "vector_add_f16", "vector_add_bf16"}},
-            {root + "/samples/saxpy.tile", {"saxpy_f32", "saxpy_f16"}},
-            {root + "/stdlib/kernels/activations.tile",
-             {"gelu_f16", "gelu_bf16", "gelu_f32", "silu_f16", "silu_bf16", "silu_f32", "swiglu_f16", "swiglu_bf16"}},
-            // Row reductions: per-thread partials, a shared scratch and barriers.
-            {root + "/stdlib/kernels/softmax.tile", {"softmax_f16", "softmax_bf16", "softmax_f32"}},
-            {root + "/stdlib/kernels/rmsnorm.tile", {"rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_f32"}},
-            {root + "/stdlib/kernels/layernorm.tile", {"layernorm_f16", "layernorm_bf16", "layernorm_f32"}},
-            // gemm on CUDA cores (two of its exports: each is large PTX).
-            {root + "/stdlib/kernels/gemm.tile", {"gemm_f16_m64", "gemm_bf16_nt"}},
-            // Scans through shared memory; split-K gemm whose only global writes are atomics.
-            {root + "/stdlib/kernels/cumsum.tile", {"cumsum_f32", "cumsum_f16", "cumsum_bf16", "cumsum_f32_reverse"}},
-            {root + "/stdlib/kernels/gemm_splitk.tile", {"gemm_splitk_f16", "gemm_splitk_bf16", "gemm_splitk_f16_s8"}}};
+    return joined({elementwise_cases(), reduction_cases(), gemm_cases(), scan_and_atomic_cases()});
 }
-
-std::vector<ir::PrimFunc> thread_level(const Case& c, const target::GpuTarget& t) {
-    auto compiled = interp::testing::compile_file(c.file);
-    INFO(compiled.diagnostics);
-    REQUIRE(compiled.ok);
-    std::vector<ir::PrimFunc> out;
-    for (auto& name : c.exports) {
-        const ir::PrimFunc* f = compiled.find(name);
-        INFO(name);
-        REQUIRE(f != nullptr);
-        auto low = lower::lower_to_thread_level(*f, t, nullptr);
-        REQUIRE(low.has_value());
-        REQUIRE(lower::verify_thread_level(*low).empty());
-        out.push_back(*low);
-    }
-    return out;
-}
-
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 }  // namespace
 
@@ -115,9 +79,8 @@ TEST_CASE("nvptx: f32 vector_add uses 16-byte vector loads on the unmasked path"
 }
 
 TEST_CASE("nvptx: atomic_add is a relaxed f32 atomic add on global memory, cumsum a shared scan", "[nvptx]") {
-    std::string root = TILEC_SOURCE_DIR;
     const auto* t = target::find_gpu_target("sm_80");
-    auto splitk = thread_level({root + "/stdlib/kernels/gemm_splitk.tile", {"gemm_splitk_f16"}}, *t);
+    auto splitk = thread_level({source_path("stdlib/kernels/gemm_splitk.tile"), {"gemm_splitk_f16"}}, *t);
     std::string ptx = codegen::compile_nvptx(splitk, *t, codegen::NvptxOutput::Ptx, "test.tile");
     INFO(ptx.substr(0, 4000));
     // Relaxed at the GPU scope: atom / red without .acq_rel / .sys qualifiers.
@@ -125,7 +88,7 @@ TEST_CASE("nvptx: atomic_add is a relaxed f32 atomic add on global memory, cumsu
     CHECK_FALSE(contains(ptx, "st.global"));
     CHECK_FALSE(contains(ptx, ".acq_rel"));
     CHECK_FALSE(contains(ptx, "atom.global.cas"));
-    auto scan = thread_level({root + "/stdlib/kernels/cumsum.tile", {"cumsum_f32"}}, *t);
+    auto scan = thread_level({source_path("stdlib/kernels/cumsum.tile"), {"cumsum_f32"}}, *t);
     ptx = codegen::compile_nvptx(scan, *t, codegen::NvptxOutput::Ptx, "test.tile");
     CHECK(contains(ptx, "ld.shared.f32"));
     CHECK(contains(ptx, "st.shared.f32"));
@@ -302,44 +265,6 @@ TEST_CASE("nvptx: conversions to bf16 round once where PTX lacks a direct cvt (s
     }
     CHECK(bad == 0);
 }
-
-namespace {
-
-// A thread-level kernel of 128 threads doing every warp shuffle on values of `t`:
-// Y[4 tx + 0..3] = shfl_xor(X[tx], 1), shfl_up(X[tx], 1), shfl_down(X[tx], 1),
-// shfl_idx(X[tx], 0).
-ir::PrimFunc shuffle_kernel(ir::DataType t) {
-    ir::PrimFunc f;
-    auto tx = ir::make_thread_idx_var(0);
-    auto x = ir::make_tensor("X", t, {ir::make_int(1024)}, ir::Access::In);
-    auto y = ir::make_tensor("Y", t, {ir::make_int(4096)}, ir::Access::Out);
-    f.name = "shuffles_" + t.str();
-    f.params = {ir::Param{ir::ParamKind::Tensor, x, nullptr}, ir::Param{ir::ParamKind::Tensor, y, nullptr}};
-    f.grid = {ir::make_int(1)};
-    f.threads = 128;
-    f.block_idx = ir::make_block_idx_vars();
-    f.attrs = {{"level", "thread"}};
-    std::vector<ir::Stmt> stores;
-    int k = 0;
-    for (auto op : {ir::CallOp::ShflXor, ir::CallOp::ShflUp, ir::CallOp::ShflDown, ir::CallOp::ShflIdx}) {
-        auto v = ir::make_shuffle(op, ir::make_load(x, {tx}), ir::make_int(op == ir::CallOp::ShflIdx ? 0 : 1, ir::DataType::i32()));
-        stores.push_back(ir::make_store(y, {ir::add(ir::mul(tx, ir::make_int(4)), ir::make_int(k++))}, v));
-    }
-    f.body = ir::make_seq(stores);
-    return f;
-}
-
-size_t count(const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-    return n;
-}
-
-const ir::DataType kShuffleTypes[] = {ir::DataType::f32(), ir::DataType::f16(), ir::DataType::bf16(), ir::DataType::f64(),
-                                      ir::DataType::i32(), ir::DataType::i16(), ir::DataType::u8(),  ir::DataType::i64(),
-                                      ir::DataType::u64(), ir::DataType::boolean()};
-
-}  // namespace
 
 TEST_CASE("nvptx: warp shuffles are shfl.sync with a full membermask, 64-bit values in two", "[nvptx][shuffle]") {
     for (const char* arch : kArchs) {

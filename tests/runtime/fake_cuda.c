@@ -13,15 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_common.h"
 #include "fake_driver.h"
 #include "fake_image.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 typedef int CUresult;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static fake_stats stats;
 
 typedef struct Device {
     int present, major, minor, optin;
@@ -37,22 +33,7 @@ typedef struct Failure {
 } Failure;
 static Failure failures[16];
 
-typedef struct Module {
-    char text[FAKE_TEXT_MAX];
-    char* bytes; /* a real image (ELF or PTX) kept for cuModuleGetFunction; else NULL */
-    size_t size;
-} Module;
-
-static int record_count = 0;
-static unsigned record_sizes[FAKE_MAX_PARAMS];
-
-EXPORT void fake_cuda_record_params(int count, const unsigned* sizes) {
-    int i;
-    pthread_mutex_lock(&lock);
-    record_count = count < FAKE_MAX_PARAMS ? count : FAKE_MAX_PARAMS;
-    for (i = 0; i < record_count; ++i) record_sizes[i] = sizes[i] < 8 ? sizes[i] : 8;
-    pthread_mutex_unlock(&lock);
-}
+EXPORT void fake_cuda_record_params(int count, const unsigned* sizes) { set_record_params(count, sizes); }
 
 typedef struct Function {
     char name[FAKE_TEXT_MAX];
@@ -100,9 +81,7 @@ EXPORT void fake_cuda_make_current(int ordinal) { current_ctx = ordinal + 1; }
 EXPORT CUresult cuInit(unsigned int flags) {
     int fail = failure_of("cuInit");
     (void)flags;
-    pthread_mutex_lock(&lock);
-    ++stats.init_calls;
-    pthread_mutex_unlock(&lock);
+    count_call(&stats.init_calls);
     return fail;
 }
 
@@ -166,9 +145,7 @@ EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, int device) {
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int device) {
-    pthread_mutex_lock(&lock);
-    ++stats.primary_retains;
-    pthread_mutex_unlock(&lock);
+    count_call(&stats.primary_retains);
     *ctx = (void*)(uintptr_t)(device + 1);
     return 0;
 }
@@ -179,9 +156,7 @@ EXPORT CUresult cuCtxGetCurrent(void** ctx) {
 }
 
 EXPORT CUresult cuCtxSetCurrent(void* ctx) {
-    pthread_mutex_lock(&lock);
-    ++stats.set_current_calls;
-    pthread_mutex_unlock(&lock);
+    count_call(&stats.set_current_calls);
     current_ctx = (int)(uintptr_t)ctx;
     return 0;
 }
@@ -217,11 +192,7 @@ EXPORT CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned in
         m->bytes = (char*)malloc(m->size);
         memcpy(m->bytes, image, m->size);
     }
-    pthread_mutex_lock(&lock);
-    ++stats.module_loads;
-    stats.last_image = image;
-    memcpy(stats.last_image_text, m->text, sizeof(m->text));
-    pthread_mutex_unlock(&lock);
+    record_module_load(image, m);
     *module = m;
     return 0;
 }
@@ -232,9 +203,7 @@ EXPORT CUresult cuModuleGetFunction(void** function, void* module, const char* n
     const char* found = kernels ? strstr(kernels, name) : NULL;
     size_t n = strlen(name);
     Function* f;
-    pthread_mutex_lock(&lock);
-    ++stats.get_function_calls;
-    pthread_mutex_unlock(&lock);
+    count_call(&stats.get_function_calls);
     if (m->bytes != NULL) {
         if (!real_image_has(m->bytes, m->size, name)) return 500;
     } else if (found == NULL || (found[n] != ' ' && found[n] != '\0' && found[n] != '\n')) {
@@ -268,23 +237,7 @@ EXPORT CUresult cuLaunchKernel(void* function, unsigned int gx, unsigned int gy,
     if (fail) return fail;
     if (extra != NULL || (unsigned long long)bx * by * bz > 1024) return 1;
     if ((int)smem > f->max_dynamic_smem) return 1; /* the attribute was not raised first */
-    pthread_mutex_lock(&lock);
-    ++stats.launches;
-    stats.last_grid[0] = gx;
-    stats.last_grid[1] = gy;
-    stats.last_grid[2] = gz;
-    stats.last_block[0] = bx;
-    stats.last_block[1] = by;
-    stats.last_block[2] = bz;
-    stats.last_smem = smem;
-    stats.last_stream = stream;
-    stats.last_args = params;
-    {
-        int i;
-        for (i = 0; i < record_count; ++i) memcpy(stats.last_params[i], params[i], record_sizes[i]);
-    }
-    memcpy(stats.last_kernel, f->name, sizeof(f->name));
-    pthread_mutex_unlock(&lock);
+    record_launch(f->name, gx, gy, gz, bx, by, bz, smem, stream, params);
     return 0;
 }
 #endif

@@ -10,37 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_common.h"
 #include "fake_driver.h"
 #include "fake_image.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define ARCH_NAME_OFFSET 1160
 
 typedef int hipError_t;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static fake_stats stats;
 static char arch_names[FAKE_MAX_DEVICES][64] = {"gfx90a:sramecc+:xnack-"};
 static __thread int current_device = 0;
 static char failing_function[64];
 static int failing_result;
 
-typedef struct Module {
-    char text[FAKE_TEXT_MAX];
-    char* bytes; /* a real (ELF) image kept for hipModuleGetFunction; else NULL */
-    size_t size;
-} Module;
+EXPORT void fake_hip_record_params(int count, const unsigned* sizes) { set_record_params(count, sizes); }
 
-static int record_count = 0;
-static unsigned record_sizes[FAKE_MAX_PARAMS];
-
-EXPORT void fake_hip_record_params(int count, const unsigned* sizes) {
-    int i;
-    pthread_mutex_lock(&lock);
-    record_count = count < FAKE_MAX_PARAMS ? count : FAKE_MAX_PARAMS;
-    for (i = 0; i < record_count; ++i) record_sizes[i] = sizes[i] < 8 ? sizes[i] : 8;
-    pthread_mutex_unlock(&lock);
-}
 typedef struct Function {
     char name[FAKE_TEXT_MAX];
 } Function;
@@ -72,9 +56,7 @@ EXPORT void fake_hip_set_current(int ordinal) { current_device = ordinal; }
 
 EXPORT hipError_t hipInit(unsigned int flags) {
     (void)flags;
-    pthread_mutex_lock(&lock);
-    ++stats.init_calls;
-    pthread_mutex_unlock(&lock);
+    count_call(&stats.init_calls);
     return failure_of("hipInit");
 }
 
@@ -119,11 +101,7 @@ EXPORT hipError_t hipModuleLoadData(void** module, const void* image) {
         m->bytes = (char*)malloc(m->size);
         memcpy(m->bytes, image, m->size);
     }
-    pthread_mutex_lock(&lock);
-    ++stats.module_loads;
-    stats.last_image = image;
-    memcpy(stats.last_image_text, m->text, sizeof(m->text));
-    pthread_mutex_unlock(&lock);
+    record_module_load(image, m);
     *module = m;
     return 0;
 }
@@ -132,9 +110,7 @@ EXPORT hipError_t hipModuleGetFunction(void** function, void* module, const char
     const Module* m = (const Module*)module;
     const char* kernels = strstr(m->text, "kernels:");
     Function* f;
-    pthread_mutex_lock(&lock);
-    ++stats.get_function_calls;
-    pthread_mutex_unlock(&lock);
+    count_call(&stats.get_function_calls);
     if (m->bytes != NULL) {
         if (!real_image_has(m->bytes, m->size, name)) return 500;
     } else if (kernels == NULL || strstr(kernels, name) == NULL) {
@@ -153,22 +129,6 @@ EXPORT hipError_t hipModuleLaunchKernel(void* function, unsigned int gx, unsigne
     int fail = failure_of("hipModuleLaunchKernel");
     if (fail) return fail;
     if (extra != NULL) return 1;
-    pthread_mutex_lock(&lock);
-    ++stats.launches;
-    stats.last_grid[0] = gx;
-    stats.last_grid[1] = gy;
-    stats.last_grid[2] = gz;
-    stats.last_block[0] = bx;
-    stats.last_block[1] = by;
-    stats.last_block[2] = bz;
-    stats.last_smem = smem;
-    stats.last_stream = stream;
-    stats.last_args = params;
-    {
-        int i;
-        for (i = 0; i < record_count; ++i) memcpy(stats.last_params[i], params[i], record_sizes[i]);
-    }
-    memcpy(stats.last_kernel, f->name, sizeof(f->name));
-    pthread_mutex_unlock(&lock);
+    record_launch(f->name, gx, gy, gz, bx, by, bz, smem, stream, params);
     return 0;
 }

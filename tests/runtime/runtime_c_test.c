@@ -10,28 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_checks.h"
 #include "tile/runtime.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                      \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_STATUS(call, expected)                                                       \
-    do {                                                                                   \
-        tile_status got_ = (call);                                                         \
-        if (got_ != (expected)) {                                                          \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; last error: \"%s\"\n", \
-                    __FILE__, __LINE__, #call, (int)got_, tile_status_string(got_), #expected, \
-                    tile_last_error());                                                    \
-            ++failures;                                                                    \
-        }                                                                                  \
-    } while (0)
 
 static long atomic_add(long* p, long v) {
 #if defined(__GNUC__) || defined(__clang__)

@@ -14,38 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_checks.h"
+#include "fake_client.h"
 #include "fake_driver.h"
 #include "tile/runtime.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                              \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STATUS(call, expected)                                                         \
-    do {                                                                                     \
-        tile_status got_ = (call);                                                           \
-        if (got_ != (expected)) {                                                            \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; last error: \"%s\"\n", \
-                    __FILE__, __LINE__, #call, (int)got_, tile_status_string(got_), #expected, \
-                    tile_last_error());                                                      \
-            ++failures;                                                                      \
-        }                                                                                    \
-    } while (0)
-
-#define CHECK_MESSAGE_HAS(text)                                                                   \
-    do {                                                                                          \
-        if (strstr(tile_last_error(), (text)) == NULL) {                                          \
-            fprintf(stderr, "%s:%d: the last error \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,   \
-                    tile_last_error(), (text));                                                   \
-            ++failures;                                                                           \
-        }                                                                                         \
-    } while (0)
 
 /* ---- images and modules ---------------------------------------------------------------- */
 
@@ -76,33 +48,13 @@ static const uint32_t block_128[3] = {128, 1, 1};
 
 /* ---- the fakes --------------------------------------------------------------------------- */
 
-static void* open_fake(const char* env) {
-    const char* path = getenv(env);
-    void* handle = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (handle == NULL) {
-        fprintf(stderr, "cannot open the fake driver named by %s: %s\n", env, path ? dlerror() : "unset");
-        exit(2);
-    }
-    return handle;
-}
-
-/* dlsym for a function, without the object-to-function pointer cast ISO C frowns on. */
-static void fake_symbol(void* library, const char* name, void* out_fn, size_t size) {
-    void* symbol = dlsym(library, name);
-    if (symbol == NULL) {
-        fprintf(stderr, "the fake driver lacks %s\n", name);
-        exit(2);
-    }
-    memcpy(out_fn, &symbol, size);
-}
-
 static fake_stats* cuda_stats;
 static fake_fail_fn cuda_fail;
 static fake_cuda_set_device_fn cuda_set_device;
 static fake_cuda_make_current_fn cuda_make_current;
 
 static void open_fake_cuda(void) {
-    void* library = open_fake("TILE_CUDA_LIBRARY");
+    void* library = open_fake_library("TILE_CUDA_LIBRARY", "driver");
     fake_stats_fn stats_fn;
     fake_symbol(library, "fake_cuda_stats", &stats_fn, sizeof(stats_fn));
     fake_symbol(library, "fake_cuda_fail", &cuda_fail, sizeof(cuda_fail));
@@ -117,7 +69,7 @@ static fake_hip_set_device_fn hip_set_device;
 static fake_hip_set_current_fn hip_set_current;
 
 static void open_fake_hip(void) {
-    void* library = open_fake("TILE_HIP_LIBRARY");
+    void* library = open_fake_library("TILE_HIP_LIBRARY", "driver");
     fake_stats_fn stats_fn;
     fake_symbol(library, "fake_hip_stats", &stats_fn, sizeof(stats_fn));
     fake_symbol(library, "fake_hip_fail", &hip_fail, sizeof(hip_fail));

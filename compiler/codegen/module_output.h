@@ -1,0 +1,51 @@
+// What every backend's LLVM module goes through, CPU and GPU alike: its context and
+// setup for the target machine, LLVM's error diagnostics collected, the module verified, errors of a pipeline turned into internal
+// errors, and the module written as LLVM IR text or as the target's assembly / object.
+// Each backend keeps what differs (function attributes, which passes run). Part of the
+// CPU backend's library (tilec_codegen): no GPU code, and the GPU backends link it.
+//
+// Internal to compiler/codegen: it includes LLVM headers.
+#pragma once
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <optional>
+#include <string>
+
+namespace tilec::codegen {
+
+// An LLVMContext diagnostic handler that appends error texts (one a line) to the
+// std::string* context; remarks and warnings ("loop not vectorized") are dropped. A
+// backend's LLVM errors are its bugs: checked with check_llvm_errors.
+void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context);
+
+// One compilation's LLVM context and module, set up for `tm`: the module named after the
+// source (`name`), with `triple` and tm's data layout; LLVM's error diagnostics go to
+// llvm_errors (on_llvm_diagnostic). Never copied or moved: the context's handler holds
+// the address of llvm_errors.
+struct BackendModule {
+    BackendModule(const std::string& name, const std::string& triple, const llvm::TargetMachine& tm);
+    BackendModule(const BackendModule&) = delete;
+    BackendModule& operator=(const BackendModule&) = delete;
+
+    llvm::LLVMContext context;
+    std::string llvm_errors;
+    llvm::Module module;
+};
+
+// An internal error "<who> backend produced invalid LLVM IR: ..." unless `m` verifies.
+void verify_module(llvm::Module& m, const std::string& who);
+
+// An internal error "LLVM failed to <stage> the <who> module: <llvm_errors>" unless
+// the errors that on_llvm_diagnostic collected are empty.
+void check_llvm_errors(const std::string& llvm_errors, const std::string& stage, const std::string& who);
+
+// The module as LLVM IR text (no `kind`), or as what `tm` emits for `kind`: an internal
+// error `cannot_emit` if it cannot, and one as from check_llvm_errors("compile", who)
+// if code generation reported errors.
+std::string emit_module(llvm::Module& m, llvm::TargetMachine& tm, std::optional<llvm::CodeGenFileType> kind,
+                        const std::string& who, const std::string& cannot_emit, const std::string& llvm_errors);
+
+}  // namespace tilec::codegen
