@@ -15,8 +15,11 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "driver/pipeline.h"
 #include "driver/run_tensors.h"
@@ -237,6 +240,22 @@ int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const st
 }
 #endif
 
+using BlockFilter = std::function<bool(int64_t x, int64_t y, int64_t z)>;
+
+// --sim-blocks N: N blocks spread over the grid in linear order (x fastest): the first,
+// the last and evenly spaced ones between, so both edges of a ragged grid are seen.
+// Null when every block runs (N is 0 or covers the grid).
+BlockFilter sample_blocks(const std::array<int64_t, 3>& dims, int64_t n) {
+    const int64_t total = dims[0] * dims[1] * dims[2];
+    if (n <= 0 || n >= total) return nullptr;
+    auto picked = std::make_shared<std::unordered_set<int64_t>>();
+    for (int64_t k = 0; k < n; ++k)
+        picked->insert(n == 1 ? 0
+                              : static_cast<int64_t>(static_cast<__int128>(k) * (total - 1) / (n - 1)));
+    const int64_t gx = dims[0], gy = dims[1];
+    return [picked, gx, gy](int64_t x, int64_t y, int64_t z) { return picked->count(x + gx * (y + gy * z)) > 0; };
+}
+
 #ifdef TILEC_WITH_LLVM
 // --target=sim:ARCH: lowers `f` to thread level for ARCH, runs it in the simulator on
 // the tensors' current contents, prints its checks' findings (as errors at their source
@@ -247,7 +266,8 @@ int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const st
 int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const RunOptions& options,
                      const SourceManager& sources, DiagnosticEngine& diags, const std::vector<BoundTensor>& tensors,
                      const std::vector<int64_t>& size_values, const std::vector<BoundScalar>& scalars,
-                     std::vector<HostTensor>& results, std::vector<std::string>& problems) {
+                     const BlockFilter& sampled, int64_t grid_blocks, std::vector<HostTensor>& results,
+                     std::vector<std::string>& problems) {
     auto l0 = Clock::now();
     auto thread = lower::lower_to_thread_level(f, gpu, &diags);
     if (!thread || diags.has_errors()) return 1;
@@ -266,6 +286,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     for (auto& s : scalars) sa.scalars.push_back(s.value);
     sim::Options so;
     so.target = &gpu;
+    so.block_filter = sampled;
     auto s0 = Clock::now();
     sim::Result sr = sim::run(*thread, sa, so);
     double sim_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
@@ -280,7 +301,9 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     std::cout << "lower to thread level (" << gpu.name << "): " << fmt_seconds(lower_seconds) << "\n";
     std::cout << "simulator: " << fmt_seconds(sim_seconds) << " (" << sr.blocks_run
               << (sr.blocks_run == 1 ? " block" : " blocks") << " of " << f.threads << " threads, warp "
-              << sr.warp_size << ")" << std::endl;
+              << sr.warp_size;
+    if (sampled) std::cout << "; sampled from the grid's " << grid_blocks << " by --sim-blocks";
+    std::cout << ")" << std::endl;
     // The findings, as errors at their lines (each site once, with its count).
     try {
         for (auto& is : sr.issues) {
@@ -356,6 +379,9 @@ int run_kernel(const RunOptions& options) {
         return option_error("--profile needs the simulator (--target=sim:ARCH, e.g. sim:sm_80)");
     if (options.sim_drop_barriers && !sim_target)
         return option_error("--sim-drop-barriers needs the simulator (--target=sim:ARCH)");
+    if (options.sim_blocks != 0 && !sim_target)
+        return option_error("--sim-blocks needs the simulator (--target=sim:ARCH)");
+    if (options.sim_blocks < 0) return option_error("--sim-blocks must be at least 1 (0: every block)");
     if (options.repeat < 1) return option_error("--repeat must be at least 1");
     if (options.threads < 0) return option_error("--threads must be 0 (the runtime's default) or more");
     if ((options.rtol && *options.rtol < 0) || (options.atol && *options.atol < 0))
@@ -580,11 +606,16 @@ int run_kernel(const RunOptions& options) {
         inputs_before.push_back(t.host.access == ir::Access::In ? t.host.bytes
                                                                 : std::vector<unsigned char>{});
 
+    std::array<int64_t, 3> grid_dims{1, 1, 1};
+    for (size_t d = 0; d < f.grid.size() && d < 3; ++d) grid_dims[d] = eval_index(f.grid[d], known).value_or(1);
+    const int64_t grid_blocks = grid_dims[0] * grid_dims[1] * grid_dims[2];
+    const BlockFilter sampled = sample_blocks(grid_dims, options.sim_blocks);
+
     std::vector<std::string> problems;
     std::vector<HostTensor> results;  // what the kernel wrote, per in-out and out tensor
     if (sim_target) {
-        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, results,
-                                  problems);
+        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, sampled,
+                                  grid_blocks, results, problems);
         if (rc != 0) return rc;
     } else {
         // 5. Compile for the host and load the object.
@@ -686,7 +717,9 @@ int run_kernel(const RunOptions& options) {
         // After the first block, an estimate of the whole run; a note if it is long.
         int64_t started = 0;
         Clock::time_point r0;
-        ro.block_filter = [&](int64_t, int64_t, int64_t) {
+        if (sampled) blocks = std::min(blocks, options.sim_blocks);
+        ro.block_filter = [&](int64_t x, int64_t y, int64_t z) {
+            if (sampled && !sampled(x, y, z)) return false;
             if (++started == 2) {
                 double one_block = std::chrono::duration<double>(Clock::now() - r0).count();
                 double estimate = one_block * static_cast<double>(blocks);
@@ -742,7 +775,7 @@ int run_kernel(const RunOptions& options) {
         Tolerance tol = default_tolerance(t.dtype);
         if (options.rtol) tol.rtol = *options.rtol;
         if (options.atol) tol.atol = *options.atol;
-        Comparison c = compare(got, ref_tensors[i], tol);
+        Comparison c = compare(got, ref_tensors[i], tol, sampled != nullptr);
         total_compared += c.compared;
         std::cout << c.compared << " elements compared, max abs error " << fmt_double(c.max_abs, "%.3g")
                   << ", max rel error " << fmt_double(c.max_rel, "%.3g") << " (rtol "
@@ -751,6 +784,8 @@ int run_kernel(const RunOptions& options) {
         if (c.unwritten)
             std::cout << "  " << c.unwritten
                       << " of them never written by the compiled kernel (still the poison)\n";
+        if (c.unsampled)
+            std::cout << "  " << c.unsampled << " not compared: written by no sampled block (--sim-blocks)\n";
         if (c.both_nan)
             std::cout << "  note: " << c.both_nan
                       << " elements are NaN in both (never written, or NaN in the reference)\n";

@@ -103,6 +103,11 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
     app.add_flag("--profile", o.profile,
                  "With sim:ARCH: print global-memory sectors and shared-memory bank conflicts\n"
                  "per warp request, per source line");
+    app.add_option("--sim-blocks", o.sim_blocks,
+                   "With sim:ARCH: simulate only N blocks of the grid, the first, the last and\n"
+                   "evenly spaced ones between (the reference runs the same blocks; outputs\n"
+                   "that no sampled block writes stay unwritten in both); default: every block")
+        ->type_name("N");
     // For tests of the simulator's race check: the lowering's barriers removed.
     app.add_flag("--sim-drop-barriers", o.sim_drop_barriers, "")->group("");
     app.add_option("-D", defines, "Override a compile-time default, e.g. -D BM=64 (as for tilec)")

@@ -111,6 +111,7 @@ struct Comparison {
     int64_t mismatches = 0;
     int64_t unwritten = 0;  // mismatches where the kernel never wrote
     int64_t both_nan = 0;
+    int64_t unsampled = 0;  // skipped: written by neither (blocks left out by --sim-blocks)
     double scale = 0;
     double max_abs = 0;
     double max_rel = 0;
@@ -119,7 +120,10 @@ struct Comparison {
     bool pass() const { return mismatches == 0; }
 };
 
-Comparison compare(const HostTensor& got, const interp::TensorArg& ref, Tolerance tol);
+// `skip_unwritten_by_both`: an output element neither the kernel nor the reference wrote
+// is not compared (counted in `unsampled`): only when both ran the same sample of blocks.
+Comparison compare(const HostTensor& got, const interp::TensorArg& ref, Tolerance tol,
+                   bool skip_unwritten_by_both = false);
 
 // "C[3, 4]".
 std::string element_name(const std::string& tensor, const std::vector<int64_t>& index);
