@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tools/bench/gpu.sh: the GPU benchmark of tilec-compiled kernels on a real NVIDIA GPU,
+# each next to PyTorch's own kernel for the same problem in the same run (cuBLAS for
+# GEMM, torch.softmax, scaled_dot_product_attention for attention): time per call,
+# TFLOP/s or GB/s, the ratio tilec / torch, and the max error against torch's result.
+#
+#   tools/bench/gpu.sh [BUILD]              build here, then run (needs a GPU and torch)
+#   tools/bench/gpu.sh --build-only [BUILD] build BUILD/bench/gpu only
+#   tools/bench/gpu.sh --run-only [BUILD]   run what BUILD/bench/gpu holds (no LLVM needed:
+#                                           python3 with torch, and the CUDA driver)
+#   ... -- ARGS                             ARGS go to gpu_bench.py, e.g. -- --quick
+#
+# BUILD (default build/) is a configured and built tilec tree. The kernels are the
+# stdlib's gemm, softmax and flash_attn exports, compiled with --target=host,sm_80,sm_90
+# (host code for any x86-64-v2 CPU) and linked with libtile_runtime.so into BUILD/bench/gpu/libtilec_bench_gpu.so, which
+# gpu_bench.py loads with ctypes and calls on torch's tensors and current stream. On a
+# GPU machine lent by the workplace (no LLVM there): build here, then
+#   run  command="tools/bench/gpu.sh --run-only build"  carry=["build/bench/gpu"]
+# Exit status: 0 ran, 77 skipped (no torch, no GPU), 1 failed, 2 usage or build errors.
+# Not part of ctest. Not run on a GPU yet: no device has been lent to this project.
+set -euo pipefail
+# shellcheck source=tools/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+cd "$tilec_root"
+
+mode=all
+build=build
+bench_args=()
+while (($#)); do
+    case "$1" in
+    --build-only) mode=build ;;
+    --run-only) mode=run ;;
+    -h | --help)
+        sed -n '2,21s/^# \{0,1\}//p' "$0"
+        exit 0
+        ;;
+    --)
+        shift
+        bench_args=("$@")
+        break
+        ;;
+    -*)
+        echo "error: unknown option $1 (see --help)" >&2
+        exit 2
+        ;;
+    *) build="$1" ;;
+    esac
+    shift
+done
+
+out="$build/bench/gpu"
+lib="$out/libtilec_bench_gpu.so"
+if [[ "$mode" != run ]]; then
+    tilec="$build/compiler/driver/tilec"
+    runtime="$build/runtime/libtile_runtime.so.0"
+    for f in "$tilec" "$runtime"; do
+        [[ -e "$f" ]] || { echo "error: $f not found: build tilec in $build first" >&2; exit 2; }
+    done
+    mkdir -p "$out"
+    for k in gemm softmax flash_attn; do
+        echo "== tilec $k.tile (host, sm_80, sm_90)"
+        "$tilec" "stdlib/kernels/$k.tile" --target=host,sm_80,sm_90 --cpu=x86-64-v2 -o "$out/$k.o"
+    done
+    cp -L "$runtime" "$out/libtile_runtime.so.0"
+    "${CC:-cc}" -shared -o "$lib" "$out/gemm.o" "$out/softmax.o" "$out/flash_attn.o" \
+        "$out/libtile_runtime.so.0" -Wl,-rpath,'$ORIGIN' -lm
+    cp tools/bench/gpu_bench.py "$out/"
+    echo "== built $lib"
+    if [[ "$mode" == build ]]; then
+        echo "run it where the GPU is: tools/bench/gpu.sh --run-only $build   (carry $out)"
+        exit 0
+    fi
+fi
+[[ -e "$lib" ]] || { echo "error: $lib is not built (tools/bench/gpu.sh --build-only $build first)" >&2; exit 2; }
+exec python3 "$out/gpu_bench.py" --lib "$lib" "${bench_args[@]}"

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""GPU benchmark: tilec's NAME_cuda entry points next to PyTorch's kernels (tools/bench/gpu.sh).
+
+Each case runs the tilec kernel and torch's kernel for the same problem on the same
+inputs and stream, times both with CUDA events (best of --reps after warm-up), and
+prints time, throughput, the ratio tilec / torch (above 1: tilec is faster) and the max
+relative error of tilec's result against torch's. A tilec status other than TILE_SUCCESS,
+or an error above the dtype's bound, fails the run (exit 1). Exit 77 without torch or a GPU.
+"""
+
+import argparse
+import ctypes
+import math
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", required=True, help="libtilec_bench_gpu.so (tools/bench/gpu.sh --build-only)")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="small sizes, 3 reps")
+    ap.add_argument("--filter", default="", help="only cases whose name contains this")
+    args = ap.parse_args()
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as e:
+        print(f"SKIP: no torch ({e})")
+        return 77
+    if not torch.cuda.is_available():
+        print("SKIP: torch sees no CUDA device")
+        return 77
+    reps = 3 if args.quick else max(1, args.reps)
+    lib = ctypes.CDLL(args.lib)
+    lib.tile_last_error.restype = ctypes.c_char_p
+    dev = torch.cuda.get_device_properties(0)
+    print(f"gpu: {dev.name} (sm_{dev.major}{dev.minor}), torch {torch.__version__}")
+
+    def entry(name, *argtypes):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, *argtypes]
+        return fn
+
+    P, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+
+    def timed(fn):
+        """Best time of fn() in ms over reps, after two warm-up calls."""
+        for _ in range(2):
+            fn()
+        torch.cuda.synchronize()
+        best = math.inf
+        for _ in range(reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            best = min(best, start.elapsed_time(end))
+        return best
+
+    failed = 0
+
+    def case(name, run_tilec, run_torch, work, unit, bound):
+        """work: flops or bytes per call; unit: 'TFLOP/s' or 'GB/s'."""
+        nonlocal failed
+        if args.filter not in name:
+            return
+        status = []
+
+        def tilec_call():
+            s = run_tilec(torch.cuda.current_stream().cuda_stream)
+            if s != 0:
+                status.append((s, lib.tile_last_error().decode(errors="replace")))
+
+        got = run_torch_out = None
+        try:
+            run_tilec.out.fill_(float("nan"))  # what tilec does not write fails the error check
+            tilec_call()
+            torch.cuda.synchronize()
+            if status:
+                raise RuntimeError(f"status {status[0][0]}: {status[0][1]}")
+            got = run_tilec.out.clone()
+            run_torch_out = run_torch()
+            err = ((got.float() - run_torch_out.float()).abs().max() /
+                   run_torch_out.float().abs().max().clamp_min(1e-30)).item()
+            t_tilec = timed(tilec_call)
+            t_torch = timed(run_torch)
+            if status:
+                raise RuntimeError(f"status {status[0][0]} in a timed call: {status[0][1]}")
+        except Exception as e:  # a failed launch or a CUDA error: report, go on
+            print(f"{name}: FAILED: {e}")
+            failed += 1
+            return
+        scale = 1e12 if unit == "TFLOP/s" else 1e9
+        rate = lambda ms: work / (ms * 1e-3) / scale
+        ok = err <= bound
+        print(f"{name}: tilec {t_tilec:.3f} ms {rate(t_tilec):.2f} {unit} | torch {t_torch:.3f} ms "
+              f"{rate(t_torch):.2f} {unit} | ratio {t_torch / t_tilec:.3f} | max rel err {err:.2e}"
+              f"{'' if ok else f' ABOVE {bound:g}: FAILED'}")
+        if not ok:
+            failed += 1
+
+    torch.manual_seed(0)
+    h = torch.float16
+
+    # GEMM f16, C = A @ B, row-major (gemm_f16_cuda(stream, A, B, C, M, K, N)).
+    gemm = entry("gemm_f16_cuda", P, P, P, I64, I64, I64)
+    for (M, N, K) in ([(1024, 1024, 1024)] if args.quick else [(2048, 2048, 2048), (4096, 4096, 4096), (4000, 3000, 1000)]):
+        A = torch.randn(M, K, device="cuda", dtype=h)
+        B = torch.randn(K, N, device="cuda", dtype=h)
+        C = torch.empty(M, N, device="cuda", dtype=h)
+        run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K: gemm(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
+        run.out = C
+        case(f"gemm_f16 {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", 1e-2)
+
+    # Softmax f16 along rows (softmax_f16_cuda(stream, X, Y, M, N)).
+    softmax = entry("softmax_f16_cuda", P, P, I64, I64)
+    for (M, N) in ([(1024, 1024)] if args.quick else [(4096, 4096), (8192, 1000)]):
+        X = torch.randn(M, N, device="cuda", dtype=h)
+        Y = torch.empty(M, N, device="cuda", dtype=h)
+        run = lambda s, X=X, Y=Y, M=M, N=N: softmax(s, X.data_ptr(), Y.data_ptr(), M, N)
+        run.out = Y
+        case(f"softmax_f16 {M}x{N}", run, lambda X=X: torch.softmax(X, dim=-1), 2.0 * M * N * 2, "GB/s", 1e-2)
+
+    # Flash attention f16, [B, H, S, D] (attn_fwd_cuda / attn_fwd_causal_cuda(stream, Q, K, V, O, B, H, S, scale)).
+    for causal in (False, True):
+        attn = entry("attn_fwd_causal_cuda" if causal else "attn_fwd_cuda", P, P, P, P, I64, I64, I64, F32)
+        for (Bn, H, S, D) in ([(1, 4, 512, 128)] if args.quick else [(2, 16, 2048, 128), (1, 16, 4096, 128)]):
+            q, k, v = (torch.randn(Bn, H, S, D, device="cuda", dtype=h) for _ in range(3))
+            o = torch.empty_like(q)
+            scale = 1.0 / math.sqrt(D)
+            run = lambda s, q=q, k=k, v=v, o=o, Bn=Bn, H=H, S=S, scale=scale, attn=attn: attn(
+                s, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), Bn, H, S, scale)
+            run.out = o
+            ref = lambda q=q, k=k, v=v, scale=scale, causal=causal: F.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, scale=scale)
+            flops = 4.0 * Bn * H * S * S * D * (0.5 if causal else 1.0)
+            case(f"attn_fwd{'_causal' if causal else ''} B={Bn} H={H} S={S} D={D}", run, ref, flops, "TFLOP/s", 2e-2)
+
+    print(f"gpu bench: {'FAILED ' + str(failed) if failed else 'done'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
