@@ -62,6 +62,7 @@ if [[ "$mode" != run ]]; then
         "$tilec" "stdlib/kernels/$k.tile" --target=host,sm_80,sm_90 --cpu=x86-64-v2 -o "$out/$k.o"
     done
     cp -L "$runtime" "$out/libtile_runtime.so.0"
+    # shellcheck disable=SC2016  # $ORIGIN is for the dynamic linker, not the shell
     "${CC:-cc}" -shared -o "$lib" "$out/gemm.o" "$out/softmax.o" "$out/flash_attn.o" \
         "$out/libtile_runtime.so.0" -Wl,-rpath,'$ORIGIN' -lm
     cp tools/bench/gpu_bench.py "$out/"
