@@ -46,6 +46,7 @@
 
 #include "ir/visitor.h"
 #include "lower/thread_lower.h"
+#include "transform/simplify.h"
 
 namespace tilec::lower {
 
@@ -98,8 +99,6 @@ void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has
     v.visit(e);
 }
 
-int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
 
 // The bound values, innermost last (few: a linear search beats hashing).
 using Env = std::vector<std::pair<const VarNode*, int64_t>>;
@@ -144,30 +143,7 @@ std::optional<int64_t> eval(const Expr& e, const Env& env) {
         if (!x) return std::nullopt;
         auto y = eval(b->b, env);
         if (!y) return std::nullopt;
-        int64_t p = *x, q = *y;
-        switch (b->op) {
-        case BinaryOp::Add: return p + q;
-        case BinaryOp::Sub: return p - q;
-        case BinaryOp::Mul: return p * q;
-        case BinaryOp::FloorDiv: return q == 0 ? std::nullopt : std::optional<int64_t>(floordiv(p, q));
-        case BinaryOp::FloorMod: return q == 0 ? std::nullopt : std::optional<int64_t>(floormod(p, q));
-        case BinaryOp::Min: return std::min(p, q);
-        case BinaryOp::Max: return std::max(p, q);
-        case BinaryOp::EQ: return p == q;
-        case BinaryOp::NE: return p != q;
-        case BinaryOp::LT: return p < q;
-        case BinaryOp::LE: return p <= q;
-        case BinaryOp::GT: return p > q;
-        case BinaryOp::GE: return p >= q;
-        case BinaryOp::And: return p != 0 && q != 0;
-        case BinaryOp::Or: return p != 0 || q != 0;
-        case BinaryOp::BitAnd: return p & q;
-        case BinaryOp::BitOr: return p | q;
-        case BinaryOp::BitXor: return p ^ q;
-        case BinaryOp::Shl: return q < 0 || q > 62 ? std::nullopt : std::optional<int64_t>(p << q);
-        case BinaryOp::Shr: return q < 0 || q > 62 ? std::nullopt : std::optional<int64_t>(p >> q);
-        default: return std::nullopt;
-        }
+        return transform::fold_int_binary(b->op, *x, *y, b->a->type);
     }
     default: return std::nullopt;
     }

@@ -121,50 +121,6 @@ int64_t s(uint64_t v) {
     return static_cast<int64_t>(v);
 }
 
-// Folds an integer/bool binary op on constants of type `t` (operands normalised);
-// nullopt where the result is undefined (division by zero, overflowing division,
-// shifts out of range).
-std::optional<int64_t> fold_binary(BinaryOp op, int64_t a, int64_t b, DataType t) {
-    auto norm = [&](int64_t v) { return normalize_int(v, t); };
-    switch (op) {
-    case BinaryOp::Add: return norm(s(u(a) + u(b)));
-    case BinaryOp::Sub: return norm(s(u(a) - u(b)));
-    case BinaryOp::Mul: return norm(s(u(a) * u(b)));
-    case BinaryOp::FloorDiv: {
-        if (b == 0 || (a == kNeg && b == -1)) return std::nullopt;
-        int64_t q = floordiv_i64(a, b);
-        if (normalize_int(q, t) != q) return std::nullopt;  // overflow (e.g. -128 / -1 in i8)
-        return q;
-    }
-    case BinaryOp::FloorMod:
-        if (b == 0) return std::nullopt;
-        if (b == -1) return 0;
-        return norm(floormod_i64(a, b));
-    case BinaryOp::Min: return std::min(a, b);
-    case BinaryOp::Max: return std::max(a, b);
-    case BinaryOp::EQ: return a == b;
-    case BinaryOp::NE: return a != b;
-    case BinaryOp::LT: return a < b;
-    case BinaryOp::LE: return a <= b;
-    case BinaryOp::GT: return a > b;
-    case BinaryOp::GE: return a >= b;
-    case BinaryOp::And: return (a != 0) && (b != 0);
-    case BinaryOp::Or: return (a != 0) || (b != 0);
-    case BinaryOp::BitAnd: return norm(a & b);
-    case BinaryOp::BitOr: return norm(a | b);
-    case BinaryOp::BitXor: return norm(a ^ b);
-    case BinaryOp::Shl:
-        if (b < 0 || b >= t.bits) return std::nullopt;
-        return norm(s(u(a) << b));
-    case BinaryOp::Shr:
-        if (b < 0 || b >= t.bits) return std::nullopt;
-        return norm(a >> b);  // normalised unsigned values are >= 0: logical shift
-    case BinaryOp::Div:
-    case BinaryOp::Mod: return std::nullopt;
-    }
-    return std::nullopt;
-}
-
 std::optional<bool> decide_compare(BinaryOp op, WI a, WI b) {
     switch (op) {
     case BinaryOp::LT:
@@ -568,7 +524,7 @@ public:
         if (!is_int_scalar(t) || !is_int_scalar(b->type)) return make_binary(op, a, b, loc);
         auto ca = as_const_int(a), cb = as_const_int(b);
         if (ca && cb) {
-            if (auto v = fold_binary(op, *ca, *cb, t)) {
+            if (auto v = fold_int_binary(op, *ca, *cb, t)) {
                 DataType rt = (is_comparison(op) || is_logical(op)) ? DataType::boolean() : t;
                 return make_int(*v, rt, loc);
             }
@@ -936,6 +892,47 @@ public:
 };
 
 }  // namespace
+
+std::optional<int64_t> fold_int_binary(BinaryOp op, int64_t a, int64_t b, DataType t) {
+    auto norm = [&](int64_t v) { return normalize_int(v, t); };
+    switch (op) {
+    case BinaryOp::Add: return norm(s(u(a) + u(b)));
+    case BinaryOp::Sub: return norm(s(u(a) - u(b)));
+    case BinaryOp::Mul: return norm(s(u(a) * u(b)));
+    case BinaryOp::FloorDiv: {
+        if (b == 0 || (a == kNeg && b == -1)) return std::nullopt;
+        int64_t q = floordiv_i64(a, b);
+        if (normalize_int(q, t) != q) return std::nullopt;  // overflow (e.g. -128 / -1 in i8)
+        return q;
+    }
+    case BinaryOp::FloorMod:
+        if (b == 0) return std::nullopt;
+        if (b == -1) return 0;
+        return norm(floormod_i64(a, b));
+    case BinaryOp::Min: return std::min(a, b);
+    case BinaryOp::Max: return std::max(a, b);
+    case BinaryOp::EQ: return a == b;
+    case BinaryOp::NE: return a != b;
+    case BinaryOp::LT: return a < b;
+    case BinaryOp::LE: return a <= b;
+    case BinaryOp::GT: return a > b;
+    case BinaryOp::GE: return a >= b;
+    case BinaryOp::And: return (a != 0) && (b != 0);
+    case BinaryOp::Or: return (a != 0) || (b != 0);
+    case BinaryOp::BitAnd: return norm(a & b);
+    case BinaryOp::BitOr: return norm(a | b);
+    case BinaryOp::BitXor: return norm(a ^ b);
+    case BinaryOp::Shl:
+        if (b < 0 || b >= t.bits) return std::nullopt;
+        return norm(s(u(a) << b));
+    case BinaryOp::Shr:
+        if (b < 0 || b >= t.bits) return std::nullopt;
+        return norm(a >> b);  // normalised unsigned values are >= 0: logical shift
+    case BinaryOp::Div:
+    case BinaryOp::Mod: return std::nullopt;
+    }
+    return std::nullopt;
+}
 
 Interval bound_of(const Expr& e, const RangeMap& known) {
     return narrow(bound(e, known));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -52,6 +53,12 @@ private:
 // `known` range over their type (i64: unbounded). Values of narrower types are exact
 // when no intermediate can wrap, else the type's whole range. Floats: everything().
 Interval bound_of(const ir::Expr& e, const RangeMap& known = {});
+
+// An integer/bool binary op on constants of type `t` (the operands' type, values
+// normalised to it), as the generated code computes it: wrapping to `t`, floor division
+// and modulo; nullopt where the result is undefined (division by zero, overflowing
+// division, shifts out of the type's range) or the op is not an integer op.
+std::optional<int64_t> fold_int_binary(ir::BinaryOp op, int64_t a, int64_t b, ir::DataType t);
 
 // Simplifies an expression. Integer/bool expressions are folded and canonicalised;
 // float expressions keep their operations (only their integer parts and constant
