@@ -26,30 +26,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$tilec_root"
 
-mode=all
-build=build
-harness_args=()
-while (($#)); do
-    case "$1" in
-    --build-only) mode=build ;;
-    --run-only) mode=run ;;
-    -h | --help)
-        sed -n '2,24s/^# \{0,1\}//p' "$0"
-        exit 0
-        ;;
-    --)
-        shift
-        harness_args=("$@")
-        break
-        ;;
-    -*)
-        echo "error: unknown option $1 (see --help)" >&2
-        exit 2
-        ;;
-    *) build="$1" ;;
-    esac
-    shift
-done
+tilec_build_run_args 24 "$@"
 
 harness="$build/tests/gpu/tilec_gpu_e2e"
 
@@ -74,9 +51,9 @@ fi
 if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | sed 's/^/== GPU: /' || true
 fi
-echo "== run $harness ${harness_args[*]}"
+echo "== run $harness ${passthrough_args[*]}"
 set +e
-"$harness" "${harness_args[@]}"
+"$harness" "${passthrough_args[@]}"
 status=$?
 set -e
 case "$status" in

@@ -47,3 +47,39 @@ tilec_build() {
         cmake --build "$dir"
     fi
 }
+
+# tilec_build_run_args LAST_HELP_LINE ARGS...: the options of the scripts that build here
+# and run on a lent GPU machine (tools/gpu-check.sh, tools/bench/gpu.sh):
+#   --build-only | --run-only   sets mode (build / run; default all)
+#   BUILD                       sets build (default build)
+#   -h | --help                 prints the script's header comment (lines 2..LAST_HELP_LINE)
+#   -- ARGS                     sets passthrough_args (for the program the script runs)
+# Unknown options exit 2.
+tilec_build_run_args() {
+    local last_help_line="$1"
+    shift
+    mode=all
+    build=build
+    passthrough_args=()
+    while (($#)); do
+        case "$1" in
+        --build-only) mode=build ;;
+        --run-only) mode=run ;;
+        -h | --help)
+            sed -n "2,${last_help_line}s/^# \{0,1\}//p" "$0"
+            exit 0
+            ;;
+        --)
+            shift
+            passthrough_args=("$@")
+            break
+            ;;
+        -*)
+            echo "error: unknown option $1 (see --help)" >&2
+            exit 2
+            ;;
+        *) build="$1" ;;
+        esac
+        shift
+    done
+}

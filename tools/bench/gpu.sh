@@ -23,30 +23,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$tilec_root"
 
-mode=all
-build=build
-bench_args=()
-while (($#)); do
-    case "$1" in
-    --build-only) mode=build ;;
-    --run-only) mode=run ;;
-    -h | --help)
-        sed -n '2,21s/^# \{0,1\}//p' "$0"
-        exit 0
-        ;;
-    --)
-        shift
-        bench_args=("$@")
-        break
-        ;;
-    -*)
-        echo "error: unknown option $1 (see --help)" >&2
-        exit 2
-        ;;
-    *) build="$1" ;;
-    esac
-    shift
-done
+tilec_build_run_args 20 "$@"
 
 out="$build/bench/gpu"
 lib="$out/libtilec_bench_gpu.so"
@@ -73,4 +50,4 @@ if [[ "$mode" != run ]]; then
     fi
 fi
 [[ -e "$lib" ]] || { echo "error: $lib is not built (tools/bench/gpu.sh --build-only $build first)" >&2; exit 2; }
-exec python3 "$out/gpu_bench.py" --lib "$lib" "${bench_args[@]}"
+exec python3 "$out/gpu_bench.py" --lib "$lib" "${passthrough_args[@]}"
