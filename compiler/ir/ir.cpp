@@ -596,6 +596,11 @@ Stmt make_barrier(SourceLoc loc) {
     return std::make_shared<BarrierNode>(loc);
 }
 
+Stmt make_full_write(Buffer buffer, Stmt body, SourceLoc loc) {
+    TILEC_CHECK(buffer != nullptr && body != nullptr, "make_full_write with a null buffer or body");
+    return std::make_shared<FullWriteNode>(std::move(buffer), std::move(body), loc);
+}
+
 bool is_no_op(const Stmt& s) {
     if (!s) return true;
     auto seq = s->as<SeqNode>();

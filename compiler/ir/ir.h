@@ -350,6 +350,7 @@ enum class StmtKind : uint8_t {
     Assert,
     Barrier,
     AtomicRmw,
+    FullWrite,
 };
 
 struct StmtNode;
@@ -544,6 +545,19 @@ struct AtomicRmwNode : StmtNode {
         : StmtNode(kKind, l), op(o), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
 };
 
+// Thread level, between lower-tile-ops and plan-shared-memory only: `body` (a lowered
+// copy or fill) overwrites every element of the shared `buffer` without reading it.
+// The shared-memory plan's liveness needs the fact (a loop whose first access to a
+// buffer is such a write does not carry the buffer's value from one iteration to the
+// next); it is a node rather than a side table so that the stage between the two passes
+// can be printed, read back (tilec opt) and tested alone. plan-shared-memory removes it.
+struct FullWriteNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::FullWrite;
+    Buffer buffer;
+    Stmt body;
+    FullWriteNode(Buffer b, Stmt bd, SourceLoc l) : StmtNode(kKind, l), buffer(std::move(b)), body(std::move(bd)) {}
+};
+
 // ---------------------------------------------------------------------------------
 // Functions and modules
 
@@ -551,6 +565,23 @@ struct Param {
     ParamKind kind = ParamKind::Tensor;
     Buffer buffer;  // Tensor: a Global buffer
     Var var;        // Size (VarKind::Size, i64) / Scalar (VarKind::Scalar)
+};
+
+// What a function's statements describe: the block's data flow over tiles (the
+// frontend's output, what the CPU backend and the interpreter read), or what each
+// thread does (after the GPU pass lower-tile-ops; what the GPU backends and the
+// simulator read).
+enum class FuncLevel : uint8_t { Tile, Thread };
+
+// The result of layout inference kept on the function for the passes after it
+// (lower-tile-ops reads it): which thread holds which element of every fragment and
+// parallel loop, and how each shared buffer is laid out. Defined by the GPU lowering
+// (lower::LayoutPlan); the IR only keeps and prints it, as comment lines (`str()`),
+// which the IR reader skips: the layouts are recomputed by running the pass again.
+struct LayoutAnnotation {
+    virtual ~LayoutAnnotation() = default;
+    // One line per fragment, loop and shared buffer.
+    virtual std::string str() const = 0;
 };
 
 // One exported kernel specialisation: one C entry point.
@@ -565,6 +596,17 @@ struct PrimFunc {
     std::vector<std::pair<std::string, std::string>> attrs;      // {"rasterize","8"}
     Stmt body;
     SourceLoc loc;
+
+    // Facts the GPU passes establish for the stages after them.
+    FuncLevel level = FuncLevel::Tile;                  // Thread from lower-tile-ops on
+    std::shared_ptr<const LayoutAnnotation> layouts;    // from layout-inference to lower-tile-ops
+    // From plan-shared-memory: the bytes of the block's shared arena (nullopt: not
+    // planned yet), and whether a launch passes them as dynamic shared memory (above
+    // the target's static limit).
+    std::optional<int64_t> shared_bytes;
+    bool dynamic_shared = false;
+    // The dynamic shared bytes a launch passes (0: static or none).
+    int64_t dynamic_shared_bytes() const { return dynamic_shared && shared_bytes ? *shared_bytes : 0; }
 };
 
 struct Module {
@@ -659,6 +701,7 @@ Stmt make_atomic_add(Region dst, Region src, SourceLoc loc = {});
 Stmt make_print(std::string fmt, std::vector<Expr> args, SourceLoc loc = {});
 Stmt make_assert(Expr cond, std::string msg, SourceLoc loc = {});
 Stmt make_barrier(SourceLoc loc = {});
+Stmt make_full_write(Buffer buffer, Stmt body, SourceLoc loc = {});
 Stmt make_atomic_rmw(AtomicOp op, Buffer buffer, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
 // True for an empty Seq (a no-op).
 bool is_no_op(const Stmt& s);

@@ -377,6 +377,13 @@ public:
                              exprs(op->indices) + "], " + expr(op->value));
             return;
         }
+        case StmtKind::FullWrite: {
+            auto op = s->as<FullWriteNode>();
+            line(indent, "full_write " + buffer_name(op->buffer) + " {");
+            block(op->body, indent + 1);
+            line(indent, "}");
+            return;
+        }
         }
     }
 
@@ -408,6 +415,17 @@ public:
                 attrs += f.attrs[i].first + "=" + f.attrs[i].second;
             }
             line(1, attrs + ")");
+        }
+        if (f.level == FuncLevel::Thread) {
+            std::string level = "level(thread)";
+            if (f.shared_bytes)
+                level += " shared(" + std::to_string(*f.shared_bytes) +
+                         (f.dynamic_shared ? " bytes, dynamic)" : " bytes, static)");
+            line(1, level);
+        }
+        if (f.layouts) {
+            std::istringstream lines(f.layouts->str());
+            for (std::string l; std::getline(lines, l);) line(1, "// layout " + l);
         }
         line(0, "{");
         block(f.body, 1);

@@ -45,6 +45,7 @@ void IRVisitor::visit(const Stmt& s) {
     case StmtKind::Assert: return visit_assert(s->as<AssertNode>());
     case StmtKind::Barrier: return visit_barrier(s->as<BarrierNode>());
     case StmtKind::AtomicRmw: return visit_atomic_rmw(s->as<AtomicRmwNode>());
+    case StmtKind::FullWrite: return visit_full_write(s->as<FullWriteNode>());
     }
 }
 
@@ -106,6 +107,10 @@ void IRVisitor::visit_atomic_rmw(const AtomicRmwNode* op) {
     visit_buffer_use(op->buffer);
     for (const auto& i : op->indices) visit(i);
     visit(op->value);
+}
+void IRVisitor::visit_full_write(const FullWriteNode* op) {
+    visit_buffer_use(op->buffer);
+    visit(op->body);
 }
 void IRVisitor::visit_evaluate(const EvaluateNode* op) {
     visit(op->value);
@@ -183,6 +188,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Assert: return mutate_assert(s->as<AssertNode>(), s);
     case StmtKind::Barrier: return mutate_barrier(s->as<BarrierNode>(), s);
     case StmtKind::AtomicRmw: return mutate_atomic_rmw(s->as<AtomicRmwNode>(), s);
+    case StmtKind::FullWrite: return mutate_full_write(s->as<FullWriteNode>(), s);
     }
     return s;
 }
@@ -314,6 +320,13 @@ Stmt IRMutator::mutate_atomic_rmw(const AtomicRmwNode* op, const Stmt& self) {
     Expr v = mutate(op->value);
     if (!changed && b == op->buffer && v == op->value) return self;
     return make_atomic_rmw(op->op, std::move(b), std::move(idx), std::move(v), op->loc);
+}
+
+Stmt IRMutator::mutate_full_write(const FullWriteNode* op, const Stmt& self) {
+    Buffer b = mutate_buffer(op->buffer);
+    Stmt body = mutate(op->body);
+    if (b == op->buffer && body == op->body) return self;
+    return make_full_write(std::move(b), std::move(body), op->loc);
 }
 
 Stmt IRMutator::mutate_evaluate(const EvaluateNode* op, const Stmt& self) {

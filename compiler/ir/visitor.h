@@ -54,6 +54,7 @@ protected:
     virtual void visit_assert(const AssertNode* op);
     virtual void visit_barrier(const BarrierNode* /*op*/) {}
     virtual void visit_atomic_rmw(const AtomicRmwNode* op);
+    virtual void visit_full_write(const FullWriteNode* op);
 };
 
 // Bottom-up rebuild. Each mutate_* receives the node and the handle that holds it
@@ -101,6 +102,7 @@ protected:
     virtual Stmt mutate_assert(const AssertNode* /*op*/, const Stmt& self);
     virtual Stmt mutate_barrier(const BarrierNode* /*op*/, const Stmt& self) { return self; }
     virtual Stmt mutate_atomic_rmw(const AtomicRmwNode* /*op*/, const Stmt& self);
+    virtual Stmt mutate_full_write(const FullWriteNode* /*op*/, const Stmt& self);
 };
 
 // Pointer-identity maps, for substitution and analyses.

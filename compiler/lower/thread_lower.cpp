@@ -184,6 +184,7 @@ Stmt ThreadLowering::lower_inner(const Stmt& s) {
     case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
     case StmtKind::Barrier: return s;
     case StmtKind::AtomicRmw: TILEC_ICE("thread-level lowering: an atomic in tile-level IR");
+    case StmtKind::FullWrite: TILEC_ICE("thread-level lowering: a full_write in tile-level IR");
     case StmtKind::Gemm: return lower_gemm(*s->as<GemmNode>());
     case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
     case StmtKind::Cumsum: return lower_cumsum(*s->as<CumsumNode>());
