@@ -25,8 +25,7 @@
 #include "codegen/gpu_entry.h"
 #include "codegen/gpu_resources.h"
 #include "codegen/nvptx_backend.h"
-#include "lower/layout_inference.h"
-#include "lower/thread_lower.h"
+#include "lower/gpu_passes.h"
 #include "target/target.h"
 #endif
 
@@ -102,7 +101,7 @@ void print_resources(std::vector<codegen::KernelResources> resources, const std:
                      [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
     for (auto& r : resources) {
         size_t i = rank(r);
-        if (i < funcs.size() && !r.amd) r.dynamic_shared_bytes = lower::dynamic_shared_bytes(funcs[i]);
+        if (i < funcs.size() && !r.amd) r.dynamic_shared_bytes = funcs[i].dynamic_shared_bytes();
         std::cerr << codegen::format_resources(r) << "\n";
     }
 }
@@ -185,8 +184,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
         const target::GpuTarget* t = target::find_gpu_target(arch);
         if (!t) TILEC_ICE("no target table row for " + arch);
         ir::PassManager gpm(pmo);
-        gpm.add(lower::layout_inference_pass(*t));
-        gpm.add(lower::thread_level_pass(*t));
+        for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
         auto thread_level = gpm.run(lowered, ctx);
         if (!thread_level || diags.has_errors()) return false;
         // NAME_cuda / NAME_hip pass NAME_cpu's arguments: the kernel must take exactly those.
@@ -225,7 +223,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
         bool first_of_vendor = t->vendor == target::Vendor::Amd ? !seen_amd : !seen_nvidia;
         (t->vendor == target::Vendor::Amd ? seen_amd : seen_nvidia) = true;
         for (size_t i = 0; i < out.kernels.size(); ++i) {
-            int64_t bytes = lower::dynamic_shared_bytes(thread_level->funcs.at(i));
+            int64_t bytes = thread_level->funcs.at(i).dynamic_shared_bytes();
             int64_t& kept = t->vendor == target::Vendor::Amd ? out.kernels[i].hip_dynamic_smem
                                                              : out.kernels[i].cuda_dynamic_smem;
             if (first_of_vendor)
@@ -396,22 +394,22 @@ int compile(const Options& options) {
             pm.add("debug-internal-error", [](const ir::PrimFunc&, ir::PassContext&) -> ir::PrimFunc {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
+        // The passes that will run: the tile passes, then the GPU passes per GPU target.
+        std::vector<std::string> pass_names;
+        for (auto& p : pm.passes()) pass_names.push_back(p.name);
+#ifdef TILEC_WITH_LLVM
+        if (gpu_emit || !object_gpu_targets.empty())
+            for (auto& p : lower::build_gpu_passes(target::gpu_targets().front())) pass_names.push_back(p.name);
+#endif
         for (auto& name : options.print_after) {
-            bool found = (gpu_emit || !object_gpu_targets.empty()) &&
-                         (name == "lower-thread-level" || name == "layout-inference");
-            for (auto& p : pm.passes()) found |= p.name == name;
-            if (!found) {
-                std::string list;
-                for (auto& p : pm.passes()) list += (list.empty() ? "" : ", ") + p.name;
-                diags.error({}, "--print-after=" + name + ": no pass of that name (passes: " + list + ")");
-            }
+            if (std::find(pass_names.begin(), pass_names.end(), name) != pass_names.end()) continue;
+            std::string list;
+            for (auto& p : pass_names) list += (list.empty() ? "" : ", ") + p;
+            diags.error({}, "--print-after=" + name + ": no pass of that name (passes: " + list + ")");
         }
         if (diags.has_errors()) return 1;
         ir::PassContext ctx;
         ctx.diag = &diags;
-        if (options.print_after_all || std::find(options.print_after.begin(), options.print_after.end(),
-                                                 "layout-inference") != options.print_after.end())
-            ctx.options["print-layouts"] = "1";
         auto lowered = pm.run(module, ctx);
         if (!lowered || diags.has_errors()) return 1;
 
@@ -480,8 +478,7 @@ int compile(const Options& options) {
                 const target::GpuTarget* t = target::find_gpu_target(arch);
                 if (!t) TILEC_ICE("no target table row for " + arch);
                 ir::PassManager gpm(pmo);
-                gpm.add(lower::layout_inference_pass(*t));
-                gpm.add(lower::thread_level_pass(*t));
+                for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
                 auto thread_level = gpm.run(*lowered, ctx);
                 if (!thread_level || diags.has_errors()) return 1;
                 std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);

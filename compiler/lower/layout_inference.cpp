@@ -353,15 +353,4 @@ std::optional<LayoutPlan> infer_layouts(const PrimFunc& f, const target::GpuTarg
     return Inference(f, target).run(diag);
 }
 
-Pass layout_inference_pass(const target::GpuTarget& target) {
-    return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
-                    auto plan = infer_layouts(f, target, ctx.diag);
-                    if (plan && ctx.option("print-layouts") == "1")
-                        std::cerr << "// ---- layouts after layout-inference (" << f.name << ", " << target.name
-                                  << ") ----\n"
-                                  << plan->str() << std::flush;
-                    return f;
-                }};
-}
-
 }  // namespace tilec::lower

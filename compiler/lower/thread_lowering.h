@@ -1,4 +1,5 @@
-// The thread-level lowering's internals, shared by its files (not a public header):
+// The thread-level lowering's internals, shared by its files and the passes of
+// gpu_passes.cpp (not a public header):
 // the ThreadLowering class whose statement lowerings live in thread_lower.cpp (the
 // walk, allocations, parallel loops), lower_copy.cpp (copy, fill), lower_reduce.cpp
 // (reductions and the fragments of reduced shapes), lower_gemm.cpp (gemm on CUDA
@@ -54,6 +55,15 @@ struct SharedPlan {
 using FullWrites = std::unordered_map<const ir::StmtNode*, const ir::BufferNode*>;
 SharedPlan plan_shared_memory(const ir::Stmt& body, const FullWrites& full_writes, const target::GpuTarget& target,
                               const std::string& kernel, SourceLoc kernel_loc);
+// lower-tile-ops marks those statements with full_write nodes (so the stage between the
+// passes can be printed and read back); take_full_writes removes the marks and returns
+// the table the plan reads. `kept` holds the statements the table points at alive.
+struct FullWritesOf {
+    ir::Stmt body;
+    FullWrites full_writes;
+    std::vector<ir::Stmt> kept;
+};
+FullWritesOf take_full_writes(const ir::Stmt& body);
 
 // The shape's extents, or nullopt if one is not a compile-time constant.
 std::optional<std::vector<int64_t>> const_shape(const std::vector<ir::Expr>& shape);
@@ -70,6 +80,9 @@ ir::Expr region_in_bounds(const ir::Region& g);
 class ThreadLowering {
 public:
     ThreadLowering(const ir::PrimFunc& f, const target::GpuTarget& t, LayoutPlan plan);
+    // lower-tile-ops: the function at thread level, shared buffers not placed yet (no
+    // arena offsets), the copies and fills that overwrite a shared buffer whole marked
+    // by full_write nodes, no barriers.
     ir::PrimFunc run();
 
 private:
@@ -97,7 +110,7 @@ private:
 
     // ---- statements (thread_lower.cpp) -------------------------------------------------
     Stmt lower(const Stmt& s);
-    const ir::BufferNode* overwritten_shared(const Stmt& s) const;
+    Buffer overwritten_shared(const Stmt& s) const;
     Stmt lower_inner(const Stmt& s);
     Stmt lower_allocate(const ir::AllocateNode& a);
     Buffer plain_buffer(const Buffer& b, SourceLoc loc);
@@ -134,7 +147,6 @@ private:
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
     std::vector<int64_t> tileshape_;
-    FullWrites full_writes_;  // lowered copies/fills that overwrite a whole shared buffer
 };
 
 }  // namespace tilec::lower::detail
