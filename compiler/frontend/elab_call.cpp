@@ -220,9 +220,6 @@ struct InlineGuard {
 };
 }  // namespace
 
-// Binds a func's parameters in a fresh scope; returns false after reporting errors.
-// (Defined as a lambda-like helper inside the calls below.)
-
 Value Elaborator::eval_func_call(const ast::FuncDecl& f, const ast::Expr& e) {
     if (std::find(inline_stack_.begin(), inline_stack_.end(), &f) != inline_stack_.end()) {
         diags_.error(e.range, "recursive call to '" + f.name + "': funcs are inlined, so they cannot recurse")
@@ -366,6 +363,9 @@ ir::Stmt Elaborator::elab_func_stmt(const ast::FuncDecl& f, const ast::Expr& e) 
     return body;
 }
 
+// =================================================================================
+// Calls as statements: a tile op (its home checks it, elab_tile_op.cpp), a func without
+// a value; anything else is evaluated and its unused result warned about.
 
 ir::Stmt Elaborator::elab_call_stmt(const ast::Expr& e) {
     const ast::Expr& callee = *e.operands[0];

@@ -15,13 +15,13 @@
 //      (the CUDA-core lowering), so it proposes nothing;
 //   2. copies: a fragment <-> fragment copy of one shape: one layout (a copy between a
 //      fragment and global or shared memory is free: it follows the fragment);
-//   (each op states its own in its home, compiler/ops/<op>.cpp: ops::infer_layout calls
-//   it with this walker as the ops::LayoutConstraints sink;)
 //   3. parallel loops: a fragment accessed at the loop's coordinates has the loop's
 //      layout; a fragment read at all the loop's coordinates but one (m[i] in
 //      `for i, j`) is the loop's layout reduced along that dimension, and the loop the
 //      fragment's expanded (Fragment::expand_dim: the replicas take chunks of the new
 //      dimension), so the read is a register of the reading thread.
+// Rules 1 and 2 are the ops' own: each op's home (compiler/ops/<op>.cpp) states them
+// through ops::LayoutConstraints, which this walker implements; rule 3 is the walker's.
 // When nothing flows, the first free node (reduce sources first, then fragments, then
 // loops, in program order) gets the default assign_fragment(shape) and flow resumes.
 // A constraint whose two sides are both known and disagree is a conflict: a user error
@@ -155,12 +155,12 @@ private:
                 }
                 IRVisitor::visit_allocate(op);
             }
+            using IRVisitor::visit;
             // A tile op states its own constraints (its home, compiler/ops/<op>.cpp).
             void visit(const Stmt& s) override {
                 if (s && ops::is_tile_op(*s)) ops::infer_layout(*s, *self);
                 IRVisitor::visit(s);
             }
-            using IRVisitor::visit;
             void visit_for(const ForNode* op) override {
                 if (op->for_kind != ForKind::Parallel) return IRVisitor::visit_for(op);
                 self->parallel(*op);
