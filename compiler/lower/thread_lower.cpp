@@ -17,22 +17,13 @@
 #include "layout/index_expr.h"
 #include "lower/thread_lower.h"
 #include "lower/thread_lowering.h"
+#include "ops/registry.h"
 
 namespace tilec::lower {
 
 using namespace ir;
 
 namespace detail {
-
-std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) {
-    std::vector<int64_t> out;
-    for (const auto& e : shape) {
-        auto v = as_const_int(e);
-        if (!v) return std::nullopt;
-        out.push_back(*v);
-    }
-    return out;
-}
 
 namespace {
 
@@ -113,12 +104,6 @@ Stmt ThreadLowering::register_loop(const layout::Fragment& F, SourceLoc loc, con
     return make_for(r, make_int(0), make_int(F.registers_per_thread()), ForKind::Unroll, s, loc);
 }
 
-// A store a replica thread must not repeat (global or shared memory).
-Stmt ThreadLowering::guard_replica(const Expr& rep, Stmt s) {
-    if (is_const_int(rep, 0)) return s;
-    return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
-}
-
 // ---- statements ----------------------------------------------------------------
 // No barriers here: place_barriers (barrier_placement.cpp) puts them where hazards
 // need them once the shared plan has given every buffer its bytes.
@@ -177,17 +162,18 @@ Stmt ThreadLowering::lower_inner(const Stmt& s) {
         return out;
     }
     case StmtKind::Evaluate: return make_evaluate(uniform(s->as<EvaluateNode>()->value), s->loc);
-    case StmtKind::Copy: return lower_copy(*s->as<CopyNode>());
-    case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
     case StmtKind::Barrier: return s;
     case StmtKind::AtomicRmw: TILEC_ICE("thread-level lowering: an atomic in tile-level IR");
     case StmtKind::FullWrite: TILEC_ICE("thread-level lowering: a full_write in tile-level IR");
-    case StmtKind::Gemm: return lower_gemm(*s->as<GemmNode>());
-    case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
-    case StmtKind::Cumsum: return lower_cumsum(*s->as<CumsumNode>());
-    case StmtKind::AtomicAdd: return lower_atomic_add(*s->as<AtomicAddNode>());
-    case StmtKind::Print: unsupported(s->loc, "print");
-    case StmtKind::Assert: unsupported(s->loc, "assert");
+    // Tile ops: each op's home (compiler/ops/<op>.cpp).
+    case StmtKind::Copy:
+    case StmtKind::Fill:
+    case StmtKind::Gemm:
+    case StmtKind::Reduce:
+    case StmtKind::Cumsum:
+    case StmtKind::AtomicAdd:
+    case StmtKind::Print:
+    case StmtKind::Assert: return ops::lower(*s, *this);
     }
     TILEC_ICE("thread-level lowering: unknown statement kind");
 }

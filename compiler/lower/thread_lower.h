@@ -19,9 +19,9 @@
 // fragment, each thread's registers of c accumulated over k (serial k loop around the
 // unrolled register loop) with mul and add in c's type; `pipelined` loops run in order.
 // cumsum of a whole fragment into a whole fragment (a chunked scan through shared
-// memory, lower_cumsum.cpp); atomic_add of a whole fragment into a global region of
+// memory, ops/cumsum.cpp); atomic_add of a whole fragment into a global region of
 // f32, f64 or 32/64-bit integers (one relaxed atomic add per register, masked,
-// lower_atomic.cpp).
+// ops/atomic_add.cpp).
 // Anything else (tensor-core gemm, print, assert, cumsum of shared / local tiles,
 // atomic_add into shared memory or narrow tensors, reduce of shared memory or into a
 // differently laid out fragment, f8 / 4-bit data, f64 exp and friends, ...) is
