@@ -14,6 +14,7 @@
 #include "ir/pass.h"
 #include "ir/printer.h"
 #include "support/diagnostics.h"
+#include "target/target.h"
 #include "transform/simplify.h"
 #ifndef TILEC_VERSION
 #define TILEC_VERSION "0.0.0"
@@ -26,16 +27,18 @@
 #include "codegen/gpu_resources.h"
 #include "codegen/nvptx_backend.h"
 #include "lower/gpu_passes.h"
-#include "target/target.h"
 #endif
 
 namespace tilec::driver {
 namespace {
 
-const std::set<std::string>& known_targets() {
-    static const std::set<std::string> t = {"host", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a",
-                                            "gfx90a", "gfx942", "gfx1100"};
-    return t;
+// The names of the target table's rows, sorted, for the unknown-target diagnostic.
+std::string known_target_list() {
+    std::set<std::string> names;
+    for (auto& t : target::all_targets()) names.insert(t.name);
+    std::string list;
+    for (auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return list;
 }
 
 bool write_output(const std::string& path, const std::string& text, DiagnosticEngine& diags) {
@@ -174,7 +177,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
                          DiagnosticEngine& diags, const std::string& source, codegen::GpuEmbedding& out,
                          std::string& ptx_arch) {
     bool nvidia = false, amd = false;
-    for (auto& arch : archs) (arch.rfind("sm_", 0) == 0 ? nvidia : amd) = true;
+    for (auto& arch : archs) (target::find_gpu_target(arch)->is_nvidia() ? nvidia : amd) = true;
     if (images && !check_gpu_tools(nvidia, amd, diags)) return false;
     out.module_name = source;
     const target::GpuTarget* lowest = nullptr;
@@ -270,11 +273,8 @@ int compile(const Options& options) {
     diags.set_warnings_enabled(options.warnings);
     try {
         for (auto& t : options.targets) {
-            if (!known_targets().count(t)) {
-                std::string list;
-                for (auto& k : known_targets()) list += (list.empty() ? "" : ", ") + k;
-                diags.error({}, "unknown target '" + t + "' (known: " + list + ")");
-            }
+            if (!target::find_target(t))
+                diags.error({}, "unknown target '" + t + "' (known: " + known_target_list() + ")");
         }
         // Outputs of the CPU backend: --emit=llvm|asm|obj|header, or an object (+ header)
         // with -o and no --emit.
@@ -307,9 +307,10 @@ int compile(const Options& options) {
         bool object_host = options.targets.empty();
         if (backend) {
             for (auto& t : options.targets) {
-                if (t == "host") {
+                const target::Target* row = target::find_target(t);
+                if (row && row->is_host()) {
                     object_host = true;
-                } else if (known_targets().count(t)) {
+                } else if (row) {
                     if (std::find(object_gpu_targets.begin(), object_gpu_targets.end(), t) == object_gpu_targets.end())
                         object_gpu_targets.push_back(t);
                 }
@@ -321,8 +322,9 @@ int compile(const Options& options) {
         std::vector<std::string> gpu_targets;
         if (gpu_emit) {
             for (auto& t : options.targets) {
-                if (t == "host" || !known_targets().count(t)) continue;
-                if (t.rfind(amd_emit ? "gfx" : "sm_", 0) == 0)
+                const target::Target* row = target::find_target(t);
+                if (!row || row->is_host()) continue;
+                if (row->vendor == (amd_emit ? target::Vendor::Amd : target::Vendor::Nvidia))
                     gpu_targets.push_back(t);
                 else if (amd_emit)
                     diags.error({}, "--target=" + t + ": --emit=" + options.emit +
@@ -342,9 +344,10 @@ int compile(const Options& options) {
         // -Xptxas and --verbose-resources concern GPU code: say when they cannot apply.
         bool any_sm = false, any_gpu = false;
         for (auto& t : options.targets) {
-            if (!known_targets().count(t) || t == "host") continue;
+            const target::Target* row = target::find_target(t);
+            if (!row || row->is_host()) continue;
             any_gpu = true;
-            any_sm |= t.rfind("sm_", 0) == 0;
+            any_sm |= row->is_nvidia();
         }
         const bool amd_only_emit = gpu_emit && amd_emit;
         if (!options.ptxas_args.empty() && (!any_sm || amd_only_emit || !(backend || gpu_emit)))
@@ -434,7 +437,7 @@ int compile(const Options& options) {
                              [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
             hopt.cpu_entries = object_host;
             for (auto& arch : object_gpu_targets)
-                (arch.rfind("sm_", 0) == 0 ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
+                (target::find_gpu_target(arch)->is_nvidia() ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
             codegen::GpuEmbedding gpu;
             if (!object_gpu_targets.empty()) {
                 // The header needs only to know that every export lowers; the rest, images too.

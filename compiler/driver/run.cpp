@@ -356,7 +356,7 @@ int run_kernel(const RunOptions& options) {
         return option_error("--target=" + join(options.targets, ",") +
                             ": tilec run runs on one target at a time (host or sim:ARCH)");
     for (auto& t : options.targets) {
-        if (t == "host") continue;
+        if (const target::Target* row = target::find_target(t); row && row->is_host()) continue;
         if (t.rfind("sim:", 0) == 0) {
             sim_target = target::find_gpu_target(t.substr(4));
             if (sim_target) continue;
