@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "interp/interp.h"
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 #include "lower/thread_lower.h"
 #include "sim/sim.h"
 #include "target/target.h"
