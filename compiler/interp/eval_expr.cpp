@@ -115,7 +115,8 @@ Value Machine::eval_call(const CallNode* op) {
         fail(op->loc, std::string(call_op_name(op->op)) + " is a thread-level warp operation; the reference "
                                                           "interpreter runs tile-level IR");
     DataType t = op->args[0]->type;
-    if (op->op == CallOp::Abs && !t.is_float()) return Value::of_int(scalar::int_abs(eval_int(op->args[0]), t));
+    if (op->op == CallOp::Abs && !t.is_float())
+        return Value::of_int(scalar::int_abs(eval_int(op->args[0]), t));
     auto arg = [&](size_t k) {
         Value v = eval(op->args[k]);
         DataType at = op->args[k]->type;

@@ -126,19 +126,9 @@ Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
     bool in_block = false;
     std::array<int64_t, 3> block{};
     try {
-        size_t n_tensors = 0, n_sizes = 0, n_scalars = 0;
-        for (const auto& p : f.params)
-            (p.kind == ir::ParamKind::Tensor ? n_tensors
-             : p.kind == ir::ParamKind::Size ? n_sizes
-                                             : n_scalars)++;
-        auto count = [&](const char* what, size_t want, size_t got) {
-            if (want != got)
-                fail(f.loc, "'" + f.name + "' takes " + std::to_string(want) + " " + what + ", " +
-                                std::to_string(got) + " given");
-        };
-        count("tensors", n_tensors, args.tensors.size());
-        count("sizes", n_sizes, args.sizes.size());
-        count("scalars", n_scalars, args.scalars.size());
+        if (auto miscount =
+                scalar::param_count_error(f, args.tensors.size(), args.sizes.size(), args.scalars.size()))
+            fail(f.loc, *miscount);
 
         // Sizes and scalars first: tensor shapes and strides are expressions of them.
         size_t si = 0, ci = 0;

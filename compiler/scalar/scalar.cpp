@@ -270,6 +270,20 @@ double math_call(CallOp op, double x, double y) {
 // ---------------------------------------------------------------------------------
 // Argument binding
 
+std::optional<std::string> param_count_error(const PrimFunc& f, size_t tensors, size_t sizes,
+                                             size_t scalars) {
+    size_t want[3] = {0, 0, 0};
+    for (const auto& p : f.params)
+        ++want[p.kind == ParamKind::Tensor ? 0 : p.kind == ParamKind::Size ? 1 : 2];
+    const size_t got[3] = {tensors, sizes, scalars};
+    const char* what[3] = {"tensors", "sizes", "scalars"};
+    for (int k = 0; k < 3; ++k)
+        if (want[k] != got[k])
+            return "'" + f.name + "' takes " + std::to_string(want[k]) + " " + what[k] + ", " +
+                   std::to_string(got[k]) + " given";
+    return std::nullopt;
+}
+
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
     std::vector<int64_t> strides(shape.size(), 1);
     for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];

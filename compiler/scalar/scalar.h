@@ -106,6 +106,10 @@ double math_call(ir::CallOp op, double x, double y);
 
 // ---- argument binding (shared by the interpreter and the simulator) -----------------
 
+// What is wrong with giving `f` this many tensors, sizes and scalars ("'k' takes 2
+// tensors, 1 given"), checked in that order; nullopt when the counts match.
+std::optional<std::string> param_count_error(const ir::PrimFunc& f, size_t tensors, size_t sizes,
+                                             size_t scalars);
 // Row-major strides (in elements) of `shape`.
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
 // "[4, 16]"

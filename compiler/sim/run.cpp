@@ -116,17 +116,9 @@ void Executor::run(interp::RunArgs& args) {
     for (int t = 0; t < threads_; ++t) all_.push_back(t);
     sites_.push_back({SourceLoc{}, nullptr});
 
-    size_t n_tensors = 0, n_sizes = 0, n_scalars = 0;
-    for (const auto& p : f_.params)
-        (p.kind == ParamKind::Tensor ? n_tensors : p.kind == ParamKind::Size ? n_sizes : n_scalars)++;
-    auto count = [&](const char* what, size_t want, size_t got) {
-        if (want != got)
-            fatal(f_.loc, "'" + f_.name + "' takes " + std::to_string(want) + " " + what + ", " +
-                              std::to_string(got) + " given");
-    };
-    count("tensors", n_tensors, args.tensors.size());
-    count("sizes", n_sizes, args.sizes.size());
-    count("scalars", n_scalars, args.scalars.size());
+    if (auto error =
+            scalar::param_count_error(f_, args.tensors.size(), args.sizes.size(), args.scalars.size()))
+        fatal(f_.loc, *error);
     size_t si = 0, ci = 0;
     for (const auto& p : f_.params) {
         if (p.kind == ParamKind::Size) {

@@ -343,7 +343,8 @@ public:
         if (!to.is_scalar() || !v->type.is_scalar()) return make_cast(to, v, loc);
         if (auto c = as_const_int(v)) {
             if (to.is_integer() || to.is_bool()) return make_int(*c, to, loc);
-            if (to.is_float() && int_exact_in_float(*c, to)) return make_float(static_cast<double>(*c), to, loc);
+            if (to.is_float() && int_exact_in_float(*c, to))
+                return make_float(static_cast<double>(*c), to, loc);
         }
         if (auto f = v->as<FloatImmNode>()) {
             double x = f->value;
