@@ -28,14 +28,6 @@ int64_t s(uint64_t v) {
 // ---------------------------------------------------------------------------------
 // Conversions
 
-bool is_u64(DataType t) {
-    return t.is_uint() && t.bits == 64;
-}
-
-double int_to_double(int64_t v, DataType t) {
-    return is_u64(t) ? static_cast<double>(u(v)) : static_cast<double>(v);
-}
-
 Value convert(Value v, DataType from, DataType to) {
     if (to.is_float()) {
         double d = from.is_float() ? v.f : int_to_double(v.i, from);
@@ -61,97 +53,6 @@ Value convert(Value v, DataType from, DataType to) {
 
 // ---------------------------------------------------------------------------------
 // Integers
-
-int64_t floor_div_i64(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return q;
-}
-int64_t floor_mod_i64(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}
-
-int64_t wrap(uint64_t v, DataType t) {
-    return normalize_int(s(v), t);
-}
-
-bool int_less(int64_t a, int64_t b, DataType t) {
-    return is_u64(t) ? u(a) < u(b) : a < b;
-}
-
-int64_t floor_div(int64_t a, int64_t b, DataType t) {
-    if (is_u64(t)) return s(u(a) / u(b));
-    if (a == kInt64Min && b == -1) return wrap(u(a), t);
-    return wrap(u(floor_div_i64(a, b)), t);
-}
-
-int64_t floor_mod(int64_t a, int64_t b, DataType t) {
-    if (is_u64(t)) return s(u(a) % u(b));
-    if (b == -1) return 0;
-    return wrap(u(floor_mod_i64(a, b)), t);
-}
-
-bool shift_out_of_range(int64_t b, DataType t) {
-    int width = t.is_bool() ? 1 : t.bits;
-    bool negative = !t.is_uint() && b < 0;
-    return negative || u(b) >= static_cast<uint64_t>(width);
-}
-
-int64_t int_abs(int64_t x, DataType t) {
-    bool neg = t.is_int() && x < 0;
-    return neg ? wrap(0 - u(x), t) : x;
-}
-
-IntResult int_binary(BinaryOp op, int64_t x, int64_t y, DataType t) {
-    auto ok = [](int64_t v) { return IntResult{v, IntFault::None}; };
-    auto truth = [](bool v) { return IntResult{v ? 1 : 0, IntFault::None}; };
-    uint64_t ux = u(x), uy = u(y);
-    switch (op) {
-    case BinaryOp::Add: return ok(wrap(ux + uy, t));
-    case BinaryOp::Sub: return ok(wrap(ux - uy, t));
-    case BinaryOp::Mul: return ok(wrap(ux * uy, t));
-    case BinaryOp::FloorDiv:
-        if (y == 0) return {0, IntFault::DivisionByZero};
-        return ok(floor_div(x, y, t));
-    case BinaryOp::FloorMod:
-        if (y == 0) return {0, IntFault::DivisionByZero};
-        return ok(floor_mod(x, y, t));
-    case BinaryOp::Min: return ok(int_less(y, x, t) ? y : x);
-    case BinaryOp::Max: return ok(int_less(x, y, t) ? y : x);
-    case BinaryOp::EQ: return truth(x == y);
-    case BinaryOp::NE: return truth(x != y);
-    case BinaryOp::LT: return truth(int_less(x, y, t));
-    case BinaryOp::LE: return truth(!int_less(y, x, t));
-    case BinaryOp::GT: return truth(int_less(y, x, t));
-    case BinaryOp::GE: return truth(!int_less(x, y, t));
-    case BinaryOp::And: return truth(x != 0 && y != 0);
-    case BinaryOp::Or: return truth(x != 0 || y != 0);
-    case BinaryOp::BitAnd: return ok(wrap(ux & uy, t));
-    case BinaryOp::BitOr: return ok(wrap(ux | uy, t));
-    case BinaryOp::BitXor: return ok(wrap(ux ^ uy, t));
-    case BinaryOp::Shl:
-    case BinaryOp::Shr:
-        if (shift_out_of_range(y, t)) return {0, IntFault::ShiftOutOfRange};
-        if (op == BinaryOp::Shl) return ok(wrap(ux << y, t));
-        // Arithmetic for signed types (x is sign-extended), logical for unsigned ones.
-        if (t.is_uint()) return ok(wrap(ux >> y, t));
-        return ok(wrap(u(x >> y), t));
-    case BinaryOp::Div:
-    case BinaryOp::Mod: break;
-    }
-    return {0, IntFault::NotAnIntegerOp};
-}
-
-int64_t int_unary(UnaryOp op, int64_t a, DataType t) {
-    switch (op) {
-    case UnaryOp::Neg: return wrap(0 - u(a), t);
-    case UnaryOp::Not: return a == 0 ? 1 : 0;
-    case UnaryOp::BitNot: return wrap(~u(a), t);
-    }
-    return 0;
-}
 
 std::optional<int64_t> fold_int_binary(BinaryOp op, int64_t a, int64_t b, DataType t) {
     // Values are read signed throughout (see the header: u64 >= 2^63 differs from
@@ -209,40 +110,6 @@ bool int_exact_in_float(int64_t v, DataType t) {
     if (mantissa == 0) return false;
     int64_t limit = int64_t(1) << mantissa;
     return v >= -limit && v <= limit;
-}
-
-double nan_min(double a, double b) {
-    if (std::isnan(a) || std::isnan(b)) return std::nan("");
-    return b < a ? b : a;
-}
-double nan_max(double a, double b) {
-    if (std::isnan(a) || std::isnan(b)) return std::nan("");
-    return b > a ? b : a;
-}
-
-bool is_float_arithmetic(BinaryOp op) {
-    return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
-           op == BinaryOp::Mod;
-}
-
-std::optional<Value> float_binary(BinaryOp op, double x, double y) {
-    auto truth = [](bool v) { return Value::of_int(v ? 1 : 0); };
-    switch (op) {
-    case BinaryOp::Add: return Value::of_float(x + y);
-    case BinaryOp::Sub: return Value::of_float(x - y);
-    case BinaryOp::Mul: return Value::of_float(x * y);
-    case BinaryOp::Div: return Value::of_float(x / y);
-    case BinaryOp::Mod: return Value::of_float(std::fmod(x, y));
-    case BinaryOp::Min: return Value::of_float(nan_min(x, y));
-    case BinaryOp::Max: return Value::of_float(nan_max(x, y));
-    case BinaryOp::EQ: return truth(x == y);
-    case BinaryOp::NE: return truth(x != y);
-    case BinaryOp::LT: return truth(x < y);
-    case BinaryOp::LE: return truth(x <= y);
-    case BinaryOp::GT: return truth(x > y);
-    case BinaryOp::GE: return truth(x >= y);
-    default: return std::nullopt;
-    }
 }
 
 double math_call(CallOp op, double x, double y) {

@@ -8,7 +8,9 @@
 // every float operation to its type as the GPU does (sim.h). Both call the same
 // round_to_float_type (float_formats.h); each decides when.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +31,9 @@ struct Value {
 
 // ---- conversions ------------------------------------------------------------------
 
-bool is_u64(ir::DataType t);
+inline bool is_u64(ir::DataType t);
 // The integer `v` of type `t` as a double (u64 read unsigned).
-double int_to_double(int64_t v, ir::DataType t);
+inline double int_to_double(int64_t v, ir::DataType t);
 // Converts a value of type `from` to type `to`: to a float type, round to nearest even
 // (round_to_float_type); float -> integer truncates toward zero and saturates at the
 // type's range (NaN -> 0); integer -> integer wraps; to bool is `!= 0`.
@@ -40,25 +42,25 @@ Value convert(Value v, ir::DataType from, ir::DataType to);
 // ---- integers ---------------------------------------------------------------------
 
 // `v` (any 64-bit pattern) wrapped to the width and signedness of `t`.
-int64_t wrap(uint64_t v, ir::DataType t);
+inline int64_t wrap(uint64_t v, ir::DataType t);
 // floor(a / b) and the modulo with the divisor's sign, on int64 exactly (b != 0, and
 // not INT64_MIN / -1): the arithmetic the typed versions below and the simplifier's
 // rewrites rest on.
-int64_t floor_div_i64(int64_t a, int64_t b);
-int64_t floor_mod_i64(int64_t a, int64_t b);
+inline int64_t floor_div_i64(int64_t a, int64_t b);
+inline int64_t floor_mod_i64(int64_t a, int64_t b);
 // a < b in the type (u64 compares unsigned; the other types' values are exact in int64).
-bool int_less(int64_t a, int64_t b, ir::DataType t);
+inline bool int_less(int64_t a, int64_t b, ir::DataType t);
 // Floor division and modulo of values of type `t`, b != 0, wrapped to `t`: the result
 // rounds toward negative infinity and the modulo takes the sign of the divisor; u64
 // divides unsigned. Dividing the type's minimum by -1 wraps (to the minimum); x % -1
 // is 0.
-int64_t floor_div(int64_t a, int64_t b, ir::DataType t);
-int64_t floor_mod(int64_t a, int64_t b, ir::DataType t);
+inline int64_t floor_div(int64_t a, int64_t b, ir::DataType t);
+inline int64_t floor_mod(int64_t a, int64_t b, ir::DataType t);
 // A shift amount `b` outside [0, width) of `t` (bool: width 1; unsigned types read b
 // unsigned, so a u64 amount with the top bit set is out of range, not negative).
-bool shift_out_of_range(int64_t b, ir::DataType t);
+inline bool shift_out_of_range(int64_t b, ir::DataType t);
 // |x| wrapped to `t` (the minimum of a signed type stays the minimum).
-int64_t int_abs(int64_t x, ir::DataType t);
+inline int64_t int_abs(int64_t x, ir::DataType t);
 
 // What an integer operation did besides giving a value.
 enum class IntFault { None, DivisionByZero, ShiftOutOfRange, NotAnIntegerOp };
@@ -72,9 +74,9 @@ struct IntResult {
 // comparisons and `&&`/`||` give 0 or 1. Division or modulo by zero and out-of-range
 // shifts fault (the caller reports them its own way). Float-only ops (Div, Mod) give
 // NotAnIntegerOp.
-IntResult int_binary(ir::BinaryOp op, int64_t a, int64_t b, ir::DataType t);
+inline IntResult int_binary(ir::BinaryOp op, int64_t a, int64_t b, ir::DataType t);
 // Integer negation and bitwise not, wrapped to `t`; logical not (0 or 1).
-int64_t int_unary(ir::UnaryOp op, int64_t a, ir::DataType t);
+inline int64_t int_unary(ir::UnaryOp op, int64_t a, ir::DataType t);
 
 // The folding the simplifier may do on constants (ir constant folding feeds codegen):
 // int_binary's value where the generated code's result is defined, nullopt where it is
@@ -93,13 +95,13 @@ std::optional<int64_t> fold_int_binary(ir::BinaryOp op, int64_t a, int64_t b, ir
 // bits; f8 types: false, so a caller leaves those conversions alone).
 bool int_exact_in_float(int64_t v, ir::DataType t);
 // min/max that propagate NaN (std::fmin would drop it).
-double nan_min(double a, double b);
-double nan_max(double a, double b);
+inline double nan_min(double a, double b);
+inline double nan_max(double a, double b);
 // A float binary op on doubles, unrounded: arithmetic in double (`%` is fmod),
 // comparisons as 0/1 ints; nullopt for integer-only ops.
-std::optional<Value> float_binary(ir::BinaryOp op, double a, double b);
+inline std::optional<Value> float_binary(ir::BinaryOp op, double a, double b);
 // Add, Sub, Mul, Div, Mod: the ops whose float result a GPU rounds to the type.
-bool is_float_arithmetic(ir::BinaryOp op);
+inline bool is_float_arithmetic(ir::BinaryOp op);
 // The math call `op` on doubles (`y` only for pow), unrounded, as the correctly rounded
 // libm result (not a GPU's approximation). Shuffles are not math: 0.
 double math_call(ir::CallOp op, double x, double y);
@@ -117,5 +119,147 @@ std::string list_str(const std::vector<int64_t>& v);
 // The memory of a tensor of float type `t` holds values of that type: rounds what the
 // caller wrote, in place (f64: unchanged).
 void round_tensor_data(std::vector<double>& data, ir::DataType t);
+
+// ---- inline definitions ---------------------------------------------------------------
+// The per-operation rules are inline: the simulator evaluates them for every thread and
+// every operation, where a call into another library each time would cost.
+
+using ir::BinaryOp;
+using ir::DataType;
+using ir::normalize_int;
+using ir::UnaryOp;
+
+inline bool is_u64(DataType t) {
+    return t.is_uint() && t.bits == 64;
+}
+
+inline double int_to_double(int64_t v, DataType t) {
+    return is_u64(t) ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
+}
+
+inline int64_t floor_div_i64(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+}
+inline int64_t floor_mod_i64(int64_t a, int64_t b) {
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+inline int64_t wrap(uint64_t v, DataType t) {
+    return normalize_int(static_cast<int64_t>(v), t);
+}
+
+inline bool int_less(int64_t a, int64_t b, DataType t) {
+    return is_u64(t) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
+}
+
+inline int64_t floor_div(int64_t a, int64_t b, DataType t) {
+    if (is_u64(t)) return static_cast<int64_t>(static_cast<uint64_t>(a) / static_cast<uint64_t>(b));
+    if (a == std::numeric_limits<int64_t>::min() && b == -1) return wrap(static_cast<uint64_t>(a), t);
+    return wrap(static_cast<uint64_t>(floor_div_i64(a, b)), t);
+}
+
+inline int64_t floor_mod(int64_t a, int64_t b, DataType t) {
+    if (is_u64(t)) return static_cast<int64_t>(static_cast<uint64_t>(a) % static_cast<uint64_t>(b));
+    if (b == -1) return 0;
+    return wrap(static_cast<uint64_t>(floor_mod_i64(a, b)), t);
+}
+
+inline bool shift_out_of_range(int64_t b, DataType t) {
+    int width = t.is_bool() ? 1 : t.bits;
+    bool negative = !t.is_uint() && b < 0;
+    return negative || static_cast<uint64_t>(b) >= static_cast<uint64_t>(width);
+}
+
+inline int64_t int_abs(int64_t x, DataType t) {
+    bool neg = t.is_int() && x < 0;
+    return neg ? wrap(0 - static_cast<uint64_t>(x), t) : x;
+}
+
+inline IntResult int_binary(BinaryOp op, int64_t x, int64_t y, DataType t) {
+    auto ok = [](int64_t v) { return IntResult{v, IntFault::None}; };
+    auto truth = [](bool v) { return IntResult{v ? 1 : 0, IntFault::None}; };
+    uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+    switch (op) {
+    case BinaryOp::Add: return ok(wrap(ux + uy, t));
+    case BinaryOp::Sub: return ok(wrap(ux - uy, t));
+    case BinaryOp::Mul: return ok(wrap(ux * uy, t));
+    case BinaryOp::FloorDiv:
+        if (y == 0) return {0, IntFault::DivisionByZero};
+        return ok(floor_div(x, y, t));
+    case BinaryOp::FloorMod:
+        if (y == 0) return {0, IntFault::DivisionByZero};
+        return ok(floor_mod(x, y, t));
+    case BinaryOp::Min: return ok(int_less(y, x, t) ? y : x);
+    case BinaryOp::Max: return ok(int_less(x, y, t) ? y : x);
+    case BinaryOp::EQ: return truth(x == y);
+    case BinaryOp::NE: return truth(x != y);
+    case BinaryOp::LT: return truth(int_less(x, y, t));
+    case BinaryOp::LE: return truth(!int_less(y, x, t));
+    case BinaryOp::GT: return truth(int_less(y, x, t));
+    case BinaryOp::GE: return truth(!int_less(x, y, t));
+    case BinaryOp::And: return truth(x != 0 && y != 0);
+    case BinaryOp::Or: return truth(x != 0 || y != 0);
+    case BinaryOp::BitAnd: return ok(wrap(ux & uy, t));
+    case BinaryOp::BitOr: return ok(wrap(ux | uy, t));
+    case BinaryOp::BitXor: return ok(wrap(ux ^ uy, t));
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+        if (shift_out_of_range(y, t)) return {0, IntFault::ShiftOutOfRange};
+        if (op == BinaryOp::Shl) return ok(wrap(ux << y, t));
+        // Arithmetic for signed types (x is sign-extended), logical for unsigned ones.
+        if (t.is_uint()) return ok(wrap(ux >> y, t));
+        return ok(wrap(static_cast<uint64_t>(x >> y), t));
+    case BinaryOp::Div:
+    case BinaryOp::Mod: break;
+    }
+    return {0, IntFault::NotAnIntegerOp};
+}
+
+inline int64_t int_unary(UnaryOp op, int64_t a, DataType t) {
+    switch (op) {
+    case UnaryOp::Neg: return wrap(0 - static_cast<uint64_t>(a), t);
+    case UnaryOp::Not: return a == 0 ? 1 : 0;
+    case UnaryOp::BitNot: return wrap(~static_cast<uint64_t>(a), t);
+    }
+    return 0;
+}
+
+inline double nan_min(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::nan("");
+    return b < a ? b : a;
+}
+inline double nan_max(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::nan("");
+    return b > a ? b : a;
+}
+
+inline bool is_float_arithmetic(BinaryOp op) {
+    return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Div ||
+           op == BinaryOp::Mod;
+}
+
+inline std::optional<Value> float_binary(BinaryOp op, double x, double y) {
+    auto truth = [](bool v) { return Value::of_int(v ? 1 : 0); };
+    switch (op) {
+    case BinaryOp::Add: return Value::of_float(x + y);
+    case BinaryOp::Sub: return Value::of_float(x - y);
+    case BinaryOp::Mul: return Value::of_float(x * y);
+    case BinaryOp::Div: return Value::of_float(x / y);
+    case BinaryOp::Mod: return Value::of_float(std::fmod(x, y));
+    case BinaryOp::Min: return Value::of_float(nan_min(x, y));
+    case BinaryOp::Max: return Value::of_float(nan_max(x, y));
+    case BinaryOp::EQ: return truth(x == y);
+    case BinaryOp::NE: return truth(x != y);
+    case BinaryOp::LT: return truth(x < y);
+    case BinaryOp::LE: return truth(x <= y);
+    case BinaryOp::GT: return truth(x > y);
+    case BinaryOp::GE: return truth(x >= y);
+    default: return std::nullopt;
+    }
+}
 
 }  // namespace tilec::scalar
