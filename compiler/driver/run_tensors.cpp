@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "interp/float_formats.h"
+#include "scalar/float_formats.h"
 
 namespace tilec::driver {
 
@@ -67,7 +67,7 @@ double HostTensor::get_float(int64_t off) const {
         if (dtype.bits == 16) {
             uint16_t b;
             std::memcpy(&b, p + 2 * off, 2);
-            return interp::f16_value(b);
+            return scalar::f16_value(b);
         }
         if (dtype.bits == 32) {
             float f;
@@ -81,10 +81,10 @@ double HostTensor::get_float(int64_t off) const {
     case TypeKind::BFloat: {
         uint16_t b;
         std::memcpy(&b, p + 2 * off, 2);
-        return interp::bf16_value(b);
+        return scalar::bf16_value(b);
     }
-    case TypeKind::Float8E4M3: return interp::f8e4m3_value(p[off]);
-    case TypeKind::Float8E5M2: return interp::f8e5m2_value(p[off]);
+    case TypeKind::Float8E4M3: return scalar::f8e4m3_value(p[off]);
+    case TypeKind::Float8E5M2: return scalar::f8e5m2_value(p[off]);
     default: return static_cast<double>(get_int(off));
     }
 }
@@ -106,7 +106,7 @@ void HostTensor::set_float(int64_t off, double v) {
     switch (dtype.kind) {
     case TypeKind::Float:
         if (dtype.bits == 16) {
-            uint16_t b = interp::f16_bits(v);
+            uint16_t b = scalar::f16_bits(v);
             std::memcpy(p + 2 * off, &b, 2);
         } else if (dtype.bits == 32) {
             float f = static_cast<float>(v);
@@ -116,12 +116,12 @@ void HostTensor::set_float(int64_t off, double v) {
         }
         return;
     case TypeKind::BFloat: {
-        uint16_t b = interp::bf16_bits(v);
+        uint16_t b = scalar::bf16_bits(v);
         std::memcpy(p + 2 * off, &b, 2);
         return;
     }
-    case TypeKind::Float8E4M3: p[off] = interp::f8e4m3_bits(v); return;
-    case TypeKind::Float8E5M2: p[off] = interp::f8e5m2_bits(v); return;
+    case TypeKind::Float8E4M3: p[off] = scalar::f8e4m3_bits(v); return;
+    case TypeKind::Float8E5M2: p[off] = scalar::f8e5m2_bits(v); return;
     default: set_int(off, static_cast<int64_t>(v)); return;
     }
 }

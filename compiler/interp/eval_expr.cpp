@@ -1,52 +1,15 @@
 // Expression evaluation: integers wrap to their type, floats compute in double, loads
-// are bounds- and init-checked. See interp.h for the semantics this implements.
+// are bounds- and init-checked. See interp.h; the scalar rules are compiler/scalar's.
 #include <cmath>
 #include <limits>
 
-#include "interp/float_formats.h"
 #include "interp/machine.h"
 #include "ir/printer.h"
+#include "scalar/float_formats.h"
 
 namespace tilec::interp::detail {
 
 using namespace ir;
-
-namespace {
-
-int64_t wrap(uint64_t v, DataType t) {
-    return normalize_int(static_cast<int64_t>(v), t);
-}
-
-double nan_min(double a, double b) {
-    if (std::isnan(a) || std::isnan(b)) return std::nan("");
-    return b < a ? b : a;
-}
-double nan_max(double a, double b) {
-    if (std::isnan(a) || std::isnan(b)) return std::nan("");
-    return b > a ? b : a;
-}
-
-bool int_less(int64_t a, int64_t b, DataType t) {
-    return is_u64(t) ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
-}
-
-// Floor division and modulo of integers of type t (b != 0), wrapped to t.
-int64_t floor_div(int64_t a, int64_t b, DataType t) {
-    if (is_u64(t)) return static_cast<int64_t>(static_cast<uint64_t>(a) / static_cast<uint64_t>(b));
-    if (a == std::numeric_limits<int64_t>::min() && b == -1) return wrap(static_cast<uint64_t>(a), t);
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return wrap(static_cast<uint64_t>(q), t);
-}
-int64_t floor_mod(int64_t a, int64_t b, DataType t) {
-    if (is_u64(t)) return static_cast<int64_t>(static_cast<uint64_t>(a) % static_cast<uint64_t>(b));
-    if (b == -1) return 0;
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return wrap(static_cast<uint64_t>(r), t);
-}
-
-}  // namespace
 
 Value Machine::var_value(const VarNode* v, SourceLoc loc) const {
     for (size_t k = vars_.size(); k-- > 0;)
@@ -82,7 +45,7 @@ Value Machine::eval(const Expr& e) {
     case ExprKind::IntImm: return Value::of_int(static_cast<const IntImmNode*>(e.get())->value);
     case ExprKind::FloatImm:
         return Value::of_float(
-            round_to_float_type(static_cast<const FloatImmNode*>(e.get())->value, e->type));
+            scalar::round_to_float_type(static_cast<const FloatImmNode*>(e.get())->value, e->type));
     case ExprKind::StringImm: fail(e->loc, "a string is not a value");
     case ExprKind::Var: return var_value(static_cast<const VarNode*>(e.get()), e->loc);
     case ExprKind::Binary: return eval_binary(static_cast<const BinaryNode*>(e.get()));
@@ -90,14 +53,8 @@ Value Machine::eval(const Expr& e) {
         auto* op = static_cast<const UnaryNode*>(e.get());
         DataType t = op->a->type;
         Value a = eval(op->a);
-        switch (op->op) {
-        case UnaryOp::Neg:
-            if (t.is_float()) return Value::of_float(-a.f);
-            return Value::of_int(wrap(0 - static_cast<uint64_t>(a.i), t));
-        case UnaryOp::Not: return Value::of_int(a.i == 0 ? 1 : 0);
-        case UnaryOp::BitNot: return Value::of_int(wrap(~static_cast<uint64_t>(a.i), t));
-        }
-        break;
+        if (op->op == UnaryOp::Neg && t.is_float()) return Value::of_float(-a.f);
+        return Value::of_int(scalar::int_unary(op->op, a.i, t));
     }
     case ExprKind::Select: {
         auto* op = static_cast<const SelectNode*>(e.get());
@@ -132,63 +89,22 @@ Value Machine::eval_binary(const BinaryNode* op) {
     if (op->op == BinaryOp::And) return Value::of_int(eval_bool(op->a) && eval_bool(op->b) ? 1 : 0);
     if (op->op == BinaryOp::Or) return Value::of_int(eval_bool(op->a) || eval_bool(op->b) ? 1 : 0);
     Value a = eval(op->a), b = eval(op->b);
-    auto truth = [](bool v) { return Value::of_int(v ? 1 : 0); };
     if (t.is_float()) {
-        double x = a.f, y = b.f;
-        switch (op->op) {
-        case BinaryOp::Add: return Value::of_float(x + y);
-        case BinaryOp::Sub: return Value::of_float(x - y);
-        case BinaryOp::Mul: return Value::of_float(x * y);
-        case BinaryOp::Div: return Value::of_float(x / y);
-        case BinaryOp::Mod: return Value::of_float(std::fmod(x, y));
-        case BinaryOp::Min: return Value::of_float(nan_min(x, y));
-        case BinaryOp::Max: return Value::of_float(nan_max(x, y));
-        case BinaryOp::EQ: return truth(x == y);
-        case BinaryOp::NE: return truth(x != y);
-        case BinaryOp::LT: return truth(x < y);
-        case BinaryOp::LE: return truth(x <= y);
-        case BinaryOp::GT: return truth(x > y);
-        case BinaryOp::GE: return truth(x >= y);
-        default: fail(op->loc, std::string("operator '") + binary_op_name(op->op) + "' on floats");
-        }
+        if (auto v = scalar::float_binary(op->op, a.f, b.f)) return *v;
+        fail(op->loc, std::string("operator '") + binary_op_name(op->op) + "' on floats");
     }
-    int64_t x = a.i, y = b.i;
-    uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-    switch (op->op) {
-    case BinaryOp::Add: return Value::of_int(wrap(ux + uy, t));
-    case BinaryOp::Sub: return Value::of_int(wrap(ux - uy, t));
-    case BinaryOp::Mul: return Value::of_int(wrap(ux * uy, t));
-    case BinaryOp::FloorDiv:
-    case BinaryOp::FloorMod:
-        if (y == 0)
-            fail(op->loc, std::string("integer ") + (op->op == BinaryOp::FloorDiv ? "division" : "modulo") +
-                              " by zero: " + print(op->b) + " is 0");
-        return Value::of_int(op->op == BinaryOp::FloorDiv ? floor_div(x, y, t) : floor_mod(x, y, t));
-    case BinaryOp::Min: return Value::of_int(int_less(y, x, t) ? y : x);
-    case BinaryOp::Max: return Value::of_int(int_less(x, y, t) ? y : x);
-    case BinaryOp::EQ: return truth(x == y);
-    case BinaryOp::NE: return truth(x != y);
-    case BinaryOp::LT: return truth(int_less(x, y, t));
-    case BinaryOp::LE: return truth(!int_less(y, x, t));
-    case BinaryOp::GT: return truth(int_less(y, x, t));
-    case BinaryOp::GE: return truth(!int_less(x, y, t));
-    case BinaryOp::BitAnd: return Value::of_int(wrap(ux & uy, t));
-    case BinaryOp::BitOr: return Value::of_int(wrap(ux | uy, t));
-    case BinaryOp::BitXor: return Value::of_int(wrap(ux ^ uy, t));
-    case BinaryOp::Shl:
-    case BinaryOp::Shr: {
+    scalar::IntResult r = scalar::int_binary(op->op, a.i, b.i, t);
+    switch (r.fault) {
+    case scalar::IntFault::None: return Value::of_int(r.value);
+    case scalar::IntFault::DivisionByZero:
+        fail(op->loc, std::string("integer ") + (op->op == BinaryOp::FloorDiv ? "division" : "modulo") +
+                          " by zero: " + print(op->b) + " is 0");
+    case scalar::IntFault::ShiftOutOfRange: {
         int width = t.is_bool() ? 1 : t.bits;
-        bool negative = !t.is_uint() && y < 0;
-        if (negative || static_cast<uint64_t>(y) >= static_cast<uint64_t>(width))
-            fail(op->loc, "shift by " + std::to_string(is_u64(t) ? static_cast<int64_t>(uy) : y) + " (" +
-                              print(op->b) + ") is outside [0, " + std::to_string(width) + ") for " +
-                              t.str());
-        if (op->op == BinaryOp::Shl) return Value::of_int(wrap(ux << y, t));
-        // Arithmetic for signed types (x is sign-extended), logical for unsigned ones.
-        if (t.is_uint()) return Value::of_int(wrap(ux >> y, t));
-        return Value::of_int(wrap(static_cast<uint64_t>(x >> y), t));
+        fail(op->loc, "shift by " + std::to_string(b.i) + " (" + print(op->b) + ") is outside [0, " +
+                          std::to_string(width) + ") for " + t.str());
     }
-    default: break;
+    case scalar::IntFault::NotAnIntegerOp: break;
     }
     fail(op->loc, std::string("operator '") + binary_op_name(op->op) + "' on " + t.str());
 }
@@ -199,39 +115,19 @@ Value Machine::eval_call(const CallNode* op) {
         fail(op->loc, std::string(call_op_name(op->op)) + " is a thread-level warp operation; the reference "
                                                           "interpreter runs tile-level IR");
     DataType t = op->args[0]->type;
-    if (op->op == CallOp::Abs && !t.is_float()) {
-        int64_t x = eval_int(op->args[0]);
-        bool neg = t.is_int() && x < 0;
-        return Value::of_int(neg ? normalize_int(static_cast<int64_t>(0 - static_cast<uint64_t>(x)), t) : x);
-    }
+    if (op->op == CallOp::Abs && !t.is_float())
+        return Value::of_int(scalar::int_abs(eval_int(op->args[0]), t));
     auto arg = [&](size_t k) {
         Value v = eval(op->args[k]);
         DataType at = op->args[k]->type;
         return at.is_float() ? v.f : int_to_double(v.i, at);
     };
-    double x = arg(0);
-    double r = 0;
-    switch (op->op) {
-    case CallOp::Exp: r = std::exp(x); break;
-    case CallOp::Exp2: r = std::exp2(x); break;
-    case CallOp::Log: r = std::log(x); break;
-    case CallOp::Log2: r = std::log2(x); break;
-    case CallOp::Sqrt: r = std::sqrt(x); break;
-    case CallOp::Rsqrt: r = 1.0 / std::sqrt(x); break;
-    case CallOp::Tanh: r = std::tanh(x); break;
-    case CallOp::Sigmoid: r = 1.0 / (1.0 + std::exp(-x)); break;
-    case CallOp::Abs: r = std::fabs(x); break;
-    case CallOp::Floor: r = std::floor(x); break;
-    case CallOp::Ceil: r = std::ceil(x); break;
-    case CallOp::Pow:
+    double x = arg(0), y = 0;
+    if (op->op == CallOp::Pow) {
         if (op->args.size() != 2) fail(op->loc, "pow takes two arguments");
-        r = std::pow(x, arg(1));
-        break;
-    case CallOp::ShflXor:
-    case CallOp::ShflUp:
-    case CallOp::ShflDown:
-    case CallOp::ShflIdx: break;  // refused above
+        y = arg(1);
     }
+    double r = scalar::math_call(op->op, x, y);  // shuffles were refused above
     if (!op->type.is_float()) return convert(Value::of_float(r), DataType::f64(), op->type);
     return Value::of_float(r);
 }

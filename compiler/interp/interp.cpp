@@ -1,11 +1,10 @@
 // run(): binds the arguments to the parameters, checks them, and executes the body once
-// per block of the grid; also the value conversions and storage shared by the rest.
+// per block of the grid; also the storage of buffers shared by the rest.
 #include "interp/interp.h"
 
 #include <cmath>
 #include <memory>
 
-#include "interp/float_formats.h"
 #include "interp/machine.h"
 
 namespace tilec::interp {
@@ -16,43 +15,6 @@ using namespace ir;
 
 void fail(SourceLoc loc, std::string message) {
     throw InterpError{loc, std::move(message)};
-}
-
-bool is_u64(DataType t) {
-    return t.is_uint() && t.bits == 64;
-}
-
-double int_to_double(int64_t v, DataType t) {
-    return is_u64(t) ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
-}
-
-Value convert(Value v, DataType from, DataType to) {
-    if (to.is_float()) {
-        double d = from.is_float() ? v.f : int_to_double(v.i, from);
-        return Value::of_float(round_to_float_type(d, to));
-    }
-    if (to.is_bool()) return Value::of_int(from.is_float() ? (v.f != 0.0) : (v.i != 0));
-    if (!from.is_float()) return Value::of_int(normalize_int(v.i, to));
-    // Float -> integer: truncate toward zero, saturate at the type's range, NaN -> 0.
-    double d = v.f;
-    if (std::isnan(d)) return Value::of_int(0);
-    d = std::trunc(d);
-    const double two_pow_bits = std::ldexp(1.0, to.bits);
-    if (to.is_uint()) {
-        if (d <= 0) return Value::of_int(0);
-        if (d >= two_pow_bits) return Value::of_int(normalize_int(-1, to));  // all ones
-        return Value::of_int(static_cast<int64_t>(static_cast<uint64_t>(d)));
-    }
-    const double half = two_pow_bits / 2;  // 2^(bits-1)
-    if (d <= -half) return Value::of_int(to.min_value());
-    if (d >= half) return Value::of_int(to.max_value());
-    return Value::of_int(static_cast<int64_t>(d));
-}
-
-std::string shape_str(const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
-    return out + "]";
 }
 
 std::string element_str(const Storage& s, const int64_t* idx) {
@@ -99,8 +61,7 @@ void bind_tensor(Machine& m, const Buffer& b, TensorArg& arg, Storage& st) {
         st.shape.push_back(n);
     }
     if (b->strides.empty()) {
-        st.strides.assign(st.shape.size(), 1);
-        for (size_t d = st.shape.size(); d-- > 1;) st.strides[d - 1] = st.strides[d] * st.shape[d];
+        st.strides = scalar::row_major_strides(st.shape);
     } else {
         for (const auto& e : b->strides) st.strides.push_back(m.eval_int(e));
     }
@@ -132,8 +93,7 @@ void bind_tensor(Machine& m, const Buffer& b, TensorArg& arg, Storage& st) {
         st.f = arg.data.data();
         // The memory of a narrower float tensor holds values of its type: round what
         // the caller wrote (in place, so the array shows what the kernel reads).
-        if (st.dtype.is_float() && st.dtype != DataType::f64())
-            for (double& x : arg.data) x = round_to_float_type(x, st.dtype);
+        scalar::round_tensor_data(arg.data, st.dtype);
     }
 }
 
@@ -166,19 +126,9 @@ Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
     bool in_block = false;
     std::array<int64_t, 3> block{};
     try {
-        size_t n_tensors = 0, n_sizes = 0, n_scalars = 0;
-        for (const auto& p : f.params)
-            (p.kind == ir::ParamKind::Tensor ? n_tensors
-             : p.kind == ir::ParamKind::Size ? n_sizes
-                                             : n_scalars)++;
-        auto count = [&](const char* what, size_t want, size_t got) {
-            if (want != got)
-                fail(f.loc, "'" + f.name + "' takes " + std::to_string(want) + " " + what + ", " +
-                                std::to_string(got) + " given");
-        };
-        count("tensors", n_tensors, args.tensors.size());
-        count("sizes", n_sizes, args.sizes.size());
-        count("scalars", n_scalars, args.scalars.size());
+        if (auto miscount =
+                scalar::param_count_error(f, args.tensors.size(), args.sizes.size(), args.scalars.size()))
+            fail(f.loc, *miscount);
 
         // Sizes and scalars first: tensor shapes and strides are expressions of them.
         size_t si = 0, ci = 0;

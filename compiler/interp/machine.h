@@ -10,17 +10,16 @@
 
 #include "interp/interp.h"
 #include "ir/ir.h"
+#include "scalar/scalar.h"
 
 namespace tilec::interp::detail {
 
-// A scalar: `f` for float types, `i` for integer and bool types (normalised to the
-// type, see ir::normalize_int). Which one is meant follows from the expression's type.
-struct Value {
-    double f = 0;
-    int64_t i = 0;
-    static Value of_float(double v) { return {v, 0}; }
-    static Value of_int(int64_t v) { return {0, v}; }
-};
+// Scalars and their rules (conversions, integer wrap, floor division) are the shared
+// ones of compiler/scalar; the interpreter's own part is when it rounds (interp.h).
+using scalar::convert;
+using scalar::int_to_double;
+using scalar::is_u64;
+using scalar::Value;
 
 // Thrown inside the interpreter; run() turns it into a Result.
 struct InterpError {
@@ -29,14 +28,10 @@ struct InterpError {
 };
 [[noreturn]] void fail(SourceLoc loc, std::string message);
 
-bool is_u64(ir::DataType t);
-// The integer `v` of type `t` as a double (u64 read unsigned).
-double int_to_double(int64_t v, ir::DataType t);
-// Converts a value of type `from` to type `to` with the interpreter's rules (see
-// interp.h): float rounding, truncation with saturation, wrapping, bool as != 0.
-Value convert(Value v, ir::DataType from, ir::DataType to);
 // "[4, 16]"
-std::string shape_str(const std::vector<int64_t>& s);
+inline std::string shape_str(const std::vector<int64_t>& s) {
+    return scalar::list_str(s);
+}
 
 // The memory of one buffer: a tensor argument's array, or a fresh array per `alloc`.
 struct Storage {

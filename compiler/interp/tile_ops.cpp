@@ -61,12 +61,8 @@ double as_double(Value v, DataType t) {
     return t.is_float() ? v.f : int_to_double(v.i, t);
 }
 
-double nan_max(double a, double b) {
-    return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (b > a ? b : a);
-}
-double nan_min(double a, double b) {
-    return (std::isnan(a) || std::isnan(b)) ? std::nan("") : (b < a ? b : a);
-}
+using scalar::nan_max;
+using scalar::nan_min;
 
 // Evaluates a region and checks it: its rank, non-negative extents, and for block
 // buffers (not global tensors, which are masked instead) that it lies inside.

@@ -21,7 +21,7 @@
 // Values, as the GPU computes them (the simulator models the GPU, not the float64
 // reference): integers wrap to their width; every float operation rounds its result to
 // the expression's type (f32 in float, f64 in double, f16/bf16 to their format with
-// round-to-nearest-even, interp/float_formats.h); conversions follow the reference's
+// round-to-nearest-even, scalar/float_formats.h); conversions follow the shared
 // rules (float -> integer truncates and saturates, NaN -> 0). Transcendentals (exp,
 // tanh, ...) are the correctly rounded libm results, not the GPU's approximations.
 //

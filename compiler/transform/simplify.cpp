@@ -12,480 +12,20 @@
 #include <numeric>
 
 #include "ir/visitor.h"
+#include "scalar/scalar.h"
 #include "support/diagnostics.h"
+#include "transform/simplify_internal.h"
 
 namespace tilec::transform {
 
 using namespace ir;
 
+using namespace detail;
+
 namespace {
 
-// ---------------------------------------------------------------------------------
-// Wide interval arithmetic: values in __int128 with infinities as +-2^100, so no
-// operation on bounds can overflow.
-
-using W = __int128;
-constexpr W kInf = W(1) << 100;
-constexpr int64_t kNeg = Interval::kNegInf;
-constexpr int64_t kPos = Interval::kPosInf;
-
-W widen(int64_t v) {
-    return v == kNeg ? -kInf : v == kPos ? kInf : W(v);
-}
-W clampw(W x) {
-    return x >= W(kPos) ? kInf : x <= W(kNeg) ? -kInf : x;
-}
-int64_t narrow(W x) {
-    return x >= W(kPos) ? kPos : x <= W(kNeg) ? kNeg : static_cast<int64_t>(x);
-}
-bool is_inf(W x) {
-    return x == kInf || x == -kInf;
-}
-
-W addw(W a, W b) {
-    if (is_inf(a)) return a;
-    if (is_inf(b)) return b;
-    return clampw(a + b);
-}
-W negw(W a) {
-    return -a;
-}
-W mulw(W a, W b) {
-    if (a == 0 || b == 0) return 0;
-    if (is_inf(a) || is_inf(b)) return ((a < 0) != (b < 0)) ? -kInf : kInf;
-    return clampw(a * b);
-}
-// floor(a / b) for b > 0 (b may be infinite).
-W floordivw(W a, W b) {
-    if (is_inf(a)) return a;
-    if (is_inf(b)) return a >= 0 ? 0 : -1;
-    W q = a / b;
-    if ((a % b != 0) && (a < 0)) q -= 1;
-    return q;
-}
-
-struct WI {
-    W lo = -kInf, hi = kInf;
-    bool bounded() const { return !is_inf(lo) && !is_inf(hi); }
-};
-WI widen(Interval i) {
-    return {widen(i.min), widen(i.max)};
-}
-Interval narrow(WI i) {
-    return {narrow(i.lo), narrow(i.hi)};
-}
-
-// ---------------------------------------------------------------------------------
-// Integer semantics shared by folding and bounds.
-
-bool is_int_scalar(DataType t) {
-    return (t.is_integer() || t.is_bool()) && t.is_scalar();
-}
-// 64-bit integer arithmetic is assumed not to overflow (index arithmetic).
-bool assume_no_overflow(DataType t) {
-    return t.is_integer() && t.bits >= 64;
-}
-
-WI type_range(DataType t) {
-    if (!is_int_scalar(t)) return {};
-    if (assume_no_overflow(t)) return {};
-    return {W(t.min_value()), W(t.max_value())};
-}
-
-bool fits(WI i, DataType t) {
-    if (assume_no_overflow(t)) return true;
-    WI r = type_range(t);
-    return i.lo >= r.lo && i.hi <= r.hi;
-}
-// The value range of an op of type t whose exact result lies in i: i if nothing can
-// wrap, else the whole type.
-WI fit(WI i, DataType t) {
-    if (fits(i, t)) return i;
-    return type_range(t);
-}
-
-int64_t floordiv_i64(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return q;
-}
-int64_t floormod_i64(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}
-uint64_t u(int64_t v) {
-    return static_cast<uint64_t>(v);
-}
-int64_t s(uint64_t v) {
-    return static_cast<int64_t>(v);
-}
-
-std::optional<bool> decide_compare(BinaryOp op, WI a, WI b) {
-    switch (op) {
-    case BinaryOp::LT:
-        if (a.hi < b.lo) return true;
-        if (a.lo >= b.hi) return false;
-        break;
-    case BinaryOp::LE:
-        if (a.hi <= b.lo) return true;
-        if (a.lo > b.hi) return false;
-        break;
-    case BinaryOp::GT:
-        if (a.lo > b.hi) return true;
-        if (a.hi <= b.lo) return false;
-        break;
-    case BinaryOp::GE:
-        if (a.lo >= b.hi) return true;
-        if (a.hi < b.lo) return false;
-        break;
-    case BinaryOp::EQ:
-        if (a.lo == a.hi && b.lo == b.hi && a.lo == b.lo && !is_inf(a.lo)) return true;
-        if (a.hi < b.lo || b.hi < a.lo) return false;
-        break;
-    case BinaryOp::NE:
-        if (a.lo == a.hi && b.lo == b.hi && a.lo == b.lo && !is_inf(a.lo)) return false;
-        if (a.hi < b.lo || b.hi < a.lo) return true;
-        break;
-    default: break;
-    }
-    return std::nullopt;
-}
-
-WI bool_range(std::optional<bool> v) {
-    if (v) return {W(*v ? 1 : 0), W(*v ? 1 : 0)};
-    return {0, 1};
-}
-
-// ---------------------------------------------------------------------------------
-// Bounds
-
-WI bound(const Expr& e, const RangeMap& known);
-
-WI bound_binary(const BinaryNode* op, const RangeMap& known) {
-    DataType t = op->type;
-    DataType ot = op->a->type;
-    if (!is_int_scalar(ot)) {
-        if (is_comparison(op->op)) return {0, 1};
-        return {};
-    }
-    WI a = bound(op->a, known), b = bound(op->b, known);
-    switch (op->op) {
-    case BinaryOp::Add: return fit({addw(a.lo, b.lo), addw(a.hi, b.hi)}, t);
-    case BinaryOp::Sub: return fit({addw(a.lo, negw(b.hi)), addw(a.hi, negw(b.lo))}, t);
-    case BinaryOp::Mul: {
-        W c[4] = {mulw(a.lo, b.lo), mulw(a.lo, b.hi), mulw(a.hi, b.lo), mulw(a.hi, b.hi)};
-        return fit({*std::min_element(c, c + 4), *std::max_element(c, c + 4)}, t);
-    }
-    case BinaryOp::FloorDiv: {
-        if (b.lo > 0) {
-            W lo = a.lo >= 0 ? floordivw(a.lo, b.hi) : floordivw(a.lo, b.lo);
-            W hi = a.hi >= 0 ? floordivw(a.hi, b.lo) : floordivw(a.hi, b.hi);
-            return fit({lo, hi}, t);
-        }
-        if (b.hi < 0 && b.lo == b.hi && !is_inf(b.lo)) {  // constant negative divisor
-            W c = -b.lo;                                  // floor(x / -c) = -ceil(x / c) = floor(-x / c)
-            return fit({floordivw(negw(a.hi), c), floordivw(negw(a.lo), c)}, t);
-        }
-        return type_range(t);
-    }
-    case BinaryOp::FloorMod: {
-        if (b.lo > 0) {
-            if (b.lo == b.hi && a.bounded() && floordivw(a.lo, b.lo) == floordivw(a.hi, b.lo)) {
-                W base = floordivw(a.lo, b.lo) * b.lo;
-                return {a.lo - base, a.hi - base};
-            }
-            W hi = is_inf(b.hi) ? kInf : b.hi - 1;
-            if (a.lo >= 0) hi = std::min(hi, a.hi);
-            return {0, hi};
-        }
-        if (b.hi < 0) {
-            W lo = is_inf(b.lo) ? -kInf : b.lo + 1;
-            return {lo, 0};
-        }
-        return type_range(t);
-    }
-    case BinaryOp::Min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-    case BinaryOp::Max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-    case BinaryOp::EQ:
-    case BinaryOp::NE:
-    case BinaryOp::LT:
-    case BinaryOp::LE:
-    case BinaryOp::GT:
-    case BinaryOp::GE: return bool_range(decide_compare(op->op, a, b));
-    case BinaryOp::And:
-        if (a.hi == 0 || b.hi == 0) return {0, 0};
-        if (a.lo == 1 && b.lo == 1) return {1, 1};
-        return {0, 1};
-    case BinaryOp::Or:
-        if (a.lo == 1 || b.lo == 1) return {1, 1};
-        if (a.hi == 0 && b.hi == 0) return {0, 0};
-        return {0, 1};
-    case BinaryOp::BitAnd:
-        if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
-        if (a.lo >= 0) return {0, a.hi};
-        if (b.lo >= 0) return {0, b.hi};
-        return type_range(t);
-    case BinaryOp::BitOr:
-    case BinaryOp::BitXor:
-        if (a.lo >= 0 && b.lo >= 0 && a.bounded() && b.bounded()) {
-            W m = std::max(a.hi, b.hi), p = 1;
-            while (p <= m) p <<= 1;
-            return fit({0, p - 1}, t);
-        }
-        return type_range(t);
-    case BinaryOp::Shl:
-        if (b.lo == b.hi && b.lo >= 0 && b.lo < ot.bits) {
-            W f = W(1) << static_cast<int>(b.lo);
-            return fit({mulw(a.lo, f), mulw(a.hi, f)}, t);
-        }
-        return type_range(t);
-    case BinaryOp::Shr:
-        if (b.lo == b.hi && b.lo >= 0 && b.lo < ot.bits) {
-            W f = W(1) << static_cast<int>(b.lo);
-            return {floordivw(a.lo, f), floordivw(a.hi, f)};
-        }
-        if (a.lo >= 0 && b.lo >= 0) return {0, a.hi};
-        return type_range(t);
-    case BinaryOp::Div:
-    case BinaryOp::Mod: return {};
-    }
-    return type_range(t);
-}
-
-WI bound(const Expr& e, const RangeMap& known) {
-    if (!e) return {};
-    DataType t = e->type;
-    if (!is_int_scalar(t)) return {};
-    switch (e->kind) {
-    case ExprKind::IntImm: {
-        W v = e->as<IntImmNode>()->value;
-        return {v, v};
-    }
-    case ExprKind::Var: {
-        WI r = type_range(t);
-        if (const Interval* k = known.find(e->as<VarNode>())) {
-            WI w = widen(*k);
-            r.lo = std::max(r.lo, w.lo);
-            r.hi = std::min(r.hi, w.hi);
-        }
-        return r;
-    }
-    case ExprKind::Binary: return bound_binary(e->as<BinaryNode>(), known);
-    case ExprKind::Unary: {
-        auto op = e->as<UnaryNode>();
-        WI a = bound(op->a, known);
-        switch (op->op) {
-        case UnaryOp::Neg: return fit({negw(a.hi), negw(a.lo)}, t);
-        case UnaryOp::Not:
-            if (a.lo == 1) return {0, 0};
-            if (a.hi == 0) return {1, 1};
-            return {0, 1};
-        case UnaryOp::BitNot:
-            if (t.is_uint() && !assume_no_overflow(t)) {
-                W m = t.max_value();
-                return {m - a.hi, m - a.lo};
-            }
-            if (t.is_bool()) return {0, 1};
-            return fit({addw(negw(a.hi), -1), addw(negw(a.lo), -1)}, t);
-        }
-        return type_range(t);
-    }
-    case ExprKind::Select: {
-        auto op = e->as<SelectNode>();
-        WI c = bound(op->cond, known);
-        if (c.lo == 1) return bound(op->t, known);
-        if (c.hi == 0) return bound(op->f, known);
-        WI x = bound(op->t, known), y = bound(op->f, known);
-        return {std::min(x.lo, y.lo), std::max(x.hi, y.hi)};
-    }
-    case ExprKind::Cast: {
-        auto op = e->as<CastNode>();
-        if (t.is_bool()) return {0, 1};
-        if (!is_int_scalar(op->value->type)) return type_range(t);
-        return fit(bound(op->value, known), t);
-    }
-    case ExprKind::Call: {
-        auto op = e->as<CallNode>();
-        if (op->op == CallOp::Abs && op->args.size() == 1) {
-            WI a = bound(op->args[0], known);
-            W m = std::max(a.hi < 0 ? negw(a.hi) : a.hi, a.lo < 0 ? negw(a.lo) : a.lo);
-            W lo = (a.lo <= 0 && a.hi >= 0) ? W(0) : std::min(a.lo < 0 ? negw(a.hi) : a.lo, m);
-            return fit({lo, m}, t);
-        }
-        return type_range(t);
-    }
-    default: return type_range(t);
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Linear forms: sum of coeff * atom + constant, for integer types. Coefficients and
-// the constant live in the signed view of the type's width (u32 `x - y` keeps -1);
-// all of it is exact modulo 2^bits, and exact outright when nothing wraps.
-
-int64_t wadd(int64_t a, int64_t b) {
-    return s(u(a) + u(b));
-}
-int64_t wmul(int64_t a, int64_t b) {
-    return s(u(a) * u(b));
-}
-int64_t wneg(int64_t a) {
-    return s(0 - u(a));
-}
-
-struct Sum {
-    DataType type;
-    std::vector<std::pair<Expr, int64_t>> terms;  // atoms: never Add/Sub/Neg/Mul-by-const
-    int64_t constant = 0;
-};
-
-int64_t coef_norm(int64_t v, DataType t) {
-    return normalize_int(v, DataType(TypeKind::Int, t.bits));
-}
-int64_t signed_min(DataType t) {
-    return DataType(TypeKind::Int, t.bits).min_value();
-}
-
-void add_term(Sum& sum, const Expr& atom, int64_t coeff) {
-    for (auto& [a, c] : sum.terms) {
-        if (structural_equal(a, atom)) {
-            c = coef_norm(wadd(c, coeff), sum.type);
-            return;
-        }
-    }
-    sum.terms.emplace_back(atom, coef_norm(coeff, sum.type));
-}
-
-void collect(const Expr& e, int64_t coeff, Sum& sum) {
-    if (auto imm = e->as<IntImmNode>()) {
-        sum.constant = coef_norm(wadd(sum.constant, wmul(imm->value, coeff)), sum.type);
-        return;
-    }
-    if (auto b = e->as<BinaryNode>()) {
-        switch (b->op) {
-        case BinaryOp::Add:
-            collect(b->a, coeff, sum);
-            collect(b->b, coeff, sum);
-            return;
-        case BinaryOp::Sub:
-            collect(b->a, coeff, sum);
-            collect(b->b, wneg(coeff), sum);
-            return;
-        case BinaryOp::Mul:
-            if (auto c = as_const_int(b->b)) return collect(b->a, wmul(coeff, *c), sum);
-            if (auto c = as_const_int(b->a)) return collect(b->b, wmul(coeff, *c), sum);
-            break;
-        default: break;
-        }
-    }
-    if (auto un = e->as<UnaryNode>(); un && un->op == UnaryOp::Neg) return collect(un->a, wneg(coeff), sum);
-    add_term(sum, e, coeff);
-}
-
-// x = c * floordiv(x, c) + floormod(x, c): folds k * c * (x / c) + k * (x % c) into k * x.
-bool fold_div_mod_pairs(Sum& sum) {
-    for (size_t i = 0; i < sum.terms.size(); ++i) {
-        auto mod = sum.terms[i].first->as<BinaryNode>();
-        int64_t k = sum.terms[i].second;
-        if (!mod || mod->op != BinaryOp::FloorMod || k == 0) continue;
-        auto c = as_const_int(mod->b);
-        if (!c || *c == 0) continue;
-        for (size_t j = 0; j < sum.terms.size(); ++j) {
-            auto div = sum.terms[j].first->as<BinaryNode>();
-            if (!div || div->op != BinaryOp::FloorDiv || !is_const_int(div->b, *c)) continue;
-            if (!structural_equal(div->a, mod->a)) continue;
-            if (sum.terms[j].second != coef_norm(wmul(k, *c), sum.type)) continue;
-            Expr x = mod->a;
-            sum.terms[i].second = 0;
-            sum.terms[j].second = 0;
-            collect(x, k, sum);
-            return true;
-        }
-    }
-    return false;
-}
-
-Sum to_sum(const Expr& e) {
-    Sum sum;
-    sum.type = e->type;
-    collect(e, 1, sum);
-    while (fold_div_mod_pairs(sum)) {
-    }
-    return sum;
-}
-
-Expr from_sum(const Sum& sum, SourceLoc loc) {
-    DataType t = sum.type;
-    auto lit = [&](int64_t v) { return make_int(v, t, loc); };
-    auto scaled = [&](const Expr& atom, int64_t c) {  // c > 0 or the width's minimum
-        return c == 1 ? atom : make_binary(BinaryOp::Mul, atom, lit(c), loc);
-    };
-    Expr r;
-    for (const auto& [atom, c] : sum.terms) {
-        if (c <= 0) continue;
-        r = r ? make_binary(BinaryOp::Add, r, scaled(atom, c), loc) : scaled(atom, c);
-    }
-    int64_t k = sum.constant;
-    bool k_used = false;
-    for (const auto& [atom, c] : sum.terms) {
-        if (c >= 0) continue;
-        if (!r) {
-            if (k > 0) {
-                r = lit(k);
-                k_used = true;
-            } else {
-                r = c == -1 ? make_unary(UnaryOp::Neg, atom, loc)
-                            : make_binary(BinaryOp::Mul, atom, lit(c), loc);
-                continue;
-            }
-        }
-        if (c == signed_min(t))
-            r = make_binary(BinaryOp::Add, r, scaled(atom, c), loc);
-        else
-            r = make_binary(BinaryOp::Sub, r, scaled(atom, wneg(c)), loc);
-    }
-    if (k_used) return r;
-    if (!r) return lit(k);
-    if (k > 0 || k == signed_min(t)) return make_binary(BinaryOp::Add, r, lit(k), loc);
-    if (k < 0) return make_binary(BinaryOp::Sub, r, lit(wneg(k)), loc);
-    return r;
-}
-
-BinaryOp flip(BinaryOp op) {  // a op b == b flip(op) a
-    switch (op) {
-    case BinaryOp::LT: return BinaryOp::GT;
-    case BinaryOp::LE: return BinaryOp::GE;
-    case BinaryOp::GT: return BinaryOp::LT;
-    case BinaryOp::GE: return BinaryOp::LE;
-    default: return op;
-    }
-}
-
-BinaryOp negate(BinaryOp op) {  // !(a op b) == a negate(op) b, for integers
-    switch (op) {
-    case BinaryOp::LT: return BinaryOp::GE;
-    case BinaryOp::LE: return BinaryOp::GT;
-    case BinaryOp::GT: return BinaryOp::LE;
-    case BinaryOp::GE: return BinaryOp::LT;
-    case BinaryOp::EQ: return BinaryOp::NE;
-    case BinaryOp::NE: return BinaryOp::EQ;
-    default: return op;
-    }
-}
-
 // Exactly representable in float type t (for folding int -> float casts).
-bool exact_in_float(int64_t v, DataType t) {
-    int mantissa = 0;
-    switch (t.kind) {
-    case TypeKind::Float: mantissa = t.bits == 16 ? 11 : t.bits == 32 ? 24 : t.bits == 64 ? 53 : 0; break;
-    case TypeKind::BFloat: mantissa = 8; break;
-    default: return false;  // f8: leave to codegen
-    }
-    if (mantissa == 0) return false;
-    int64_t limit = int64_t(1) << mantissa;
-    return v >= -limit && v <= limit;
-}
+using scalar::int_exact_in_float;
 
 // ---------------------------------------------------------------------------------
 // The simplifier
@@ -637,7 +177,7 @@ public:
             return floor_div(from_sum(reduced, loc), make_int(c / g, t, loc), loc);
         }
         // (q * c + r) / c -> q + r / c
-        Sum q{t, {}, floordiv_i64(sum.constant, c)}, r{t, {}, floormod_i64(sum.constant, c)};
+        Sum q{t, {}, floor_div_i64(sum.constant, c)}, r{t, {}, floor_mod_i64(sum.constant, c)};
         for (const auto& [atom, k] : sum.terms) {
             if (k % c == 0)
                 q.terms.emplace_back(atom, k / c);
@@ -676,7 +216,7 @@ public:
         // (q * c + r) % c -> r % c
         Sum sum = to_sum(a);
         if (!exact(sum)) return make_binary(BinaryOp::FloorMod, a, b, loc);
-        Sum r{t, {}, floormod_i64(sum.constant, c)};
+        Sum r{t, {}, floor_mod_i64(sum.constant, c)};
         bool dropped = r.constant != sum.constant;
         for (const auto& [atom, k] : sum.terms) {
             if (k % c == 0)
@@ -803,13 +343,14 @@ public:
         if (!to.is_scalar() || !v->type.is_scalar()) return make_cast(to, v, loc);
         if (auto c = as_const_int(v)) {
             if (to.is_integer() || to.is_bool()) return make_int(*c, to, loc);
-            if (to.is_float() && exact_in_float(*c, to)) return make_float(static_cast<double>(*c), to, loc);
+            if (to.is_float() && int_exact_in_float(*c, to))
+                return make_float(static_cast<double>(*c), to, loc);
         }
         if (auto f = v->as<FloatImmNode>()) {
             double x = f->value;
             // Only integral values the source type holds exactly (rounding is codegen's).
             bool small_integral = std::isfinite(x) && x >= -2048 && x <= 2048 && x == std::trunc(x) &&
-                                  exact_in_float(static_cast<int64_t>(x), v->type);
+                                  int_exact_in_float(static_cast<int64_t>(x), v->type);
             if (small_integral && (to.is_integer() || to.is_bool())) {
                 int64_t i = static_cast<int64_t>(x);
                 if (to.is_bool()) return make_bool(i != 0, loc);
@@ -894,44 +435,7 @@ public:
 }  // namespace
 
 std::optional<int64_t> fold_int_binary(BinaryOp op, int64_t a, int64_t b, DataType t) {
-    auto norm = [&](int64_t v) { return normalize_int(v, t); };
-    switch (op) {
-    case BinaryOp::Add: return norm(s(u(a) + u(b)));
-    case BinaryOp::Sub: return norm(s(u(a) - u(b)));
-    case BinaryOp::Mul: return norm(s(u(a) * u(b)));
-    case BinaryOp::FloorDiv: {
-        if (b == 0 || (a == kNeg && b == -1)) return std::nullopt;
-        int64_t q = floordiv_i64(a, b);
-        if (normalize_int(q, t) != q) return std::nullopt;  // overflow (e.g. -128 / -1 in i8)
-        return q;
-    }
-    case BinaryOp::FloorMod:
-        if (b == 0) return std::nullopt;
-        if (b == -1) return 0;
-        return norm(floormod_i64(a, b));
-    case BinaryOp::Min: return std::min(a, b);
-    case BinaryOp::Max: return std::max(a, b);
-    case BinaryOp::EQ: return a == b;
-    case BinaryOp::NE: return a != b;
-    case BinaryOp::LT: return a < b;
-    case BinaryOp::LE: return a <= b;
-    case BinaryOp::GT: return a > b;
-    case BinaryOp::GE: return a >= b;
-    case BinaryOp::And: return (a != 0) && (b != 0);
-    case BinaryOp::Or: return (a != 0) || (b != 0);
-    case BinaryOp::BitAnd: return norm(a & b);
-    case BinaryOp::BitOr: return norm(a | b);
-    case BinaryOp::BitXor: return norm(a ^ b);
-    case BinaryOp::Shl:
-        if (b < 0 || b >= t.bits) return std::nullopt;
-        return norm(s(u(a) << b));
-    case BinaryOp::Shr:
-        if (b < 0 || b >= t.bits) return std::nullopt;
-        return norm(a >> b);  // normalised unsigned values are >= 0: logical shift
-    case BinaryOp::Div:
-    case BinaryOp::Mod: return std::nullopt;
-    }
-    return std::nullopt;
+    return scalar::fold_int_binary(op, a, b, t);
 }
 
 Interval bound_of(const Expr& e, const RangeMap& known) {

@@ -57,7 +57,9 @@ Interval bound_of(const ir::Expr& e, const RangeMap& known = {});
 // An integer/bool binary op on constants of type `t` (the operands' type, values
 // normalised to it), as the generated code computes it: wrapping to `t`, floor division
 // and modulo; nullopt where the result is undefined (division by zero, overflowing
-// division, shifts out of the type's range) or the op is not an integer op.
+// division, shifts out of the type's range) or the op is not an integer op. The rule
+// lives in compiler/scalar (scalar::fold_int_binary, next to the interpreter's); this
+// is its name for the passes.
 std::optional<int64_t> fold_int_binary(ir::BinaryOp op, int64_t a, int64_t b, ir::DataType t);
 
 // Simplifies an expression. Integer/bool expressions are folded and canonicalised;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 #include "ir/ir.h"
 #include "lower/gpu_passes.h"
 #include "lower/thread_lower.h"

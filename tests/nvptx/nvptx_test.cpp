@@ -13,7 +13,7 @@
 
 #include "codegen/nvptx_backend.h"
 #include "gpu_common/gpu_cases.h"
-#include "interp/float_formats.h"
+#include "scalar/float_formats.h"
 #include "target/target.h"
 
 using namespace tilec;
@@ -236,7 +236,7 @@ TEST_CASE("nvptx: conversions to bf16 round once where PTX lacks a direct cvt (s
         // The host's f32 -> bf16 (the last step here, cvt.rn.bf16.f32 on the GPU, which
         // keeps subnormals) flushes subnormals, so the JIT cannot check that range.
         if (std::fabs(v) < 0x1p-126 && v != 0) continue;
-        uint64_t want = bf16_bits(interp::round_to_float_type(v, DataType::bf16()));
+        uint64_t want = bf16_bits(scalar::round_to_float_type(v, DataType::bf16()));
         uint64_t got = from_f64(v, 0);
         if (got != want && bad++ < 5) FAIL_CHECK("f64 " << v << ": got 0x" << std::hex << got << ", want 0x" << want);
     }

@@ -6,12 +6,13 @@
 #include <limits>
 #include <sstream>
 
-#include "interp/float_formats.h"
+#include "scalar/float_formats.h"
 #include "interp/interp.h"
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 
 using namespace tilec;
 using namespace tilec::interp;
+using namespace tilec::scalar;  // the float formats
 using tilec::ir::DataType;
 
 namespace {

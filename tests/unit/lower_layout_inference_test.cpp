@@ -7,7 +7,7 @@
 
 #include <sstream>
 
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 #include "ir/visitor.h"
 #include "layout/fragment.h"
 #include "layout/index_expr.h"

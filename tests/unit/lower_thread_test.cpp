@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "interp/interp.h"
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ir/visitor.h"

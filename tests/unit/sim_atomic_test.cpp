@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "interp/interp.h"
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 #include "ir/printer.h"
 #include "lower/gpu_passes.h"
 #include "lower/thread_lower.h"

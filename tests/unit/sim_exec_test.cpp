@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "interp/interp.h"
-#include "interp/testing.h"
 #include "lower/gpu_passes.h"
+#include "support/interp_testing.h"
 #include "lower/thread_lower.h"
 #include "sim/sim.h"
 #include "target/target.h"

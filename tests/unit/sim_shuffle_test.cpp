@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "interp/float_formats.h"
+#include "scalar/float_formats.h"
 #include "interp/interp.h"
 #include "ir/verifier.h"
 #include "sim/sim.h"
@@ -207,7 +207,7 @@ TEST_CASE("sim shuffle: 16-bit values travel extended and 64-bit values whole", 
                 Kernel k(64, t);
                 std::vector<double> xs(64), ys;
                 for (int i = 0; i < 64; ++i)
-                    xs[i] = interp::round_to_float_type(std::ldexp(1.0 + i / 64.0 + 1.0 / 3, i % 7 - 3) * (i % 3 ? 1 : -1), t);
+                    xs[i] = scalar::round_to_float_type(std::ldexp(1.0 + i / 64.0 + 1.0 / 3, i % 7 - 3) * (i % 3 ? 1 : -1), t);
                 auto r = k.run(k.store(ir::make_shuffle(op, k.load(), i32(m))), arch, xs, ys);
                 REQUIRE(r.ok);
                 CHECK(issues_str(r).empty());

@@ -1,13 +1,13 @@
-// The interpreter's narrow-float conversions against known bit patterns (max values,
+// The narrow-float conversions (compiler/scalar) against known bit patterns (max values,
 // subnormals, ties to even, overflow rules) and exhaustively against their own decoders.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <limits>
 
-#include "interp/float_formats.h"
+#include "scalar/float_formats.h"
 
-using namespace tilec::interp;
+using namespace tilec::scalar;
 using tilec::ir::DataType;
 
 namespace {

@@ -1,11 +1,13 @@
 // Narrow floating-point formats (f16, bf16, f8e4m3, f8e5m2) and f32: exact encoders with
-// round-to-nearest-even and each format's overflow rule, so the interpreter can round.
+// round-to-nearest-even and each format's overflow rule, one copy for every component.
 #pragma once
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 
 #include "ir/ir.h"
 
-namespace tilec::interp {
+namespace tilec::scalar {
 
 // Encoders take any double and round to nearest, ties to even, exactly once (never via
 // f32). Decoders give the exact value. NaN encodes as the format's canonical quiet NaN
@@ -34,7 +36,14 @@ uint8_t f8e5m2_bits(double v, bool saturate = false);
 double f8e5m2_value(uint8_t bits);
 
 // `v` rounded to the float type `t` (f64: unchanged; f32: the nearest float, overflow
-// to +-inf). `t` must be a float type.
-double round_to_float_type(double v, ir::DataType t);
+// to +-inf). `t` must be a float type. Inline for f64 and in-range f32, which the
+// simulator meets on every float operation.
+double round_to_float_type_slow(double v, ir::DataType t);
+inline double round_to_float_type(double v, ir::DataType t) {
+    if (t.kind == ir::TypeKind::Float && t.bits == 64) return v;
+    if (t.kind == ir::TypeKind::Float && t.bits == 32 && std::fabs(v) <= static_cast<double>(FLT_MAX))
+        return static_cast<double>(static_cast<float>(v));
+    return round_to_float_type_slow(v, t);
+}
 
-}  // namespace tilec::interp
+}  // namespace tilec::scalar

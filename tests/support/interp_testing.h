@@ -1,7 +1,7 @@
 // Test support: compile .tile source (a file or a string) through the frontend and the
 // tile passes to Tile IR functions, ready for the interpreter.
 //
-// Not part of tilec_interp (it pulls in the frontend): link tilec_interp_testing.
+// Test-only, so it lives under tests/ (it pulls in the frontend): link tilec_interp_testing.
 #pragma once
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 // Test support: the driver's front half (load, elaborate, tile passes) as a function
 // that returns the Tile IR and the diagnostics text instead of printing them.
-#include "interp/testing.h"
+#include "support/interp_testing.h"
 
 #include <unistd.h>
 #include <atomic>

@@ -1,12 +1,12 @@
 // Encoders and decoders for the narrow float formats, written once over a generic
 // "sign, E exponent bits, M mantissa bits" description and checked bit-exactly in tests.
-#include "interp/float_formats.h"
+#include "scalar/float_formats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-namespace tilec::interp {
+namespace tilec::scalar {
 
 namespace {
 
@@ -127,7 +127,7 @@ double f8e5m2_value(uint8_t bits) {
     return decode(bits, kE5M2);
 }
 
-double round_to_float_type(double v, ir::DataType t) {
+double round_to_float_type_slow(double v, ir::DataType t) {
     switch (t.kind) {
     case ir::TypeKind::Float:
         if (t.bits == 64) return v;
@@ -147,4 +147,4 @@ double round_to_float_type(double v, ir::DataType t) {
     return v;
 }
 
-}  // namespace tilec::interp
+}  // namespace tilec::scalar

@@ -1,0 +1,260 @@
+// The simulator's executor, private to compiler/sim: the state of one run and the
+// declarations its source files share. What each part does is in the file that holds it:
+//   storage.cpp      values as the GPU's bytes and registers; buffer storage
+//   eval.cpp         per-thread expressions, loads, bounds
+//   collectives.cpp  warp shuffles through the ISA models (warp_isa.h)
+//   shadow.cpp       the per-byte shadow of shared memory: races, stale and clobbered reads
+//   statements.cpp   SIMT lock-step statements: loops, ifs, stores, atomics, allocs, barriers
+//   counters.cpp     per-warp memory requests turned into sector and bank counters
+//   run.cpp          argument binding, the block loop, issues, sim::run
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/ir.h"
+#include "scalar/scalar.h"
+#include "sim/sim.h"
+
+namespace tilec::sim::detail {
+
+using scalar::Value;
+
+// A fatal error inside the executor; run() turns it into Result::ok = false.
+struct Fatal {
+    SourceLoc loc;
+    std::string message;
+};
+[[noreturn]] void fatal(SourceLoc loc, std::string message);
+// Thrown when Options::max_issues is reached.
+struct TooManyIssues {};
+
+constexpr size_t kMaxRank = 16;
+constexpr int kBanks = 32;
+constexpr int kBankBytes = 4;
+constexpr int kSectorBytes = 32;
+
+// ---- values as bytes and registers (storage.cpp) -------------------------------------
+
+// A value of type `t` in the bytes the GPU stores for it (little-endian): floats in
+// their format (the value is already of that format, so encoding is exact: the rounding
+// happened where the value was computed or converted), integers and bools in their
+// width's bytes (i4/u4 one byte each, as the counters count them).
+void encode(uint8_t* p, Value v, ir::DataType t);
+Value decode(const uint8_t* p, ir::DataType t);
+// The bits a register of type `t` holds for `v`, as the backends hold it (gpu_lowering.h:
+// narrow floats in f32 registers, integers and bools at their width), zero-extended to
+// 64; and back. A shuffle moves these bits.
+uint64_t register_bits(Value v, ir::DataType t);
+Value from_register_bits(uint64_t u, ir::DataType t);
+
+// The shadow of one byte of shared memory. Per byte, not per element or word: buffers
+// of different types share bytes under the shared plan, and two f16 (or i8) elements in
+// one 4-byte word written by different threads are not a race.
+struct ByteShadow {
+    int32_t w_tid = -1, w_epoch = 0;  // the last writer and its barrier epoch (0: never)
+    int32_t r_tid = -1, r_epoch = 0;  // the reader in r_epoch (-1: several)
+    uint32_t w_site = 0, r_site = 0;  // those accesses (Executor::sites_; 0: none)
+    int32_t writer = 0;               // the alloc instance that last wrote it (0: none yet)
+    int32_t overwritten = 0;          // the instance `writer` overwrote (0: none)
+};
+
+// Shared memory of the running block: one byte array for all shared buffers, each at its
+// byte offset (the shared plan's, or the next 128-byte slot), as on the GPU, so buffers
+// that share bytes see each other's stores. It grows to the largest extent allocated.
+struct SharedArena {
+    std::vector<uint8_t> bytes;
+    std::vector<ByteShadow> shadow;
+    void ensure(int64_t n);
+    // A new block: nothing written, no accesses; the bytes read as NaN until written.
+    void reset();
+};
+
+// The memory of one buffer. Registers hold `size` elements per thread (thread t's
+// element k at t * size + k); shared buffers and tensors one instance.
+struct Storage {
+    const ir::BufferNode* buffer = nullptr;
+    ir::Scope scope = ir::Scope::Global;
+    ir::DataType dtype;
+    bool writable = true;
+    std::vector<int64_t> shape, strides;
+    int64_t size = 0;
+    double* f = nullptr;
+    int64_t* i = nullptr;
+    std::vector<double> own_f;
+    std::vector<int64_t> own_i;
+    std::vector<uint8_t> init;                // register: written since the alloc
+    std::vector<uint8_t>* written = nullptr;  // tensors: stored by the kernel
+    // Shared: the block's arena, which holds the values (and the shadow) at byte `base`
+    // on; `instance` tells this execution of the `alloc` from any other.
+    SharedArena* arena = nullptr;
+    int32_t instance = 0;
+    int64_t base = 0;  // byte address of offset 0 (counters; shared: the arena offset)
+    int elem_bytes = 4;
+
+    const std::string& name() const { return buffer->name; }
+    // Inline: every load and store passes here.
+    Value get(int64_t off) const {
+        if (arena) return decode(arena->bytes.data() + base + off * elem_bytes, dtype);
+        if (dtype.is_float()) return Value::of_float(f[off]);
+        if (i) return Value::of_int(i[off]);
+        return scalar::convert(Value::of_float(f[off]), ir::DataType::f64(), dtype);
+    }
+    void set(int64_t off, Value v) {
+        if (arena)
+            encode(arena->bytes.data() + base + off * elem_bytes, v, dtype);
+        else if (dtype.is_float())
+            f[off] = v.f;
+        else if (i)
+            i[off] = v.i;
+        else
+            f[off] = scalar::int_to_double(v.i, dtype);
+    }
+    void allocate_own(int64_t n);
+};
+
+// "shared", "register", "global"
+const char* kind_word(ir::Scope s);
+
+// One memory access of a statement, kept until the statement is done so the accesses
+// of one node can be grouped per warp.
+struct MemAccess {
+    const void* node;
+    SourceLoc loc;
+    bool shared;
+    bool store;
+    int32_t thread;
+    int64_t addr;
+    int bytes;
+};
+
+struct CounterKey {
+    uint32_t file, line;
+    bool shared, store;
+    bool operator<(const CounterKey& o) const {
+        return std::tie(file, line, shared, store) < std::tie(o.file, o.line, o.shared, o.store);
+    }
+};
+
+class Executor {
+public:
+    Executor(const ir::PrimFunc& f, const Options& opt, Result& res);
+
+    void run(interp::RunArgs& args);
+
+private:
+    // ---- bindings (run.cpp, eval.cpp) -----------------------------------------------
+    // Per-thread variables: a stack of arrays (one value per thread), reused.
+    struct VarSlot {
+        const ir::VarNode* var;
+        std::vector<Value> vals;
+    };
+    std::vector<VarSlot> tvars_;
+    size_t tdepth_ = 0;
+    std::vector<std::pair<const ir::VarNode*, Value>> uniform_;
+    std::vector<std::pair<const ir::BufferNode*, Storage*>> buffers_;
+
+    std::vector<Value>& push_tvar(const ir::VarNode* v);
+    void pop_tvar() { --tdepth_; }
+    Value var_value(const ir::VarNode* v, int t, SourceLoc loc) const;
+    Storage& storage(const ir::Buffer& b, SourceLoc loc) const;
+    // Binds the tensor parameters to `args` (shapes and strides from the sizes, checked
+    // against the arrays); the storages go to `tensors`.
+    void bind_tensors(interp::RunArgs& args, std::vector<std::unique_ptr<Storage>>& tensors);
+
+    // ---- issues (run.cpp) -----------------------------------------------------------
+    void issue(IssueKind kind, SourceLoc loc, int t, const std::function<std::string()>& message);
+    std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, size_t> issue_index_;
+
+    SourceLoc at(SourceLoc loc) const { return loc.valid() ? loc : stmt_loc_; }
+
+    // ---- expressions (eval.cpp) -----------------------------------------------------
+    Value eval(const ir::Expr& e, int t);
+    int64_t eval_int(const ir::Expr& e, int t) { return eval(e, t).i; }
+    Value eval_binary(const ir::BinaryNode* op, int t);
+    Value eval_call(const ir::CallNode* op, int t);
+    // The element offset of an access by thread t (registers: within the thread's
+    // array), or -1 after reporting it out of bounds.
+    int64_t offset_of(const Storage& s, const std::vector<ir::Expr>& indices, SourceLoc loc, int t,
+                      bool store);
+    Value load(const ir::LoadNode* op, int t);
+
+    // ---- statements (statements.cpp) ------------------------------------------------
+    using Active = std::vector<int32_t>;
+    void exec(const ir::Stmt& s, const Active& act);
+    void exec_store(const ir::StoreNode* op, const Active& act);
+    void exec_atomic_rmw(const ir::AtomicRmwNode* op, const Active& act);
+    void exec_allocate(const ir::AllocateNode* op, const Active& act);
+    void barrier(const ir::BarrierNode* op, const Active& act);
+
+    // ---- warp shuffles (collectives.cpp) --------------------------------------------
+    // The results of the shuffles of the statement being executed, per thread; eval()
+    // returns them. begin_statement() forgets the previous statement's.
+    std::unordered_map<const ir::CallNode*, std::vector<Value>> shuffled_;
+    void begin_statement() { shuffled_.clear(); }
+    // Runs every shuffle inside `e` (innermost first) for the threads of `act`.
+    void prepare(const ir::Expr& e, const Active& act);
+    void shuffle(const ir::CallNode* op, const Active& act);
+    // One warp's part: its executing threads act[k..end).
+    void shuffle_warp(const ir::CallNode* op, SourceLoc loc, const Active& act, size_t k, size_t end,
+                      const std::vector<uint64_t>& bits, const std::vector<int64_t>& lane_arg,
+                      std::vector<Value>& out);
+
+    // ---- counters (counters.cpp) ----------------------------------------------------
+    void record(const void* node, SourceLoc loc, const Storage& s, bool store, int t, int64_t off) {
+        if (s.scope == ir::Scope::Register) return;
+        accesses_.push_back({node, at(loc), s.scope == ir::Scope::Shared, store, t,
+                             s.base + off * s.elem_bytes, s.elem_bytes});
+    }
+    // Turns the accesses of the statement just executed into counters.
+    void flush();
+    std::vector<MemAccess> accesses_;
+    std::map<CounterKey, LineCounters> counters_;
+
+    const ir::PrimFunc& f_;
+    const Options& opt_;
+    Result& res_;
+    int warp_ = 32;
+    int threads_ = 0;
+    std::array<int64_t, 3> block_{};
+    int32_t epoch_ = 1;
+    int unroll_depth_ = 0;    // > 0: inside an unrolled loop, whose accesses flush at its end
+    int64_t shared_top_ = 0;  // bump allocator of shared addresses
+
+    // ---- shared memory (shadow.cpp) -------------------------------------------------
+    SharedArena arena_;
+    // Each execution of a shared `alloc` in the block (index 0: none): which buffer,
+    // where. A byte's `writer` names one, so a read through another buffer or another
+    // execution of the same alloc is told from a read of what this one stored.
+    struct Instance {
+        const ir::BufferNode* buffer;
+        int64_t base;
+        int elem_bytes;
+    };
+    std::vector<Instance> instances_;
+    // Source locations of shared accesses, for the messages (index 0: none).
+    struct Site {
+        SourceLoc loc;
+        const ir::BufferNode* buffer;
+    };
+    std::vector<Site> sites_;
+    std::unordered_map<const void*, uint32_t> site_ids_;
+    const void* last_site_node_ = nullptr;
+    uint32_t last_site_ = 0;
+    uint32_t site(const void* node, SourceLoc loc, const ir::BufferNode* b);
+    // "'A'[k]" for the arena byte `byte` of instance `inst`.
+    std::string element_at(int32_t inst, int64_t byte) const;
+    void shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node);
+    void shared_write(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node);
+    SourceLoc stmt_loc_;
+    Active all_;
+};
+
+}  // namespace tilec::sim::detail
