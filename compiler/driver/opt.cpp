@@ -26,7 +26,8 @@
 namespace tilec::driver {
 namespace {
 
-const char* kOptDescription = R"(tilec opt: read Tile IR as tilec prints it (--emit=tir, --print-after-all), run the
+const char* kOptDescription =
+    R"(tilec opt: read Tile IR as tilec prints it (--emit=tir, --print-after-all), run the
 named passes on every function in the order given, and print the result. The IR is
 verified when read and after every pass. With no passes (--passes=) it reads and
 prints, which is how the reader is tested: the text comes back identical, except for
@@ -49,6 +50,15 @@ Examples:
   tilec opt - --passes=simplify < gemm.tir             (standard input)
 )";
 
+#ifdef TILEC_WITH_LLVM
+// The GPU passes for one target, in pipeline order: the one list tilec itself runs
+// (driver/pipeline.cpp adds the same two; lower/gpu_passes.h's build_gpu_passes
+// replaces both when it lands).
+std::vector<ir::Pass> gpu_passes(const target::GpuTarget& t) {
+    return {lower::layout_inference_pass(t), lower::thread_level_pass(t)};
+}
+#endif
+
 // The names a --passes list may use, for messages; GPU names from any target's list.
 std::vector<std::string> all_pass_names() {
     ir::PassManager pm;
@@ -56,8 +66,7 @@ std::vector<std::string> all_pass_names() {
     std::vector<std::string> names;
     for (const auto& p : pm.passes()) names.push_back(p.name);
 #ifdef TILEC_WITH_LLVM
-    const auto& t = target::gpu_targets().front();
-    for (const auto& p : {lower::layout_inference_pass(t), lower::thread_level_pass(t)})
+    for (const auto& p : gpu_passes(target::gpu_targets().front()))
         names.push_back(p.name + " (needs --target)");
 #endif
     return names;
@@ -70,21 +79,21 @@ std::string join(const std::vector<std::string>& xs) {
 }
 
 // The pass of that name, or nullopt (then `error` says why).
-std::optional<ir::Pass> find_pass(const std::string& name, const std::string& target_name, std::string& error) {
+std::optional<ir::Pass> find_pass(const std::string& name, const std::string& target_name,
+                                  std::string& error) {
     ir::PassManager pm;
     add_tile_passes(pm);
     for (const auto& p : pm.passes())
         if (p.name == name) return p;
 #ifdef TILEC_WITH_LLVM
     const target::GpuTarget* t = target_name.empty() ? nullptr : target::find_gpu_target(target_name);
-    const auto& any = target::gpu_targets().front();
-    for (const auto& p : {lower::layout_inference_pass(any), lower::thread_level_pass(any)}) {
+    for (const auto& p : gpu_passes(t ? *t : target::gpu_targets().front())) {
         if (p.name != name) continue;
         if (!t) {
             error = "the GPU pass '" + name + "' needs --target=ARCH (e.g. --target=sm_80)";
             return std::nullopt;
         }
-        return name == "layout-inference" ? lower::layout_inference_pass(*t) : lower::thread_level_pass(*t);
+        return p;
     }
 #endif
     error = "unknown pass '" + name + "' (passes: " + join(all_pass_names()) + ")";
@@ -106,10 +115,13 @@ int opt_command(int argc, char** argv) {
     std::string input, output, passes, target_name, color = "auto";
     std::vector<std::string> print_after;
     bool print_after_all = false, time_passes = false;
-    app.add_option("file", input, "The IR to read (.tir), or - for standard input")->required()->type_name("FILE");
-    auto* passes_option = app.add_option("--passes", passes,
-                   "The passes to run, comma-separated, in order (empty: none, read and print)")
-        ->type_name("A,B,...");
+    app.add_option("file", input, "The IR to read (.tir), or - for standard input")
+        ->required()
+        ->type_name("FILE");
+    auto* passes_option =
+        app.add_option("--passes", passes,
+                       "The passes to run, comma-separated, in order (empty: none, read and print)")
+            ->type_name("A,B,...");
     app.add_option("--target", target_name, "The GPU architecture of the GPU passes (sm_80, gfx942, ...)")
         ->type_name("ARCH");
     app.add_option("-o", output, "Write the IR to FILE (default: standard output)")->type_name("FILE");
@@ -149,8 +161,8 @@ int opt_command(int argc, char** argv) {
         return 1;
     }
     if (passes_option->count() == 0 && !no_passes) {
-        std::cerr << "tilec: error: no --passes given (--passes= runs none; passes: " << join(all_pass_names())
-                  << ")\n";
+        std::cerr << "tilec: error: no --passes given (--passes= runs none; passes: "
+                  << join(all_pass_names()) << ")\n";
         return 1;
     }
 
@@ -161,7 +173,8 @@ int opt_command(int argc, char** argv) {
     if (!target_name.empty() && !target::find_gpu_target(target_name)) {
         std::vector<std::string> names;
         for (const auto& t : target::gpu_targets()) names.push_back(t.name);
-        std::cerr << "tilec: error: unknown GPU target '" << target_name << "' (targets: " << join(names) << ")\n";
+        std::cerr << "tilec: error: unknown GPU target '" << target_name << "' (targets: " << join(names)
+                  << ")\n";
         return 1;
     }
 #endif
@@ -218,8 +231,9 @@ int opt_command(int argc, char** argv) {
             size_t at = colon == std::string::npos ? std::string::npos : msg.find(": ", colon + 1);
             bool located = at != std::string::npos && msg.find_first_not_of("0123456789:") == at + 1;
             std::string where = located ? msg.substr(0, at) + ": " : "";
-            std::cerr << sources.path(file) << ":" << where << "error: " << (located ? msg.substr(at + 2) : msg)
-                      << " (in function " << f.name << ")\n";
+            std::cerr << sources.path(file) << ":" << where
+                      << "error: " << (located ? msg.substr(at + 2) : msg) << " (in function " << f.name
+                      << ")\n";
             bad = true;
         }
     }
@@ -230,7 +244,8 @@ int opt_command(int argc, char** argv) {
 
     ir::PassContext ctx;
     ctx.diag = &diags;
-    if (print_after_all || std::find(print_after.begin(), print_after.end(), "layout-inference") != print_after.end())
+    if (print_after_all ||
+        std::find(print_after.begin(), print_after.end(), "layout-inference") != print_after.end())
         ctx.options["print-layouts"] = "1";
     auto result = pm.run(*module, ctx);
     if (!result || diags.has_errors()) return 1;

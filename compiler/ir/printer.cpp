@@ -285,7 +285,8 @@ public:
             auto op = s->as<ForNode>();
             std::string h = "for " + var_name(op->var.get());
             if (op->var->type != DataType::index()) h += ": " + op->var->type.str();  // as let does
-            h += std::string(" in ") + for_kind_name(op->for_kind) + "(" + expr(op->min) + ", " + expr(op->extent);
+            h += std::string(" in ") + for_kind_name(op->for_kind) + "(" + expr(op->min) + ", " +
+                 expr(op->extent);
             if (op->for_kind == ForKind::Pipelined) h += ", stages=" + std::to_string(op->stages);
             line(indent, h + ") {");
             block(op->body, indent + 1);

@@ -234,7 +234,9 @@ private:
             std::optional<ReduceKind> kind;
             if (w != "cumsum") {
                 kind = enum_by_name(kReduceKinds, reduce_kind_name, std::string_view(w).substr(7));
-                if (!kind) fail(t, "unknown reduction '" + w + "' (reduce_sum, reduce_max, reduce_min, reduce_absmax)");
+                if (!kind)
+                    fail(t,
+                         "unknown reduction '" + w + "' (reduce_sum, reduce_max, reduce_min, reduce_absmax)");
             }
             Region src = parse_region();
             expect_punct("->", "between source and destination");
@@ -272,7 +274,8 @@ private:
 
     // ---- functions ----------------------------------------------------------------
     // `k=v, ...` up to `close`, values kept as written (constants, attrs).
-    std::vector<std::pair<std::string, std::string>> parse_raw_pairs(std::string_view close, const char* what) {
+    std::vector<std::pair<std::string, std::string>> parse_raw_pairs(std::string_view close,
+                                                                     const char* what) {
         std::vector<std::pair<std::string, std::string>> out;
         if (at_punct(close)) return out;
         do {

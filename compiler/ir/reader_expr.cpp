@@ -13,17 +13,42 @@ namespace tilec::ir::reader {
 namespace {
 
 // Binary operator precedences, as the printer's (loosest first); select sits below kOr.
-enum Prec : int { kOr = 2, kAnd, kBitOr, kBitXor, kBitAnd, kEquality, kRelational, kShift, kAdditive, kMultiplicative };
+enum Prec : int {
+    kOr = 2,
+    kAnd,
+    kBitOr,
+    kBitXor,
+    kBitAnd,
+    kEquality,
+    kRelational,
+    kShift,
+    kAdditive,
+    kMultiplicative
+};
 
 struct BinaryToken {
     std::string_view text;
     int prec;
 };
 constexpr BinaryToken kBinaryTokens[] = {
-    {"||", kOr},         {"&&", kAnd},        {"|", kBitOr},        {"^", kBitXor},       {"&", kBitAnd},
-    {"==", kEquality},   {"!=", kEquality},   {"<", kRelational},   {"<=", kRelational},  {">", kRelational},
-    {">=", kRelational}, {"<<", kShift},      {">>", kShift},       {"+", kAdditive},     {"-", kAdditive},
-    {"*", kMultiplicative}, {"/", kMultiplicative}, {"%", kMultiplicative},
+    {"||", kOr},
+    {"&&", kAnd},
+    {"|", kBitOr},
+    {"^", kBitXor},
+    {"&", kBitAnd},
+    {"==", kEquality},
+    {"!=", kEquality},
+    {"<", kRelational},
+    {"<=", kRelational},
+    {">", kRelational},
+    {">=", kRelational},
+    {"<<", kShift},
+    {">>", kShift},
+    {"+", kAdditive},
+    {"-", kAdditive},
+    {"*", kMultiplicative},
+    {"/", kMultiplicative},
+    {"%", kMultiplicative},
 };
 
 constexpr CallOp kCallOps[] = {CallOp::Exp,     CallOp::Exp2,   CallOp::Log,      CallOp::Log2,
@@ -60,7 +85,8 @@ int64_t ExprReader::expect_int(const char* what) {
     const Token& t = peek();
     bool neg = at_punct("-") && peek(1).kind == TokKind::Number;
     const Token& num = neg ? peek(1) : t;
-    if (num.kind != TokKind::Number || !num.suffix.empty() || num.text.find_first_of(".eE") != std::string::npos)
+    if (num.kind != TokKind::Number || !num.suffix.empty() ||
+        num.text.find_first_of(".eE") != std::string::npos)
         fail_expected(what);
     int64_t v = 0;
     std::string s = (neg ? "-" : "") + num.text;

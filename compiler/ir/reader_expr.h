@@ -24,7 +24,8 @@ std::optional<E> enum_by_name(const E (&values)[N], NameFn name, std::string_vie
     return std::nullopt;
 }
 
-inline constexpr Scope kScopes[] = {Scope::Global, Scope::Shared, Scope::Fragment, Scope::Local, Scope::Register};
+inline constexpr Scope kScopes[] = {Scope::Global, Scope::Shared, Scope::Fragment, Scope::Local,
+                                    Scope::Register};
 
 // What a name stands for in a scope: a Var or a Buffer.
 struct Binding {
@@ -61,7 +62,9 @@ protected:
     SourceLoc loc_of(const Token& t) const { return SourceLoc{file_, t.line, t.col}; }
 
     static std::string describe(const Token& t);
-    [[noreturn]] void fail(const Token& t, const std::string& msg) const { throw SyntaxError{t.line, t.col, msg}; }
+    [[noreturn]] void fail(const Token& t, const std::string& msg) const {
+        throw SyntaxError{t.line, t.col, msg};
+    }
     [[noreturn]] void fail_expected(const std::string& what) const {
         fail(peek(), "expected " + what + ", found " + describe(peek()));
     }

@@ -8,9 +8,15 @@ namespace tilec::ir::reader {
 
 namespace {
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
-bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool ident_start(char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool ident_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
+bool digit(char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -107,7 +113,8 @@ std::vector<Token> tokenize(std::string_view s) {
                 case 'x': {
                     int hi = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
                     int lo = i + 3 < s.size() ? hex_value(s[i + 3]) : -1;
-                    if (hi < 0 || lo < 0) throw SyntaxError{line, col, "bad \\x escape: expected two hex digits"};
+                    if (hi < 0 || lo < 0)
+                        throw SyntaxError{line, col, "bad \\x escape: expected two hex digits"};
                     t.text += static_cast<char>(hi * 16 + lo);
                     advance(2);
                     break;
@@ -122,7 +129,8 @@ std::vector<Token> tokenize(std::string_view s) {
                 if (s.substr(i, 2) == p) t.text = std::string(p);
             if (t.text.empty()) {
                 if (kPunct1.find(c) == std::string_view::npos) {
-                    std::string shown = std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\x??";
+                    std::string shown =
+                        std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\x??";
                     throw SyntaxError{line, col, "unexpected character '" + shown + "'"};
                 }
                 t.text = std::string(1, c);

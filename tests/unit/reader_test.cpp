@@ -51,7 +51,8 @@ TEST_CASE("reader: the negation of a literal and a negative literal read back as
     Buffer A = make_tensor("A", DataType::f32(), {N}, Access::Out);
     Expr neg = make_unary(UnaryOp::Neg, make_float(1.5));
     Expr lit = make_float(-1.5);
-    PrimFunc f = func_with(A, N, make_seq({make_store(A, {make_int(0)}, neg), make_store(A, {make_int(1)}, lit)}));
+    PrimFunc f =
+        func_with(A, N, make_seq({make_store(A, {make_int(0)}, neg), make_store(A, {make_int(1)}, lit)}));
     std::string text = print(f);
     CHECK(text.find("A[0] = -(1.5)") != std::string::npos);
     CHECK(text.find("A[1] = -1.5") != std::string::npos);
@@ -73,7 +74,8 @@ TEST_CASE("reader: an f16 infinity constant and a cast of an f32 infinity stay a
     double inf = std::numeric_limits<double>::infinity();
     Expr constant = make_float(-inf, DataType::f16());
     Expr cast = make_cast(DataType::f16(), make_float(-inf));
-    PrimFunc f = func_with(A, N, make_seq({make_store(A, {make_int(0)}, constant), make_store(A, {make_int(1)}, cast)}));
+    PrimFunc f = func_with(
+        A, N, make_seq({make_store(A, {make_int(0)}, constant), make_store(A, {make_int(1)}, cast)}));
     std::string text = print(f);
     CHECK(text.find("A[0] = cast<f16>(-inf)") != std::string::npos);
     CHECK(text.find("A[1] = cast<f16>((-inf))") != std::string::npos);
@@ -117,8 +119,10 @@ TEST_CASE("reader: loop variable types, same-named vars, and names bound by scop
 TEST_CASE("reader: malformed text gives located errors, not crashes", "[reader]") {
     const char* cases[][2] = {
         {"func f = f\n  params(\n", "t.tir:2:10: error: expected a parameter name, found end of input"},
-        {"func f = f params(N: size i64) grid(1) threads(32) {\n  x[0] = 1\n}\n", "t.tir:2:3: error: unknown buffer 'x'"},
-        {"func f = f params() grid(1) threads(32) { for i in sideways(0, 4) { } }", "unknown loop kind 'sideways'"},
+        {"func f = f params(N: size i64) grid(1) threads(32) {\n  x[0] = 1\n}\n",
+         "t.tir:2:3: error: unknown buffer 'x'"},
+        {"func f = f params() grid(1) threads(32) { for i in sideways(0, 4) { } }",
+         "unknown loop kind 'sideways'"},
         {"funk", "t.tir:1:1: error: expected 'func' to start a function, found 'funk'"},
         {"func f = f params() grid(1) threads(99999999999999999999)", "out of range"},
     };
