@@ -19,7 +19,7 @@ namespace tilec::codegen {
 
 enum class AmdgpuOutput { LlvmIr, Assembly, Object };
 
-// Every function of `funcs` must be thread level (lower::is_thread_level); `target` an
+// Every function of `funcs` must be thread level (PrimFunc::level, after the GPU passes of lower/gpu_passes.h); `target` an
 // AMD row. Returns the module as LLVM IR text, AMDGPU assembly text or the bytes of an
 // ELF relocatable object. Failures are internal errors (the lowering refuses what the
 // backend cannot do).

@@ -20,6 +20,7 @@
 #include "codegen/cpu_lowering.h"
 #include "codegen/entry_checks.h"
 #include "support/diagnostics.h"
+#include "target/target.h"
 
 namespace tilec::codegen {
 
@@ -29,8 +30,9 @@ std::string gpu_entry_name(const std::string& export_name, GpuApi api) {
 }
 
 std::string ptx_arch_label(const std::string& sm_arch) {
-    if (sm_arch.rfind("sm_", 0) != 0) TILEC_ICE("ptx_arch_label: not an sm_XX arch: " + sm_arch);
-    return "compute_" + sm_arch.substr(3);
+    const target::GpuTarget* t = target::find_gpu_target(sm_arch);
+    if (!t || !t->is_nvidia()) TILEC_ICE("ptx_arch_label: not an NVIDIA target: " + sm_arch);
+    return t->ptx_arch;
 }
 
 namespace {

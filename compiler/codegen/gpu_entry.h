@@ -61,7 +61,8 @@ struct GpuEmbedding {
 // NAME_cuda / NAME_hip.
 std::string gpu_entry_name(const std::string& export_name, GpuApi api);
 
-// The arch label of PTX assembled for `sm_arch`: sm_80 -> compute_80, sm_90a -> compute_90a.
+// The arch label of PTX assembled for `sm_arch`: its row's ptx_arch (sm_80 -> compute_80,
+// sm_90a -> compute_90a).
 std::string ptx_arch_label(const std::string& sm_arch);
 
 // Writes the images, the module and the entry points into the host module. Every kernel

@@ -20,7 +20,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "lower/thread_lower.h"  // the shared-plan attributes
 
 namespace tilec::codegen::gpu {
 
@@ -72,9 +71,7 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
             v = low.round_narrow(arg, t);
         low.bind(p.var, v);
     }
-    for (auto& [key, value] : f.attrs)
-        if (key == lower::kSharedBytesAttr)
-            low.set_shared_arena(std::stoll(value), lower::dynamic_shared_bytes(f) > 0);
+    if (f.shared_bytes) low.set_shared_arena(*f.shared_bytes, f.dynamic_shared_bytes() > 0);
     for (size_t i = 0; i < f.params.size(); ++i)
         if (f.params[i].kind == ir::ParamKind::Tensor)
             low.bind_tensor(f.params[i].buffer, fn->getArg(static_cast<unsigned>(i)));

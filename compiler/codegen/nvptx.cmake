@@ -1,5 +1,5 @@
 # The GPU backends: the shared lowering of thread-level Tile IR to LLVM IR
-# (gpu_lowering.cpp), the NVPTX backend (nvptx_backend.cpp): PTX (LLVM's NVPTX target) ->
+# (gpu_lowering*.cpp), the NVPTX backend (nvptx_backend.cpp): PTX (LLVM's NVPTX target) ->
 # cubin (ptxas), and the AMDGPU backend (amdgpu.cmake). Their own libraries so the CPU
 # backend's target list stays as is; they reuse the CPU backend's optimisation pipeline
 # (optimize_module).
@@ -10,7 +10,12 @@ if(TILEC_PTXAS)
 else()
   message(STATUS "NVPTX backend: ptxas not found (--emit=cubin and the ptxas tests need -DTILEC_PTXAS=...)")
 endif()
-tilec_llvm_library(tilec_gpu_lowering ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp)
+tilec_llvm_library(tilec_gpu_lowering
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_expr.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_memory.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_stmt.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_values.cpp)
 target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen tilec_lower LLVM)
 
 tilec_llvm_library(tilec_nvptx ${CMAKE_CURRENT_LIST_DIR}/nvptx_backend.cpp)

@@ -19,7 +19,7 @@ namespace tilec::codegen {
 
 enum class NvptxOutput { LlvmIr, Ptx };
 
-// Every function of `funcs` must be thread level (lower::is_thread_level); `target` an
+// Every function of `funcs` must be thread level (PrimFunc::level, after the GPU passes of lower/gpu_passes.h); `target` an
 // NVIDIA row. Returns the module as LLVM IR text or PTX text. Failures are internal
 // errors (the lowering refuses what the backend cannot do).
 std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,

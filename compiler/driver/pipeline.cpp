@@ -14,6 +14,7 @@
 #include "ir/pass.h"
 #include "ir/printer.h"
 #include "support/diagnostics.h"
+#include "target/target.h"
 #include "transform/simplify.h"
 #ifndef TILEC_VERSION
 #define TILEC_VERSION "0.0.0"
@@ -25,18 +26,19 @@
 #include "codegen/gpu_entry.h"
 #include "codegen/gpu_resources.h"
 #include "codegen/nvptx_backend.h"
-#include "lower/layout_inference.h"
-#include "lower/thread_lower.h"
-#include "target/target.h"
+#include "lower/gpu_passes.h"
 #endif
 
 namespace tilec::driver {
 namespace {
 
-const std::set<std::string>& known_targets() {
-    static const std::set<std::string> t = {"host", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a",
-                                            "gfx90a", "gfx942", "gfx1100"};
-    return t;
+// The names of the target table's rows, sorted, for the unknown-target diagnostic.
+std::string known_target_list() {
+    std::set<std::string> names;
+    for (auto& t : target::all_targets()) names.insert(t.name);
+    std::string list;
+    for (auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return list;
 }
 
 bool write_output(const std::string& path, const std::string& text, DiagnosticEngine& diags) {
@@ -102,7 +104,7 @@ void print_resources(std::vector<codegen::KernelResources> resources, const std:
                      [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
     for (auto& r : resources) {
         size_t i = rank(r);
-        if (i < funcs.size() && !r.amd) r.dynamic_shared_bytes = lower::dynamic_shared_bytes(funcs[i]);
+        if (i < funcs.size() && !r.amd) r.dynamic_shared_bytes = funcs[i].dynamic_shared_bytes();
         std::cerr << codegen::format_resources(r) << "\n";
     }
 }
@@ -175,7 +177,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
                          DiagnosticEngine& diags, const std::string& source, codegen::GpuEmbedding& out,
                          std::string& ptx_arch) {
     bool nvidia = false, amd = false;
-    for (auto& arch : archs) (arch.rfind("sm_", 0) == 0 ? nvidia : amd) = true;
+    for (auto& arch : archs) (target::find_gpu_target(arch)->is_nvidia() ? nvidia : amd) = true;
     if (images && !check_gpu_tools(nvidia, amd, diags)) return false;
     out.module_name = source;
     const target::GpuTarget* lowest = nullptr;
@@ -185,8 +187,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
         const target::GpuTarget* t = target::find_gpu_target(arch);
         if (!t) TILEC_ICE("no target table row for " + arch);
         ir::PassManager gpm(pmo);
-        gpm.add(lower::layout_inference_pass(*t));
-        gpm.add(lower::thread_level_pass(*t));
+        for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
         auto thread_level = gpm.run(lowered, ctx);
         if (!thread_level || diags.has_errors()) return false;
         // NAME_cuda / NAME_hip pass NAME_cpu's arguments: the kernel must take exactly those.
@@ -225,7 +226,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
         bool first_of_vendor = t->vendor == target::Vendor::Amd ? !seen_amd : !seen_nvidia;
         (t->vendor == target::Vendor::Amd ? seen_amd : seen_nvidia) = true;
         for (size_t i = 0; i < out.kernels.size(); ++i) {
-            int64_t bytes = lower::dynamic_shared_bytes(thread_level->funcs.at(i));
+            int64_t bytes = thread_level->funcs.at(i).dynamic_shared_bytes();
             int64_t& kept = t->vendor == target::Vendor::Amd ? out.kernels[i].hip_dynamic_smem
                                                              : out.kernels[i].cuda_dynamic_smem;
             if (first_of_vendor)
@@ -272,11 +273,8 @@ int compile(const Options& options) {
     diags.set_warnings_enabled(options.warnings);
     try {
         for (auto& t : options.targets) {
-            if (!known_targets().count(t)) {
-                std::string list;
-                for (auto& k : known_targets()) list += (list.empty() ? "" : ", ") + k;
-                diags.error({}, "unknown target '" + t + "' (known: " + list + ")");
-            }
+            if (!target::find_target(t))
+                diags.error({}, "unknown target '" + t + "' (known: " + known_target_list() + ")");
         }
         // Outputs of the CPU backend: --emit=llvm|asm|obj|header, or an object (+ header)
         // with -o and no --emit.
@@ -309,9 +307,10 @@ int compile(const Options& options) {
         bool object_host = options.targets.empty();
         if (backend) {
             for (auto& t : options.targets) {
-                if (t == "host") {
+                const target::Target* row = target::find_target(t);
+                if (row && row->is_host()) {
                     object_host = true;
-                } else if (known_targets().count(t)) {
+                } else if (row) {
                     if (std::find(object_gpu_targets.begin(), object_gpu_targets.end(), t) == object_gpu_targets.end())
                         object_gpu_targets.push_back(t);
                 }
@@ -323,8 +322,9 @@ int compile(const Options& options) {
         std::vector<std::string> gpu_targets;
         if (gpu_emit) {
             for (auto& t : options.targets) {
-                if (t == "host" || !known_targets().count(t)) continue;
-                if (t.rfind(amd_emit ? "gfx" : "sm_", 0) == 0)
+                const target::Target* row = target::find_target(t);
+                if (!row || row->is_host()) continue;
+                if (row->vendor == (amd_emit ? target::Vendor::Amd : target::Vendor::Nvidia))
                     gpu_targets.push_back(t);
                 else if (amd_emit)
                     diags.error({}, "--target=" + t + ": --emit=" + options.emit +
@@ -344,9 +344,10 @@ int compile(const Options& options) {
         // -Xptxas and --verbose-resources concern GPU code: say when they cannot apply.
         bool any_sm = false, any_gpu = false;
         for (auto& t : options.targets) {
-            if (!known_targets().count(t) || t == "host") continue;
+            const target::Target* row = target::find_target(t);
+            if (!row || row->is_host()) continue;
             any_gpu = true;
-            any_sm |= t.rfind("sm_", 0) == 0;
+            any_sm |= row->is_nvidia();
         }
         const bool amd_only_emit = gpu_emit && amd_emit;
         if (!options.ptxas_args.empty() && (!any_sm || amd_only_emit || !(backend || gpu_emit)))
@@ -396,22 +397,22 @@ int compile(const Options& options) {
             pm.add("debug-internal-error", [](const ir::PrimFunc&, ir::PassContext&) -> ir::PrimFunc {
                 TILEC_ICE("deliberate internal error (--debug-internal-error)");
             });
+        // The passes that will run: the tile passes, then the GPU passes per GPU target.
+        std::vector<std::string> pass_names;
+        for (auto& p : pm.passes()) pass_names.push_back(p.name);
+#ifdef TILEC_WITH_LLVM
+        if (gpu_emit || !object_gpu_targets.empty())
+            for (auto& p : lower::build_gpu_passes(target::gpu_targets().front())) pass_names.push_back(p.name);
+#endif
         for (auto& name : options.print_after) {
-            bool found = (gpu_emit || !object_gpu_targets.empty()) &&
-                         (name == "lower-thread-level" || name == "layout-inference");
-            for (auto& p : pm.passes()) found |= p.name == name;
-            if (!found) {
-                std::string list;
-                for (auto& p : pm.passes()) list += (list.empty() ? "" : ", ") + p.name;
-                diags.error({}, "--print-after=" + name + ": no pass of that name (passes: " + list + ")");
-            }
+            if (std::find(pass_names.begin(), pass_names.end(), name) != pass_names.end()) continue;
+            std::string list;
+            for (auto& p : pass_names) list += (list.empty() ? "" : ", ") + p;
+            diags.error({}, "--print-after=" + name + ": no pass of that name (passes: " + list + ")");
         }
         if (diags.has_errors()) return 1;
         ir::PassContext ctx;
         ctx.diag = &diags;
-        if (options.print_after_all || std::find(options.print_after.begin(), options.print_after.end(),
-                                                 "layout-inference") != options.print_after.end())
-            ctx.options["print-layouts"] = "1";
         auto lowered = pm.run(module, ctx);
         if (!lowered || diags.has_errors()) return 1;
 
@@ -436,7 +437,7 @@ int compile(const Options& options) {
                              [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
             hopt.cpu_entries = object_host;
             for (auto& arch : object_gpu_targets)
-                (arch.rfind("sm_", 0) == 0 ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
+                (target::find_gpu_target(arch)->is_nvidia() ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
             codegen::GpuEmbedding gpu;
             if (!object_gpu_targets.empty()) {
                 // The header needs only to know that every export lowers; the rest, images too.
@@ -480,8 +481,7 @@ int compile(const Options& options) {
                 const target::GpuTarget* t = target::find_gpu_target(arch);
                 if (!t) TILEC_ICE("no target table row for " + arch);
                 ir::PassManager gpm(pmo);
-                gpm.add(lower::layout_inference_pass(*t));
-                gpm.add(lower::thread_level_pass(*t));
+                for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
                 auto thread_level = gpm.run(*lowered, ctx);
                 if (!thread_level || diags.has_errors()) return 1;
                 std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);

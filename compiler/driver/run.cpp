@@ -31,7 +31,7 @@
 #ifdef TILEC_WITH_LLVM
 #include "codegen/cpu_backend.h"
 #include "codegen/cpu_jit.h"
-#include "lower/thread_lower.h"
+#include "lower/gpu_passes.h"
 #include "sim/sim.h"
 #include "target/target.h"
 #include "tile/runtime.h"
@@ -269,14 +269,8 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
                      const BlockFilter& sampled, int64_t grid_blocks, std::vector<HostTensor>& results,
                      std::vector<std::string>& problems) {
     auto l0 = Clock::now();
-    auto thread = lower::lower_to_thread_level(f, gpu, &diags);
+    auto thread = lower::lower_to_thread_level(f, gpu, &diags);  // verify-thread-level included
     if (!thread || diags.has_errors()) return 1;
-    auto malformed = lower::verify_thread_level(*thread);
-    if (!malformed.empty()) {
-        std::string msg = "thread-level IR of '" + f.name + "' is malformed:";
-        for (auto& e : malformed) msg += "\n  " + e;
-        TILEC_ICE(msg);
-    }
     if (options.sim_drop_barriers) *thread = sim::drop_barriers(*thread);
     double lower_seconds = std::chrono::duration<double>(Clock::now() - l0).count();
 
@@ -362,7 +356,7 @@ int run_kernel(const RunOptions& options) {
         return option_error("--target=" + join(options.targets, ",") +
                             ": tilec run runs on one target at a time (host or sim:ARCH)");
     for (auto& t : options.targets) {
-        if (t == "host") continue;
+        if (const target::Target* row = target::find_target(t); row && row->is_host()) continue;
         if (t.rfind("sim:", 0) == 0) {
             sim_target = target::find_gpu_target(t.substr(4));
             if (sim_target) continue;

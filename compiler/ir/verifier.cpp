@@ -189,9 +189,8 @@ private:
     // ir.h, CallOp: a warp shuffle's operands, and where it may stand.
     void check_shuffle(const CallNode* op) {
         std::string name = call_op_name(op->op);
-        bool thread_level = false;
-        for (const auto& [k, v] : f_.attrs) thread_level |= k == "level" && v == "thread";
-        if (!thread_level) error(op->loc, name + " in a function that is not thread level (level=thread)");
+        if (f_.level != FuncLevel::Thread)
+            error(op->loc, name + " in a function that is not thread level");
         if (conditional_ > 0)
             error(op->loc, name + " inside a select or the right side of && / || (the whole warp must execute it)");
         if (op->args.size() != 2) {

@@ -31,10 +31,6 @@ std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shap
     return std::nullopt;
 }
 
-bool is_thread_level(const ir::PrimFunc& f) {
-    for (const auto& [k, v] : f.attrs)
-        if (k == kLevelAttr && v == kThreadLevel) return true;
-    return false;
-}
+bool is_thread_level(const ir::PrimFunc& f) { return f.level == ir::FuncLevel::Thread; }
 
 }  // namespace tilec::lower

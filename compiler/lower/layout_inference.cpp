@@ -20,6 +20,8 @@
 //      `for i, j`) is the loop's layout reduced along that dimension, and the loop the
 //      fragment's expanded (Fragment::expand_dim: the replicas take chunks of the new
 //      dimension), so the read is a register of the reading thread.
+// Rules 1 and 2 are the ops' own: each op's home (compiler/ops/<op>.cpp) states them
+// through ops::LayoutConstraints, which this walker implements; rule 3 is the walker's.
 // When nothing flows, the first free node (reduce sources first, then fragments, then
 // loops, in program order) gets the default assign_fragment(shape) and flow resumes.
 // A constraint whose two sides are both known and disagree is a conflict: a user error
@@ -36,6 +38,7 @@
 #include "ir/visitor.h"
 #include "layout/index_expr.h"
 #include "lower/thread_lower.h"
+#include "ops/registry.h"
 
 namespace tilec::lower {
 
@@ -51,10 +54,6 @@ std::optional<std::vector<int64_t>> shape_of(const std::vector<Expr>& shape) {
         out.push_back(*v);
     }
     return out;
-}
-
-bool whole(const Region& r) {
-    return shape_of(r.buffer->shape) && is_full_region(r);
 }
 
 struct Node {
@@ -88,7 +87,7 @@ struct Conflict {
     std::string wanted;
 };
 
-class Inference {
+class Inference : public ops::LayoutConstraints {
 public:
     Inference(const PrimFunc& f, const target::GpuTarget& t) : f_(f), target_(t) {}
 
@@ -156,28 +155,11 @@ private:
                 }
                 IRVisitor::visit_allocate(op);
             }
-            void visit_reduce(const ReduceNode* op) override {
-                const Buffer& s = op->src.buffer;
-                const Buffer& d = op->dst.buffer;
-                if (s->scope == Scope::Fragment && d->scope == Scope::Fragment && whole(op->src) &&
-                    whole(op->dst) && shape_of(s->shape) && shape_of(d->shape)) {
-                    size_t a = self->buffer_node(s.get()), b = self->buffer_node(d.get());
-                    self->reduce_sources_.push_back(a);
-                    self->constraints_.push_back({Rule::Reduce, a, b, static_cast<size_t>(op->dim),
-                                                  d->rank() == s->rank(), op->loc,
-                                                  "the reduce of '" + s->name + "' into '" + d->name + "'"});
-                }
-                IRVisitor::visit_reduce(op);
-            }
-            void visit_copy(const CopyNode* op) override {
-                const Buffer& s = op->src.buffer;
-                const Buffer& d = op->dst.buffer;
-                if (s->scope == Scope::Fragment && d->scope == Scope::Fragment && whole(op->src) &&
-                    whole(op->dst) && shape_of(s->shape) == shape_of(d->shape) && shape_of(s->shape))
-                    self->constraints_.push_back({Rule::Copy, self->buffer_node(s.get()),
-                                                  self->buffer_node(d.get()), 0, false, op->loc,
-                                                  "the copy of '" + s->name + "' into '" + d->name + "'"});
-                IRVisitor::visit_copy(op);
+            using IRVisitor::visit;
+            // A tile op states its own constraints (its home, compiler/ops/<op>.cpp).
+            void visit(const Stmt& s) override {
+                if (s && ops::is_tile_op(*s)) ops::infer_layout(*s, *self);
+                IRVisitor::visit(s);
             }
             void visit_for(const ForNode* op) override {
                 if (op->for_kind != ForKind::Parallel) return IRVisitor::visit_for(op);
@@ -186,6 +168,18 @@ private:
         } w;
         w.self = this;
         w.visit(body);
+    }
+
+    // The ops' constraints (ops::LayoutConstraints).
+    void reduced(const Buffer& src, const Buffer& dst, size_t dim, bool keep, SourceLoc loc,
+                 std::string use) override {
+        size_t a = buffer_node(src.get()), b = buffer_node(dst.get());
+        reduce_sources_.push_back(a);
+        constraints_.push_back({Rule::Reduce, a, b, dim, keep, loc, std::move(use)});
+    }
+    void same(const Buffer& a, const Buffer& b, SourceLoc loc, std::string use) override {
+        size_t na = buffer_node(a.get()), nb = buffer_node(b.get());
+        constraints_.push_back({Rule::Copy, na, nb, 0, false, loc, std::move(use)});
     }
 
     // A parallel loop nest: its node and the constraints of its fragment accesses.
@@ -351,17 +345,6 @@ std::string LayoutPlan::str() const {
 
 std::optional<LayoutPlan> infer_layouts(const PrimFunc& f, const target::GpuTarget& target, DiagnosticEngine* diag) {
     return Inference(f, target).run(diag);
-}
-
-Pass layout_inference_pass(const target::GpuTarget& target) {
-    return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
-                    auto plan = infer_layouts(f, target, ctx.diag);
-                    if (plan && ctx.option("print-layouts") == "1")
-                        std::cerr << "// ---- layouts after layout-inference (" << f.name << ", " << target.name
-                                  << ") ----\n"
-                                  << plan->str() << std::flush;
-                    return f;
-                }};
 }
 
 }  // namespace tilec::lower

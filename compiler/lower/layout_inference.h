@@ -17,7 +17,10 @@
 
 namespace tilec::lower {
 
-struct LayoutPlan {
+// Kept on the function by the pass layout-inference (PrimFunc::layouts) for
+// lower-tile-ops. Keys are the IR's nodes: a pass between the two that rebuilds
+// buffers or loops must carry the plan over to its new nodes.
+struct LayoutPlan : ir::LayoutAnnotation {
     // Every fragment buffer with a constant shape that divides among the threads.
     std::unordered_map<const ir::BufferNode*, layout::Fragment> fragments;
     // Every parallel loop nest, keyed by its outermost loop.
@@ -36,8 +39,9 @@ struct LayoutPlan {
         auto it = loops.find(f);
         return it == loops.end() ? nullptr : &it->second;
     }
-    // One line per fragment, loop and shared buffer (for --print-after and tests).
-    std::string str() const;
+    // One line per fragment, loop and shared buffer, sorted (the printer shows them as
+    // `// layout` lines after layout-inference).
+    std::string str() const override;
 };
 
 // Infers the plan of `f` on `target`. A conflict (one fragment wanted in two different
@@ -45,11 +49,5 @@ struct LayoutPlan {
 // uses, and gives nullopt; without `diag`, a conflict is an internal error.
 std::optional<LayoutPlan> infer_layouts(const ir::PrimFunc& f, const target::GpuTarget& target,
                                         DiagnosticEngine* diag);
-
-// The pass "layout-inference" (before "lower-thread-level", which infers again, so the
-// two stay independent): reports conflicts through the context's DiagnosticEngine, and
-// with the context option {"print-layouts", "1"} (the driver's
-// --print-after=layout-inference) prints the plan to standard error. The IR is unchanged.
-ir::Pass layout_inference_pass(const target::GpuTarget& target);
 
 }  // namespace tilec::lower

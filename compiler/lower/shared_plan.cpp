@@ -138,6 +138,26 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
+FullWritesOf take_full_writes(const Stmt& body) {
+    // Removing a mark may put a sequence inside a sequence, which make_seq flattens, as
+    // the lowering's own sequences were flattened before the marks existed: the table
+    // then points at a statement no longer in the tree, and the plan ignores it.
+    struct Unmark : IRMutator {
+        FullWritesOf* out;
+        Stmt mutate_full_write(const FullWriteNode* op, const Stmt&) override {
+            Stmt body = mutate(op->body);
+            out->full_writes[body.get()] = op->buffer.get();
+            out->kept.push_back(body);
+            return body;
+        }
+    };
+    FullWritesOf out;
+    Unmark unmark;
+    unmark.out = &out;
+    out.body = unmark.mutate(body);
+    return out;
+}
+
 SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, const target::GpuTarget& target,
                               const std::string& kernel, SourceLoc kernel_loc) {
     LiveRanges lr(full_writes);

@@ -17,22 +17,13 @@
 #include "layout/index_expr.h"
 #include "lower/thread_lower.h"
 #include "lower/thread_lowering.h"
+#include "ops/registry.h"
 
 namespace tilec::lower {
 
 using namespace ir;
 
 namespace detail {
-
-std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) {
-    std::vector<int64_t> out;
-    for (const auto& e : shape) {
-        auto v = as_const_int(e);
-        if (!v) return std::nullopt;
-        out.push_back(*v);
-    }
-    return out;
-}
 
 namespace {
 
@@ -78,12 +69,9 @@ PrimFunc ThreadLowering::run() {
                                 std::to_string(target_.max_threads_per_block) + ")");
     check_gpu_types(f_.body);
     PrimFunc out = f_;
-    SharedPlan plan = plan_shared_memory(lower(f_.body), full_writes_, target_, f_.name, f_.loc);
-    // Barriers last: hazards are between byte ranges, which the plan decides.
-    out.body = place_barriers(plan.body, f_.threads);
-    out.attrs.emplace_back(kLevelAttr, kThreadLevel);
-    out.attrs.emplace_back(kSharedBytesAttr, std::to_string(plan.bytes));
-    out.attrs.emplace_back(kDynamicSharedAttr, plan.dynamic ? "1" : "0");
+    out.body = lower(f_.body);
+    out.level = FuncLevel::Thread;
+    out.layouts = nullptr;  // consumed: the registers are laid out
     return out;
 }
 
@@ -116,24 +104,18 @@ Stmt ThreadLowering::register_loop(const layout::Fragment& F, SourceLoc loc, con
     return make_for(r, make_int(0), make_int(F.registers_per_thread()), ForKind::Unroll, s, loc);
 }
 
-// A store a replica thread must not repeat (global or shared memory).
-Stmt ThreadLowering::guard_replica(const Expr& rep, Stmt s) {
-    if (is_const_int(rep, 0)) return s;
-    return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
-}
-
 // ---- statements ----------------------------------------------------------------
 // No barriers here: place_barriers (barrier_placement.cpp) puts them where hazards
 // need them once the shared plan has given every buffer its bytes.
 Stmt ThreadLowering::lower(const Stmt& s) {
     Stmt out = lower_inner(s);
-    if (const BufferNode* whole = overwritten_shared(s)) full_writes_[out.get()] = whole;
+    if (Buffer whole = overwritten_shared(s)) out = make_full_write(std::move(whole), std::move(out), s->loc);
     return out;
 }
 
 // The shared buffer a copy or fill overwrites in full (every element, out-of-bounds
 // ones with the pad), without reading it: the shared plan's liveness needs it.
-const BufferNode* ThreadLowering::overwritten_shared(const Stmt& s) const {
+Buffer ThreadLowering::overwritten_shared(const Stmt& s) const {
     const Region* dst = nullptr;
     if (s->kind == StmtKind::Copy) {
         auto* c = s->as<CopyNode>();
@@ -142,7 +124,7 @@ const BufferNode* ThreadLowering::overwritten_shared(const Stmt& s) const {
         dst = &s->as<FillNode>()->dst;
     }
     if (!dst || dst->buffer->scope != Scope::Shared || !is_full_region(*dst)) return nullptr;
-    return dst->buffer.get();
+    return dst->buffer;
 }
 
 Stmt ThreadLowering::lower_inner(const Stmt& s) {
@@ -180,17 +162,18 @@ Stmt ThreadLowering::lower_inner(const Stmt& s) {
         return out;
     }
     case StmtKind::Evaluate: return make_evaluate(uniform(s->as<EvaluateNode>()->value), s->loc);
-    case StmtKind::Copy: return lower_copy(*s->as<CopyNode>());
-    case StmtKind::Fill: return lower_fill(*s->as<FillNode>());
     case StmtKind::Barrier: return s;
     case StmtKind::AtomicRmw: TILEC_ICE("thread-level lowering: an atomic in tile-level IR");
     case StmtKind::FullWrite: TILEC_ICE("thread-level lowering: a full_write in tile-level IR");
-    case StmtKind::Gemm: return lower_gemm(*s->as<GemmNode>());
-    case StmtKind::Reduce: return lower_reduce(*s->as<ReduceNode>());
-    case StmtKind::Cumsum: return lower_cumsum(*s->as<CumsumNode>());
-    case StmtKind::AtomicAdd: return lower_atomic_add(*s->as<AtomicAddNode>());
-    case StmtKind::Print: unsupported(s->loc, "print");
-    case StmtKind::Assert: unsupported(s->loc, "assert");
+    // Tile ops: each op's home (compiler/ops/<op>.cpp).
+    case StmtKind::Copy:
+    case StmtKind::Fill:
+    case StmtKind::Gemm:
+    case StmtKind::Reduce:
+    case StmtKind::Cumsum:
+    case StmtKind::AtomicAdd:
+    case StmtKind::Print:
+    case StmtKind::Assert: return ops::lower(*s, *this);
     }
     TILEC_ICE("thread-level lowering: unknown statement kind");
 }
@@ -406,47 +389,5 @@ Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
 }
 
 }  // namespace detail
-
-std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::GpuTarget& target,
-                                              DiagnosticEngine* diag) {
-    try {
-        auto plan = infer_layouts(f, target, diag);
-        if (!plan) return std::nullopt;  // a conflict, reported
-        return detail::ThreadLowering(f, target, std::move(*plan)).run();
-    } catch (const detail::Unsupported& u) {
-        std::string msg = u.what + " is not supported for GPU targets yet (--target=" + target.name + ")";
-        if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);
-        diag->error(u.loc.valid() ? u.loc : f.loc, msg);
-        return std::nullopt;
-    } catch (const detail::UserError& e) {
-        if (!diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + e.message);
-        diag->error(e.loc.valid() ? e.loc : f.loc, e.message);
-        return std::nullopt;
-    }
-}
-
-int64_t dynamic_shared_bytes(const PrimFunc& f) {
-    bool dynamic = false;
-    int64_t bytes = 0;
-    for (auto& [k, v] : f.attrs) {
-        if (k == kDynamicSharedAttr) dynamic = v == "1";
-        if (k == kSharedBytesAttr) bytes = std::stoll(v);
-    }
-    return dynamic ? bytes : 0;
-}
-
-Pass thread_level_pass(const target::GpuTarget& target) {
-    return Pass{"lower-thread-level", [target](const PrimFunc& f, PassContext& ctx) {
-                    auto out = lower_to_thread_level(f, target, ctx.diag);
-                    if (!out) return f;  // the error is reported; the pass manager stops
-                    auto errors = verify_thread_level(*out);
-                    if (!errors.empty()) {
-                        std::string msg = "thread-level IR of '" + f.name + "' is malformed:";
-                        for (auto& e : errors) msg += "\n  " + e;
-                        TILEC_ICE(msg);
-                    }
-                    return *out;
-                }};
-}
 
 }  // namespace tilec::lower

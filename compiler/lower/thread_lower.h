@@ -1,5 +1,6 @@
-// Lowering tile-level Tile IR to thread level for a GPU target, and what it needs
-// around it: the fragment each tile gets, the thread-level invariants, and the pass.
+// The pieces of the GPU lowering that other stages and the tests call directly: the
+// default fragment of a tile, barrier placement, the thread-level invariants. The pass
+// list that runs the lowering is in gpu_passes.h; this comment says what it covers.
 //
 // Coverage today (the thinnest end-to-end path): element-wise kernels. `copy` between
 // a global region and a whole fragment or shared buffer (or between two whole
@@ -18,9 +19,9 @@
 // fragment, each thread's registers of c accumulated over k (serial k loop around the
 // unrolled register loop) with mul and add in c's type; `pipelined` loops run in order.
 // cumsum of a whole fragment into a whole fragment (a chunked scan through shared
-// memory, lower_cumsum.cpp); atomic_add of a whole fragment into a global region of
+// memory, ops/cumsum.cpp); atomic_add of a whole fragment into a global region of
 // f32, f64 or 32/64-bit integers (one relaxed atomic add per register, masked,
-// lower_atomic.cpp).
+// ops/atomic_add.cpp).
 // Anything else (tensor-core gemm, print, assert, cumsum of shared / local tiles,
 // atomic_add into shared memory or narrow tensors, reduce of shared memory or into a
 // differently laid out fragment, f8 / 4-bit data, f64 exp and friends, ...) is
@@ -40,17 +41,8 @@
 
 namespace tilec::lower {
 
-// The attribute a thread-level function carries: {"level", "thread"}.
-inline constexpr const char* kLevelAttr = "level";
-inline constexpr const char* kThreadLevel = "thread";
+// Whether `f` is thread level (PrimFunc::level; set by lower-tile-ops).
 bool is_thread_level(const ir::PrimFunc& f);
-// Attributes of a thread-level function from its shared-memory plan: the bytes of its
-// shared arena per block, and "1" when they go in dynamic shared memory (above the
-// target's static limit; the launch passes them), "0" for a static arena.
-inline constexpr const char* kSharedBytesAttr = "shared_bytes";
-inline constexpr const char* kDynamicSharedAttr = "dynamic_shared";
-// The dynamic shared bytes a launch of the thread-level `f` passes (0: static or none).
-int64_t dynamic_shared_bytes(const ir::PrimFunc& f);
 
 // The Fragment the lowering gives a tile of `shape` (a fragment buffer, a parallel
 // loop, the thread split of a copy) on `threads` threads (fragment_assign.cpp):
@@ -60,20 +52,8 @@ int64_t dynamic_shared_bytes(const ir::PrimFunc& f);
 // the threads.
 std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shape, int64_t threads);
 
-// Tile level -> thread level (thread_lower.cpp), with the layouts of infer_layouts
-// (a conflict there is reported through `diag` and gives nullopt). The result has the attribute above, an
-// explicit thread index (VarKind::ThreadIdx, dim 0), per-thread register buffers
-// (Scope::Register, shape [registers per thread]) in place of fragments and locals,
-// unrolled per-register loops, bounds masks on global accesses of copies (a fast path
-// without masks when the whole region is in bounds), and barriers where memory hazards
-// between threads need them (place_barriers). On a construct outside the coverage
-// above: with `diag`, reports "error: <construct> is not supported for GPU targets yet" at its location and
-// returns nullopt; without, throws InternalError naming it.
-std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const target::GpuTarget& target,
-                                                  DiagnosticEngine* diag);
-
-// Barrier placement (barrier_placement.cpp; the last step of lower_to_thread_level,
-// after the shared-memory plan): drops the barriers in a thread-level body of a block of
+// Barrier placement (barrier_placement.cpp; the pass place-barriers, after the
+// shared-memory plan): drops the barriers in a thread-level body of a block of
 // `threads` threads and inserts block barriers only where two accesses of shared memory
 // (by byte range in the planned arena: shared_offset) or of one global tensor, one a
 // write, may come from different threads with no barrier between them, including around
@@ -81,11 +61,10 @@ std::optional<ir::PrimFunc> lower_to_thread_level(const ir::PrimFunc& f, const t
 // index, or a register that differs between threads).
 ir::Stmt place_barriers(const ir::Stmt& body, int64_t threads);
 
-// The pass "lower-thread-level" for a PassManager: runs lower_to_thread_level with the
-// context's DiagnosticEngine, then verify_thread_level (a failure is an internal error).
-ir::Pass thread_level_pass(const target::GpuTarget& target);
-
-// Thread-level invariants beyond ir::verify (verify_thread_level.cpp): no fragment or
+// Thread-level invariants beyond ir::verify (verify_thread_level.cpp), what the
+// backends may rely on after the last pass: level thread, the shared-memory plan made
+// (shared_bytes set, every shared buffer at an arena offset, no full_write left), no
+// layouts annotation, no fragment or
 // local buffers, no tile ops (copy, gemm, fill, reduce, cumsum, atomic_add; the
 // thread-level AtomicRmw is not one), no
 // parallel or pipelined loops, register buffers rank 1, thread indices of dims 0..2.

@@ -39,8 +39,14 @@ private:
         const Buffer& b = op->buffer;
         if (b->scope == Scope::Register && b->rank() > 1)
             error(op->loc, "register buffer '" + b->name + "' of rank " + std::to_string(b->rank()));
+        if (b->scope == Scope::Shared && b->shared_offset < 0)
+            error(op->loc, "shared buffer '" + b->name + "' without an arena offset");
         visit_buffer_use(b);
         IRVisitor::visit_allocate(op);
+    }
+    void visit_full_write(const FullWriteNode* op) override {
+        error(op->loc, "full_write of '" + op->buffer->name + "' after the shared-memory plan");
+        IRVisitor::visit_full_write(op);
     }
     void visit_copy(const CopyNode* op) override { tile_op(op->loc, "copy"); }
     void visit_gemm(const GemmNode* op) override { tile_op(op->loc, "gemm"); }
@@ -54,7 +60,9 @@ private:
 
 std::vector<std::string> verify_thread_level(const PrimFunc& f) {
     ThreadLevelVerifier v;
-    if (!is_thread_level(f)) v.errors.push_back("function '" + f.name + "' lacks the attribute level=thread");
+    if (!is_thread_level(f)) v.errors.push_back("function '" + f.name + "' is not thread level");
+    if (!f.shared_bytes) v.errors.push_back("function '" + f.name + "' has no shared-memory plan");
+    if (f.layouts) v.errors.push_back("function '" + f.name + "' still carries layout inference's layouts");
     v.visit(f.body);
     return std::move(v.errors);
 }

@@ -1026,6 +1026,7 @@ void Executor::exec(const Stmt& s, const Active& act) {
         return;
     case StmtKind::Barrier: barrier(static_cast<const BarrierNode*>(s.get()), act); return;
     case StmtKind::AtomicRmw: exec_atomic_rmw(static_cast<const AtomicRmwNode*>(s.get()), act); return;
+    case StmtKind::FullWrite: exec(static_cast<const FullWriteNode*>(s.get())->body, act); return;  // a mark only
     case StmtKind::Print:
     case StmtKind::Assert:
     case StmtKind::Copy:
@@ -1257,10 +1258,7 @@ void Executor::flush() {
 void Executor::run(interp::RunArgs& args) {
     using interp::detail::convert;
     if (!f_.body) fatal(f_.loc, "function without a body");
-    bool thread_level = false;
-    for (auto& [k, v] : f_.attrs)
-        if (k == "level" && v == "thread") thread_level = true;
-    if (!thread_level)
+    if (f_.level != ir::FuncLevel::Thread)
         fatal(f_.loc,
               "'" + f_.name + "' is tile-level IR; the simulator runs thread-level IR (lower it first)");
     threads_ = static_cast<int>(f_.threads);

@@ -1,4 +1,4 @@
-// The GPU simulator: runs thread-level Tile IR (lower::lower_to_thread_level's output)
+// The GPU simulator: runs thread-level Tile IR (the output of the GPU passes, lower/gpu_passes.h)
 // on the CPU with the semantics of a GPU, checks what a GPU would not, and counts the
 // memory traffic a GPU would see. It is how the GPU lowering is tested where no GPU
 // exists, and `tilec run --target=sim:ARCH`.

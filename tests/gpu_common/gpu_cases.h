@@ -10,6 +10,7 @@
 
 #include "interp/testing.h"
 #include "ir/ir.h"
+#include "lower/gpu_passes.h"
 #include "lower/thread_lower.h"
 #include "target/target.h"
 
@@ -97,7 +98,7 @@ inline ir::PrimFunc shuffle_kernel(ir::DataType t) {
     f.grid = {ir::make_int(1)};
     f.threads = 128;
     f.block_idx = ir::make_block_idx_vars();
-    f.attrs = {{"level", "thread"}};
+    f.level = ir::FuncLevel::Thread;
     std::vector<ir::Stmt> stores;
     int k = 0;
     for (auto op : {ir::CallOp::ShflXor, ir::CallOp::ShflUp, ir::CallOp::ShflDown, ir::CallOp::ShflIdx}) {

@@ -43,7 +43,7 @@ struct Kernel {
         f.grid = {ir::make_int(1)};
         f.threads = kThreads;
         f.block_idx = ir::make_block_idx_vars();
-        f.attrs = {{"level", "thread"}};
+        f.level = ir::FuncLevel::Thread;
     }
     // A shared f32 buffer of `n` elements at byte `offset` of the arena.
     static ir::Buffer shared(const std::string& name, int64_t n, int64_t offset) {

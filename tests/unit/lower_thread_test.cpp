@@ -13,6 +13,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ir/visitor.h"
+#include "lower/gpu_passes.h"
 #include "lower/thread_lower.h"
 #include "sim/sim.h"
 #include "target/target.h"
@@ -335,7 +336,7 @@ TEST_CASE("lower: the thread-level verifier rejects tile-level leftovers", "[low
     const auto& c = compiled("kernels/vector_add.tile");
     const auto& f = kernel(c, "vector_add_f32");
     auto errs = lower::verify_thread_level(f);
-    // Tile level: no level attribute, fragments, copies and a parallel loop.
+    // Tile level: not thread level, no shared plan, fragments, copies and a parallel loop.
     CHECK(errs.size() >= 4);
 }
 

@@ -11,6 +11,7 @@
 #include "interp/interp.h"
 #include "interp/testing.h"
 #include "ir/printer.h"
+#include "lower/gpu_passes.h"
 #include "lower/thread_lower.h"
 #include "sim/sim.h"
 #include "target/target.h"
@@ -50,7 +51,7 @@ struct Hand {
         f.grid = {ir::make_int(blocks)};
         f.threads = threads;
         f.block_idx = ir::make_block_idx_vars();
-        f.attrs = {{"level", "thread"}};
+        f.level = ir::FuncLevel::Thread;
     }
     sim::Result run(ir::Stmt body, interp::RunArgs& a, const char* arch = "sm_80") {
         f.body = std::move(body);

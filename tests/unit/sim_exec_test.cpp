@@ -9,6 +9,7 @@
 
 #include "interp/interp.h"
 #include "interp/testing.h"
+#include "lower/gpu_passes.h"
 #include "lower/thread_lower.h"
 #include "sim/sim.h"
 #include "target/target.h"
@@ -153,7 +154,7 @@ struct Hand {
         f.grid = {ir::make_int(1)};
         f.threads = threads;
         f.block_idx = ir::make_block_idx_vars();
-        f.attrs = {{"level", "thread"}};
+        f.level = ir::FuncLevel::Thread;
     }
     interp::RunArgs a;  // the last run's tensors (Y: a[1])
     sim::Result run(ir::Stmt body, const char* arch = "sm_80") {
@@ -351,7 +352,7 @@ TEST_CASE("sim: floats round per operation to their type", "[sim]") {
 
 TEST_CASE("sim: tile-level IR and bad arguments are refused, not crashed on", "[sim]") {
     Hand h(32);
-    h.f.attrs.clear();
+    h.f.level = ir::FuncLevel::Tile;
     auto r = h.run(ir::make_seq({}));
     CHECK_FALSE(r.ok);
     CHECK(r.message.find("thread-level") != std::string::npos);

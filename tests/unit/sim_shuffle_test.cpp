@@ -45,7 +45,7 @@ struct Kernel {
         f.grid = {ir::make_int(1)};
         f.threads = threads;
         f.block_idx = ir::make_block_idx_vars();
-        f.attrs = {{"level", "thread"}};
+        f.level = ir::FuncLevel::Thread;
     }
     ir::Expr lane(int warp) const { return ir::floormod(tx, ir::make_int(warp)); }
     ir::Expr load() const { return ir::make_load(x, {tx}); }
@@ -349,11 +349,11 @@ TEST_CASE("verifier: shuffles only at thread level, never where they might not e
     k.f.body = k.store(shfl);
     CHECK(ir::verify(k.f).empty());
     // Not thread level.
-    k.f.attrs.clear();
+    k.f.level = ir::FuncLevel::Tile;
     auto errs = ir::verify(k.f);
     REQUIRE(errs.size() == 1);
-    CHECK(errs[0] == "3:7: shfl_xor in a function that is not thread level (level=thread)");
-    k.f.attrs = {{"level", "thread"}};
+    CHECK(errs[0] == "3:7: shfl_xor in a function that is not thread level");
+    k.f.level = ir::FuncLevel::Thread;
     // In a select's branch, or the right side of &&.
     k.f.body = k.store(ir::make_select(ir::lt(k.tx, ir::make_int(3)), shfl, ir::make_float(0.0)));
     errs = ir::verify(k.f);

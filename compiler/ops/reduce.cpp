@@ -1,40 +1,55 @@
-// Thread-level lowering of reductions (part of lower_to_thread_level), and the layout
-// of the fragments they write.
-//
-// The destination's layout is the source's reduced (Fragment::reduce_dim, replicated
-// over the threads that held a row), as layout inference (layout_inference.cpp)
-// plans it, so a row's result sits in every thread that held part of the row.
+// The home of reduce_sum|max|min|absmax (see reduce.h): argument checks (shared with
+// cumsum, axis_args.cpp), the layout rule that keeps a row's result where the row was
+// (layout inference plans it: lower/layout_inference.cpp), and the lowering: per-thread
+// partials, warp shuffles, and a shared scratch when a row's replicas span warps.
+#include "ops/reduce.h"
+
 #include <cmath>
 #include <cstdint>
 
-#include "ir/visitor.h"
 #include "layout/index_expr.h"
-#include "lower/thread_lowering.h"
+#include "ops/axis_args.h"
+#include "ops/lower_util.h"
 
-namespace tilec::lower::detail {
+namespace tilec::ops {
 
 using namespace ir;
 
+Stmt elab_reduce(ElabContext& ctx, ReduceKind kind) {
+    auto a = elab_axis_args(ctx, /*scan=*/false);
+    if (!a) return nullptr;
+    return make_reduce(kind, a->src, a->dst, a->dim, a->flag, ctx.loc());
+}
+
+void reduce_layout(const ReduceNode& op, LayoutConstraints& lc) {
+    const Buffer& s = op.src.buffer;
+    const Buffer& d = op.dst.buffer;
+    if (s->scope == Scope::Fragment && d->scope == Scope::Fragment && whole_tile(op.src) && whole_tile(op.dst) &&
+        positive_shape(s->shape) && positive_shape(d->shape))
+        lc.reduced(s, d, static_cast<size_t>(op.dim), d->rank() == s->rank(), op.loc,
+                   "the reduce of '" + s->name + "' into '" + d->name + "'");
+}
+
 // ---- reductions -----------------------------------------------------------------
 // dst = reduce(src, dim) for whole fragments, dst laid out as src reduced (see
-// layout_inference.cpp). Each thread folds its own registers into one partial per row
+// lower/layout_inference.cpp). Each thread folds its own registers into one partial per row
 // it holds; replicas of a row in lanes of one warp that differ in a set of lane bits
 // fold their partials by butterfly shuffles (shfl_xor); when the replicas span several
 // such groups, the groups' leaders publish to a shared scratch [rows x replicas] and,
 // after a barrier, every replica folds its row's leader partials in the same order, so
 // all replicas agree bit for bit. The barriers (between publish and gather, and before
 // the scratch's bytes are written again, e.g. by the reduce in a loop) are
-// place_barriers' (barrier_placement.cpp): the hazards call for them.
+// place_barriers' (lower/barrier_placement.cpp): the hazards call for them.
 // Floats accumulate in at least f32, as the interpreter accumulates in double.
-Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
+Stmt lower_reduce(const ReduceNode& op, LowerContext& lc) {
     const Buffer& sb = op.src.buffer;
     const Buffer& db = op.dst.buffer;
     SourceLoc loc = op.loc;
     if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment || !is_full_region(op.src) ||
         !is_full_region(op.dst))
         unsupported(loc, "reduce other than of a whole fragment into a whole fragment");
-    const FragInfo& src = frags_.at(sb.get());
-    const FragInfo& dst = frags_.at(db.get());
+    const LowerContext::Registers& src = lc.registers(sb);
+    const LowerContext::Registers& dst = lc.registers(db);
     if (src.frag.replicate() > 1)
         unsupported(loc, "reduce of fragment '" + sb->name + "' held by several threads (replicas)");
     auto G = src.frag.reduce_dim(static_cast<size_t>(op.dim), db->rank() == sb->rank());
@@ -77,12 +92,12 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
 
     Buffer part =
         make_buffer(db->name + "_part", acc, {make_int(G->registers_per_thread())}, Scope::Register, loc);
-    Stmt init = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+    Stmt init = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
         return make_store(part, {r}, identity, loc);
     });
     size_t dim = static_cast<size_t>(op.dim);
     bool keep = db->rank() == sb->rank();
-    Stmt fold = register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+    Stmt fold = lc.register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
         std::vector<Expr> out;
         for (size_t d = 0; d < coord.size(); ++d) {
             if (d != dim)
@@ -103,7 +118,7 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     const int64_t P = G->replicate();
     if (P == 1) {
         // Every row within one thread: no exchange.
-        Stmt done = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+        Stmt done = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
             return finish(r, combine(start(r), make_load(part, {r}, loc)));
         });
         return make_allocate(part, make_seq({init, fold, done}, loc), loc);
@@ -135,7 +150,7 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         }
     }
     std::vector<int64_t> bits;  // lane bits of the butterfly, highest first
-    for (int64_t b = target_.warp_size / 2; b >= 1; b /= 2) {
+    for (int64_t b = lc.gpu_target().warp_size / 2; b >= 1; b /= 2) {
         bool ok = true;
         for (int64_t t = 0; t < T && ok; ++t)
             for (int64_t r = 0; r < R && ok; ++r) {
@@ -163,7 +178,7 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         bits.clear();
         leaders.clear();
     }
-    Stmt butterfly = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+    Stmt butterfly = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
         std::vector<Stmt> steps;
         for (int64_t b : bits) {
             Expr mine = make_load(part, {r}, loc);
@@ -177,7 +192,7 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
     });
     if (!bits.empty() && leaders.size() == 1) {
         // Every replica of a row in one warp group: no shared memory.
-        Stmt done = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+        Stmt done = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
             return finish(r, combine(start(r), make_load(part, {r}, loc)));
         });
         return make_allocate(part, make_seq({init, fold, butterfly, done}, loc), loc);
@@ -188,13 +203,13 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         for (size_t d = 1; d < coord.size(); ++d) lin = add(mul(lin, make_int(dshape[d])), coord[d]);
         return mul(lin, make_int(P));
     };
-    Stmt publish = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+    Stmt publish = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
         Stmt st = make_store(scratch, {add(row_of(coord), rep)}, make_load(part, {r}, loc), loc);
         if (bits.empty()) return st;
-        Expr lead = eq(make_binary(BinaryOp::BitAnd, Expr(tx_), make_int(mask), loc), make_int(0));
+        Expr lead = eq(make_binary(BinaryOp::BitAnd, Expr(lc.thread_idx()), make_int(mask), loc), make_int(0));
         return make_if(lead, st, nullptr, loc);
     });
-    Stmt gather = register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+    Stmt gather = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
         if (!bits.empty()) {
             // The group leaders' partials, in one order for every replica.
             Expr acc_v = make_load(scratch, {add(row_of(coord), make_int(leaders[0]))}, loc);
@@ -220,4 +235,4 @@ Stmt ThreadLowering::lower_reduce(const ReduceNode& op) {
         loc);
 }
 
-}  // namespace tilec::lower::detail
+}  // namespace tilec::ops

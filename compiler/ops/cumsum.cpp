@@ -1,11 +1,12 @@
-// Thread-level lowering of cumsum (part of lower_to_thread_level): an inclusive scan of
-// a whole fragment along one dimension, into a whole fragment.
+// The home of cumsum (see cumsum.h): argument checks (shared with the reductions,
+// axis_args.cpp) and the thread-level lowering, an inclusive scan of a whole fragment
+// along one dimension into a whole fragment.
 //
 // A line (the elements along `dim` at fixed other coordinates) is spread over many
 // threads, and a thread's elements of a line need not be contiguous (Fragment::parallel
 // deals vectors round-robin), so the scan goes through shared memory, in four steps
 // that hand data between threads (the barriers between them, and before the scratch is
-// written again, are place_barriers', barrier_placement.cpp, where the hazards are):
+// written again, are place_barriers', lower/barrier_placement.cpp, where the hazards are):
 //   1. publish: every thread stores its source registers into a shared copy of the tile
 //      (in the accumulation type; replica 0 of a replicated element);
 //   2. chunk scan: each line is cut into P contiguous chunks of C elements, a chunk per
@@ -30,31 +31,43 @@
 // then the sum of the earlier chunks' totals), so each result carries an error of at
 // most about (C + P) * 2^-24 * sum |x| over its line, against n * 2^-24 * sum |x| for
 // a serial f32 sum.
+#include "ops/cumsum.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 
 #include "layout/index_expr.h"
-#include "lower/thread_lowering.h"
+#include "ops/axis_args.h"
+#include "ops/lower_util.h"
 
-namespace tilec::lower::detail {
+namespace tilec::ops {
 
 using namespace ir;
+
+Stmt elab_cumsum(ElabContext& ctx) {
+    auto a = elab_axis_args(ctx, /*scan=*/true);
+    if (!a) return nullptr;
+    return make_cumsum(a->src, a->dst, a->dim, a->flag, ctx.loc());
+}
+
+void cumsum_layout(const CumsumNode&, LayoutConstraints&) {}
+
 using layout::idx;
 using layout::idx_add;
 using layout::idx_floordiv;
 using layout::idx_floormod;
 using layout::idx_mul;
 
-Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
+Stmt lower_cumsum(const CumsumNode& op, LowerContext& lc) {
     SourceLoc loc = op.loc;
     const Buffer& sb = op.src.buffer;
     const Buffer& db = op.dst.buffer;
     if (sb->scope != Scope::Fragment || db->scope != Scope::Fragment || !is_full_region(op.src) ||
         !is_full_region(op.dst))
         unsupported(loc, "cumsum other than of a whole fragment into a whole fragment");
-    const FragInfo& src = frags_.at(sb.get());
-    const FragInfo& dst = frags_.at(db.get());
+    const LowerContext::Registers& src = lc.registers(sb);
+    const LowerContext::Registers& dst = lc.registers(db);
     const std::vector<int64_t> shape = *const_shape(sb->shape);
     if (shape != *const_shape(db->shape)) TILEC_ICE("thread-level lowering: cumsum shapes disagree");
     if (op.dim < 0 || static_cast<size_t>(op.dim) >= shape.size())
@@ -75,7 +88,7 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
     for (size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
     const int64_t size = layout::shape_size(shape);
     const int64_t lines = size / n;
-    const int64_t threads = f_.threads;
+    const int64_t threads = lc.threads();
     const int64_t max_parts = std::max<int64_t>(1, std::min(n, threads / lines));
     const int64_t C = (n + max_parts - 1) / max_parts;
     const int64_t P = (n + C - 1) / C;  // no empty chunk
@@ -114,7 +127,7 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
     // Every unit of the thread: body(u, line, part).
     auto for_units = [&](const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& body) {
         Var q = make_loop_var("q", loc);
-        Expr u = rounds == 1 ? Expr(tx_) : idx_add(Expr(tx_), idx_mul(q, threads));
+        Expr u = rounds == 1 ? Expr(lc.thread_idx()) : idx_add(Expr(lc.thread_idx()), idx_mul(q, threads));
         Stmt b = body(u, idx_floordiv(u, P), idx_floormod(u, P));
         if (units % threads != 0) b = make_if(lt(u, idx(units)), b, nullptr, loc);
         if (rounds == 1) return b;
@@ -122,7 +135,7 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
     };
 
     // 1. publish
-    Stmt publish = register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+    Stmt publish = lc.register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
         return guard_replica(rep, make_store(scan, {slot(lin_of(coord))}, as_acc(make_load(src.regs, {r}, loc), st), loc));
     });
 
@@ -152,7 +165,7 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
     });
 
     // 4. gather
-    Stmt gather = register_loop(dst.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+    Stmt gather = lc.register_loop(dst.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
         Expr k = position(coord[dim]);  // the scan order is its own inverse
         Expr part = idx_floordiv(k, C);
         Expr v = make_load(scan, {slot(lin_of(coord))}, loc);
@@ -172,4 +185,4 @@ Stmt ThreadLowering::lower_cumsum(const CumsumNode& op) {
     return make_allocate(scan, body, loc);
 }
 
-}  // namespace tilec::lower::detail
+}  // namespace tilec::ops

@@ -1,0 +1,154 @@
+// The GPU pass list (entry: build_gpu_passes): each pass wraps one stage's entry
+// function (layout_inference.cpp, thread_lower.cpp, shared_plan.cpp,
+// barrier_placement.cpp, verify_thread_level.cpp), checks the level of IR it expects,
+// and turns the lowering's exceptions into located diagnostics, so that the stages can
+// run one at a time from printed IR (tilec opt) as well as in one go.
+#include "lower/gpu_passes.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "ir/visitor.h"
+#include "lower/layout_inference.h"
+#include "lower/thread_lower.h"
+#include "lower/thread_lowering.h"
+
+namespace tilec::lower {
+
+using ir::FuncLevel;
+using ir::Pass;
+using ir::PassContext;
+using ir::PrimFunc;
+
+namespace {
+
+// Reports a user error of `pass` on `f`: through the context's diagnostics (the pass
+// manager then stops), or, without them (library callers), as an internal error.
+PrimFunc report(const PrimFunc& f, PassContext& ctx, SourceLoc loc, const std::string& msg) {
+    if (!ctx.diag) TILEC_ICE("thread-level lowering of '" + f.name + "': " + msg);
+    ctx.diag->error(loc.valid() ? loc : f.loc, msg);
+    return f;
+}
+
+// Runs one lowering step; a construct outside the GPU path's coverage or a user error
+// found while lowering (too much shared memory, ...) becomes a located diagnostic.
+template <typename Fn>
+PrimFunc reporting(const PrimFunc& f, const target::GpuTarget& target, PassContext& ctx, Fn&& step) {
+    try {
+        return step();
+    } catch (const detail::Unsupported& u) {
+        return report(f, ctx, u.loc, u.what + " is not supported for GPU targets yet (--target=" + target.name + ")");
+    } catch (const detail::UserError& e) {
+        return report(f, ctx, e.loc, e.message);
+    }
+}
+
+// A pass that needs IR of `level` refuses other IR (a pass list given out of order to
+// tilec opt) with an error naming what should run first.
+bool expect_level(const PrimFunc& f, PassContext& ctx, const char* pass, FuncLevel level, const char* first) {
+    if (f.level == level) return true;
+    report(f, ctx, f.loc,
+           std::string(pass) + " needs " + (level == FuncLevel::Tile ? "tile-level" : "thread-level") +
+               " IR, but '" + f.name + "' is " + (f.level == FuncLevel::Tile ? "tile" : "thread") + " level" +
+               (first ? std::string(" (run ") + first + " first)" : std::string()));
+    return false;
+}
+
+// A named place in the list for a stage that is not written yet: the IR passes through
+// unchanged, and --print-after / --time-passes / tilec opt already know the name.
+Pass slot(std::string name) {
+    return Pass{std::move(name), [](const PrimFunc& f, PassContext&) { return f; }};
+}
+
+Pass layout_inference(const target::GpuTarget& target) {
+    return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "layout-inference", FuncLevel::Tile, nullptr)) return f;
+                    auto plan = infer_layouts(f, target, ctx.diag);
+                    if (!plan) return f;  // a conflict, reported
+                    PrimFunc out = f;
+                    out.layouts = std::make_shared<const LayoutPlan>(std::move(*plan));
+                    return out;
+                }};
+}
+
+Pass lower_tile_ops(const target::GpuTarget& target) {
+    return Pass{"lower-tile-ops", [target](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "lower-tile-ops", FuncLevel::Tile, nullptr)) return f;
+                    auto* plan = dynamic_cast<const LayoutPlan*>(f.layouts.get());
+                    if (!plan)
+                        return report(f, ctx, f.loc,
+                                      "lower-tile-ops needs the layouts of '" + f.name +
+                                          "' (run layout-inference first)");
+                    return reporting(f, target, ctx,
+                                     [&] { return detail::ThreadLowering(f, target, *plan).run(); });
+                }};
+}
+
+Pass plan_shared(const target::GpuTarget& target) {
+    return Pass{"plan-shared-memory", [target](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "plan-shared-memory", FuncLevel::Thread, "lower-tile-ops")) return f;
+                    return reporting(f, target, ctx, [&] {
+                        detail::FullWritesOf writes = detail::take_full_writes(f.body);
+                        detail::SharedPlan plan =
+                            detail::plan_shared_memory(writes.body, writes.full_writes, target, f.name, f.loc);
+                        PrimFunc out = f;
+                        out.body = plan.body;
+                        out.shared_bytes = plan.bytes;
+                        out.dynamic_shared = plan.dynamic;
+                        return out;
+                    });
+                }};
+}
+
+Pass barriers() {
+    return Pass{"place-barriers", [](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "place-barriers", FuncLevel::Thread, "lower-tile-ops")) return f;
+                    // Hazards are between byte ranges of the arena, which the plan decides.
+                    if (!f.shared_bytes)
+                        return report(f, ctx, f.loc,
+                                      "place-barriers needs the shared-memory plan of '" + f.name +
+                                          "' (run plan-shared-memory first)");
+                    PrimFunc out = f;
+                    out.body = place_barriers(f.body, f.threads);
+                    return out;
+                }};
+}
+
+Pass verify() {
+    return Pass{"verify-thread-level", [](const PrimFunc& f, PassContext&) {
+                    auto errors = verify_thread_level(f);
+                    if (!errors.empty()) {
+                        std::string msg = "thread-level IR of '" + f.name + "' is malformed:";
+                        for (auto& e : errors) msg += "\n  " + e;
+                        TILEC_ICE(msg);
+                    }
+                    return f;
+                }};
+}
+
+}  // namespace
+
+std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
+    return {
+        slot("tensorize"),
+        layout_inference(target),
+        slot("software-pipeline"),
+        lower_tile_ops(target),
+        plan_shared(target),
+        slot("insert-async-waits"),
+        barriers(),
+        verify(),
+    };
+}
+
+std::optional<PrimFunc> lower_to_thread_level(const PrimFunc& f, const target::GpuTarget& target,
+                                              DiagnosticEngine* diag) {
+    ir::PassManager pm;
+    for (auto& p : build_gpu_passes(target)) pm.add(std::move(p));
+    PassContext ctx;
+    ctx.diag = diag;
+    return pm.run(f, ctx);
+}
+
+}  // namespace tilec::lower

@@ -1,0 +1,169 @@
+// The home of gemm (see gemm.h): the shape and type rules of the call, and its
+// thread-level lowering on CUDA cores.
+#include "ops/gemm.h"
+
+#include "ops/elab_util.h"
+#include "ops/lower_util.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+Stmt elab_gemm(ElabContext& ctx) {
+    auto a = ctx.bind({"a", "b", "c", "trans_a", "trans_b", "clear"}, 3);
+    if (!a) return nullptr;
+    const auto& args = *a;
+    DiagnosticEngine& diags = ctx.diags();
+    TileOperand ops[3];
+    const char* roles[3] = {"first operand", "second operand", "accumulator"};
+    for (int i = 0; i < 3; ++i) {
+        ops[i] = ctx.tile(*args[i], "gemm", roles[i]);
+        if (!ops[i].ok()) return nullptr;
+        if (!ops[i].whole) {
+            diags.error(ops[i].range, "gemm operands are whole tiles; copy the part you need into a shared or "
+                                      "fragment buffer first");
+            return nullptr;
+        }
+    }
+    bool flags[3] = {false, false, false};
+    for (int i = 0; i < 3; ++i)
+        if (args[3 + i]) {
+            auto f = ctx.const_bool(*args[3 + i], i == 0 ? "trans_a" : i == 1 ? "trans_b" : "clear");
+            if (!f) return nullptr;
+            flags[i] = *f;
+        }
+    const Buffer &A = ops[0].buffer, &B = ops[1].buffer, &C = ops[2].buffer;
+    if (C->scope != Scope::Fragment) {
+        auto d = diags.error(ops[2].range, "the gemm accumulator '" + C->name + "' must be a fragment, but it is " +
+                                               scope_word(C->scope));
+        if (auto where = ctx.declared_at(C)) d.note(*where, "declare it as 'fragment " + C->name + ": ...'");
+        return nullptr;
+    }
+    for (int i = 0; i < 2; ++i) {
+        const Buffer& X = ops[i].buffer;
+        if (X->scope == Scope::Global) {
+            diags.error(ops[i].range, "gemm operand '" + X->name + "' is a global tensor; copy a tile of it into "
+                                                                   "a shared buffer first");
+            return nullptr;
+        }
+        if (X->scope == Scope::Local) {
+            diags.error(ops[i].range, "gemm operand '" + X->name + "' is a local buffer; use a shared buffer or "
+                                                                   "a fragment");
+            return nullptr;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+        if (ops[i].buffer->rank() != 2) {
+            diags.error(ops[i].range, "gemm operands must be 2-d tiles, but '" + ops[i].buffer->name + "' is " +
+                                          std::to_string(ops[i].buffer->rank()) + "-d");
+            return nullptr;
+        }
+    std::vector<int64_t> sa, sb, sc;
+    if (!shape_values(A, sa) || !shape_values(B, sb) || !shape_values(C, sc)) return nullptr;
+    int64_t M = flags[0] ? sa[1] : sa[0], Ka = flags[0] ? sa[0] : sa[1];
+    int64_t Kb = flags[1] ? sb[1] : sb[0], N = flags[1] ? sb[0] : sb[1];
+    auto dims = [](const std::vector<int64_t>& s) {
+        return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + "]";
+    };
+    if (Ka != Kb) {
+        diags.error(ctx.call_range(), "gemm K mismatch: '" + A->name + "' is " + dims(sa) +
+                                          (flags[0] ? " (transposed)" : "") + " so K = " + std::to_string(Ka) +
+                                          ", but '" + B->name + "' is " + dims(sb) +
+                                          (flags[1] ? " (transposed)" : "") + " so K = " + std::to_string(Kb));
+        return nullptr;
+    }
+    if (sc[0] != M || sc[1] != N) {
+        diags.error(ops[2].range, "gemm accumulator '" + C->name + "' is " + dims(sc) + " but '" + A->name +
+                                      "' @ '" + B->name + "' is [" + std::to_string(M) + ", " + std::to_string(N) +
+                                      "]");
+        return nullptr;
+    }
+    if (A->dtype != B->dtype) {
+        diags.error(ctx.call_range(), "gemm operands have different element types: '" + A->name + "' is " +
+                                          A->dtype.str() + " and '" + B->name + "' is " + B->dtype.str());
+        return nullptr;
+    }
+    bool ok_acc = A->dtype.is_float() ? C->dtype.is_float() && C->dtype.bits >= 16 : C->dtype == DataType::i32();
+    if (!ok_acc || A->dtype.is_bool()) {
+        diags.error(ops[2].range, "gemm accumulator '" + C->name + "' has type " + C->dtype.str() + "; use " +
+                                      (A->dtype.is_float() ? "f32 (or f16)" : "i32") + " for " + A->dtype.str() +
+                                      " inputs");
+        return nullptr;
+    }
+    ctx.mark_written(C);
+    return make_gemm(full_region(A), full_region(B), full_region(C), flags[0], flags[1], flags[2], ctx.loc());
+}
+
+void gemm_layout(const GemmNode&, LayoutConstraints&) {}
+
+// ---- gemm on CUDA cores -----------------------------------------------------------
+// c (+)= op(a) @ op(b) with a and b whole shared tiles and c a whole fragment: each
+// thread owns c's elements its Fragment gives it and computes their dot products
+// over k with FMAs, reading a and b from shared memory. The k loop is outermost and
+// serial so the register loop inside it stays unrolled and c stays in registers.
+// Barriers (before the reads of a and b, and before the next write into their bytes)
+// are place_barriers' (lower/barrier_placement.cpp).
+// No tensor cores yet: that needs mma fragments for a, b and c (layout inference).
+//
+// A fragment a or b (flash attention's p @ v, p in registers): the thread computing
+// c[i, j] needs all of row i of a (column j of b), held by other threads, so the
+// fragment is staged through a shared copy of its shape (each thread stores its
+// registers, then, after the barrier the hazard calls for, the shared-operand gemm
+// reads the copy). The shared plan
+// gives the copy bytes only while the gemm runs.
+Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
+    SourceLoc loc = g.loc;
+    const Buffer& cb = g.c.buffer;
+    if (!is_full_region(g.a) || !is_full_region(g.b) || !is_full_region(g.c))
+        unsupported(loc, "gemm of part of a buffer");
+    std::vector<Buffer> staged;
+    std::vector<Stmt> stores;
+    auto stage = [&](const Buffer& op) -> Buffer {
+        if (op->scope == Scope::Shared) return op;
+        if (op->scope != Scope::Fragment) unsupported(loc, "gemm of a " + std::string(scope_name(op->scope)) + " operand");
+        const LowerContext::Registers& fi = lc.registers(op);
+        Buffer copy = make_buffer(op->name + "_stage", op->dtype, op->shape, Scope::Shared, loc);
+        stores.push_back(lc.register_loop(fi.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            return guard_replica(rep, make_store(copy, coord, make_load(fi.regs, {r}, loc), loc));
+        }));
+        staged.push_back(copy);
+        return copy;
+    };
+    if (cb->scope != Scope::Fragment) unsupported(loc, "gemm into a " + std::string(scope_name(cb->scope)) + " buffer");
+    Buffer ab = stage(g.a.buffer);
+    Buffer bb = stage(g.b.buffer);
+    auto as = *const_shape(ab->shape), bs = *const_shape(bb->shape), cs = *const_shape(cb->shape);
+    if (as.size() != 2 || bs.size() != 2 || cs.size() != 2) unsupported(loc, "gemm of tiles other than 2-D");
+    int64_t M = g.trans_a ? as[1] : as[0], K = g.trans_a ? as[0] : as[1];
+    int64_t KB = g.trans_b ? bs[1] : bs[0], N = g.trans_b ? bs[0] : bs[1];
+    if (K != KB || cs[0] != M || cs[1] != N) TILEC_ICE("thread-level lowering: gemm shapes disagree");
+    const LowerContext::Registers& c = lc.registers(cb);
+    if (c.frag.replicate() > 1)
+        unsupported(loc, "gemm into fragment '" + cb->name + "' held by several threads (replicas)");
+    DataType acc = cb->dtype;
+    auto as_acc = [&](Expr v, DataType t) { return t == acc ? v : make_cast(acc, v, loc); };
+    Var k = make_loop_var("k", loc);
+    Stmt step = lc.register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+        const Expr& i = coord[0];
+        const Expr& j = coord[1];
+        Expr av = make_load(ab, g.trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k}, loc);
+        Expr bv = make_load(bb, g.trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j}, loc);
+        Expr prod = mul(as_acc(av, ab->dtype), as_acc(bv, bb->dtype));
+        return make_store(c.regs, {r}, add(make_load(c.regs, {r}, loc), prod), loc);
+    });
+    Stmt loop = make_for(k, make_int(0), make_int(K), ForKind::Serial, step, loc);
+    Stmt out = loop;
+    if (g.clear) {
+        Stmt zero = lc.register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+            return make_store(c.regs, {r}, make_zero(acc), loc);
+        });
+        out = make_seq({zero, loop}, loc);
+    }
+    if (staged.empty()) return out;
+    stores.push_back(out);
+    out = make_seq(stores, loc);
+    for (auto& b : staged) out = make_allocate(b, out, loc);
+    return out;
+}
+
+}  // namespace tilec::ops

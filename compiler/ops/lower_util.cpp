@@ -1,0 +1,73 @@
+// Shape and global-region helpers of the tile ops' hooks (see lower_util.h), in one
+// place because copy, atomic_add and layout inference ask the same questions.
+#include "ops/lower_util.h"
+
+#include "layout/index_expr.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+std::optional<std::vector<int64_t>> const_shape(const std::vector<Expr>& shape) {
+    std::vector<int64_t> out;
+    for (const auto& e : shape) {
+        auto v = as_const_int(e);
+        if (!v) return std::nullopt;
+        out.push_back(*v);
+    }
+    return out;
+}
+
+std::optional<std::vector<int64_t>> positive_shape(const std::vector<Expr>& shape) {
+    std::vector<int64_t> out;
+    for (const Expr& e : shape) {
+        auto v = as_const_int(e);
+        if (!v || *v <= 0) return std::nullopt;
+        out.push_back(*v);
+    }
+    return out;
+}
+
+bool whole_tile(const Region& r) { return positive_shape(r.buffer->shape) && is_full_region(r); }
+
+std::vector<Expr> global_indices(const Region& g, const std::vector<int64_t>& tile,
+                                 const std::vector<Expr>& coord) {
+    std::vector<Expr> live;
+    for (size_t d = 0; d < tile.size(); ++d)
+        if (tile[d] != 1) live.push_back(coord[d]);
+    std::vector<Expr> out;
+    size_t k = 0;
+    for (size_t d = 0; d < g.start.size(); ++d) {
+        if (is_const_int(g.extent[d], 1))
+            out.push_back(g.start[d]);
+        else
+            out.push_back(layout::idx_add(g.start[d], live.at(k++)));
+    }
+    return out;
+}
+
+Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) {
+    Expr c;
+    for (size_t d = 0; d < idx.size(); ++d) {
+        Expr ok = logical_and(ge(idx[d], make_int(0)), lt(idx[d], b->shape[d]));
+        c = c ? logical_and(c, ok) : ok;
+    }
+    return c ? c : make_bool(true);
+}
+
+Expr region_in_bounds(const Region& g) {
+    Expr c;
+    for (size_t d = 0; d < g.start.size(); ++d) {
+        Expr ok =
+            logical_and(ge(g.start[d], make_int(0)), le(add(g.start[d], g.extent[d]), g.buffer->shape[d]));
+        c = c ? logical_and(c, ok) : ok;
+    }
+    return c ? c : make_bool(true);
+}
+
+Stmt guard_replica(const Expr& rep, Stmt s) {
+    if (is_const_int(rep, 0)) return s;
+    return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
+}
+
+}  // namespace tilec::ops

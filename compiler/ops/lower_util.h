@@ -1,0 +1,31 @@
+// Helpers the tile ops' layout and lowering hooks share: constant shapes, and global
+// tensor regions seen per element (the indices of a tile coordinate, bounds tests).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tilec::ops {
+
+// The shape's extents, or nullopt if one is not a compile-time constant.
+std::optional<std::vector<int64_t>> const_shape(const std::vector<ir::Expr>& shape);
+// The same, also nullopt for an extent that is not positive (layout inference's nodes).
+std::optional<std::vector<int64_t>> positive_shape(const std::vector<ir::Expr>& shape);
+// The region covers its whole buffer, whose shape is constant and positive.
+bool whole_tile(const ir::Region& r);
+
+// The indices of the global region `g` at the tile coordinate `coord` of a tile of
+// shape `tile` (unit dims of either side skipped); whether indices lie inside the
+// tensor; whether the whole region does (the unmasked path's condition).
+std::vector<ir::Expr> global_indices(const ir::Region& g, const std::vector<int64_t>& tile,
+                                     const std::vector<ir::Expr>& coord);
+ir::Expr in_bounds(const ir::Buffer& b, const std::vector<ir::Expr>& idx);
+ir::Expr region_in_bounds(const ir::Region& g);
+
+// A store to memory all threads see, done by replica 0 only (`rep` from a register
+// loop; unchanged when it is the constant 0).
+ir::Stmt guard_replica(const ir::Expr& rep, ir::Stmt s);
+
+}  // namespace tilec::ops

@@ -1,0 +1,146 @@
+// The tile ops' homes (compiler/ops) driven through their interfaces alone, as layout
+// inference, the thread-level lowering and the elaborator drive them: each op states its
+// own layout constraints, the registry dispatches only tile ops, an op refused on GPUs
+// throws ops::Unsupported, and an op's argument checks run on evaluated arguments (no AST).
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "ir/ir.h"
+#include "ops/context.h"
+#include "ops/fill.h"
+#include "ops/registry.h"
+
+using namespace tilec;
+
+namespace {
+
+ir::Buffer tile(const char* name, ir::Scope scope, std::vector<int64_t> shape) {
+    std::vector<ir::Expr> dims;
+    for (int64_t d : shape) dims.push_back(ir::make_int(d));
+    return ir::make_buffer(name, ir::DataType::f32(), dims, scope);
+}
+
+// Records the constraints an op states.
+struct Recorder : ops::LayoutConstraints {
+    std::vector<std::string> calls;
+    void reduced(const ir::Buffer& src, const ir::Buffer& dst, size_t dim, bool keep, SourceLoc,
+                 std::string use) override {
+        calls.push_back("reduced " + src->name + " " + dst->name + " dim " + std::to_string(dim) +
+                        (keep ? " keep" : "") + ": " + use);
+    }
+    void same(const ir::Buffer& a, const ir::Buffer& b, SourceLoc, std::string use) override {
+        calls.push_back("same " + a->name + " " + b->name + ": " + use);
+    }
+};
+
+// A lowering context that no refused op may touch.
+struct NoLowering : ops::LowerContext {
+    const target::GpuTarget& gpu_target() const override { FAIL("gpu_target"); throw 0; }
+    int64_t threads() const override { return 128; }
+    ir::Var thread_idx() const override { return nullptr; }
+    const Registers& registers(const ir::Buffer&) const override { FAIL("registers"); throw 0; }
+    std::optional<layout::Fragment> default_fragment(const std::vector<int64_t>&) const override {
+        return std::nullopt;
+    }
+    ir::Stmt register_loop(const layout::Fragment&, SourceLoc, const RegBody&) override { return nullptr; }
+    ir::Expr uniform(const ir::Expr& e) override { return e; }
+};
+
+// fill(dst, value) with dst already evaluated to `dst` and value to 0.
+struct FillCall : ops::ElabContext {
+    FillCall(DiagnosticEngine& d, ir::Buffer b) : diag(d), dst(std::move(b)) {
+        args_.resize(2);
+        args_[0].range = SourceLoc{1, 3, 10};
+        args_[1].range = SourceLoc{1, 3, 14};
+    }
+    DiagnosticEngine& diags() override { return diag; }
+    const std::string& name() const override { return name_; }
+    SourceRange call_range() const override { return SourceLoc{1, 3, 5}; }
+    const std::vector<ops::CallArg>& args() const override { return args_; }
+    std::optional<std::vector<const ops::CallArg*>> bind(const std::vector<std::string>& names, size_t) override {
+        REQUIRE(names == std::vector<std::string>{"dst", "value"});
+        return std::vector<const ops::CallArg*>{&args_[0], &args_[1]};
+    }
+    ops::TileOperand tile(const ops::CallArg& a, const char*, const char*) override {
+        ops::TileOperand t;
+        t.buffer = dst;
+        t.range = a.range;
+        return t;
+    }
+    ir::Expr scalar(const ops::CallArg&, ir::DataType want, const char*) override {
+        ++evaluated;
+        return ir::make_float(0.0, want);
+    }
+    ir::Expr scalar_value(const ops::CallArg&, const char*) override { return nullptr; }
+    ir::Expr condition(const ops::CallArg&, const char*) override { return nullptr; }
+    std::optional<int64_t> const_int(const ops::CallArg&, const char*) override { return std::nullopt; }
+    std::optional<bool> const_bool(const ops::CallArg&, const char*) override { return std::nullopt; }
+    bool check_writable(const ir::Buffer&, SourceRange) override { return true; }
+    void mark_written(const ir::Buffer& b) override { written.push_back(b->name); }
+    std::optional<SourceRange> declared_at(const ir::Buffer&) const override { return std::nullopt; }
+
+    DiagnosticEngine& diag;
+    ir::Buffer dst;
+    std::string name_ = "fill";
+    std::vector<ops::CallArg> args_;
+    int evaluated = 0;
+    std::vector<std::string> written;
+};
+
+}  // namespace
+
+TEST_CASE("ops: a copy between two fragments of one shape states one common constraint, with shared memory none") {
+    auto a = tile("a", ir::Scope::Fragment, {64, 32});
+    auto b = tile("b", ir::Scope::Fragment, {64, 32});
+    auto s = tile("s", ir::Scope::Shared, {64, 32});
+    Recorder r;
+    ops::infer_layout(*ir::make_copy(ir::full_region(a), ir::full_region(b)), r);
+    ops::infer_layout(*ir::make_copy(ir::full_region(s), ir::full_region(b)), r);
+    REQUIRE(r.calls == std::vector<std::string>{"same a b: the copy of 'a' into 'b'"});
+}
+
+TEST_CASE("ops: a reduce states a strict constraint with its dimension and whether it is kept") {
+    auto s = tile("s", ir::Scope::Fragment, {64, 32});
+    auto m = tile("m", ir::Scope::Fragment, {64});
+    auto k = tile("k", ir::Scope::Fragment, {64, 1});
+    Recorder r;
+    ops::infer_layout(*ir::make_reduce(ir::ReduceKind::Max, ir::full_region(s), ir::full_region(m), 1), r);
+    ops::infer_layout(*ir::make_reduce(ir::ReduceKind::Sum, ir::full_region(s), ir::full_region(k), 1), r);
+    REQUIRE(r.calls == std::vector<std::string>{"reduced s m dim 1: the reduce of 's' into 'm'",
+                                                "reduced s k dim 1 keep: the reduce of 's' into 'k'"});
+}
+
+TEST_CASE("ops: the registry knows the tile ops only, and print's and assert's lowerings refuse them") {
+    auto f = tile("f", ir::Scope::Fragment, {8});
+    CHECK(ops::is_tile_op(*ir::make_fill(ir::full_region(f), ir::make_float(0.0, ir::DataType::f32()))));
+    CHECK_FALSE(ops::is_tile_op(*ir::make_seq({})));
+    NoLowering lc;
+    SourceLoc at{1, 7, 3};
+    try {
+        ops::lower(*ir::make_print("x", {}, at), lc);
+        FAIL("print lowered");
+    } catch (const ops::Unsupported& u) {
+        CHECK(u.what == "print");
+        CHECK(u.loc.line == 7);
+    }
+    CHECK_THROWS_AS(ops::lower(*ir::make_assert(ir::make_bool(true), "m", at), lc), ops::Unsupported);
+}
+
+TEST_CASE("ops: fill's checks run on evaluated arguments: a global tensor is refused before its value is evaluated") {
+    SourceManager sources;
+    sources.add_file("k.tile", "\n\n    fill(t, 0);\n");
+    std::ostringstream out;
+    DiagnosticEngine diag(sources, out);
+    FillCall global(diag, ir::make_tensor("t", ir::DataType::f32(), {ir::make_int(8)}, ir::Access::Out));
+    CHECK(ops::elab_fill(global) == nullptr);
+    CHECK(global.evaluated == 0);
+    CHECK(out.str().find("k.tile:3:10: error: fill works on shared, fragment and local tiles") != std::string::npos);
+
+    FillCall shared(diag, tile("s", ir::Scope::Shared, {8}));
+    ir::Stmt s = ops::elab_fill(shared);
+    REQUIRE(s != nullptr);
+    CHECK(s->kind == ir::StmtKind::Fill);
+    CHECK(shared.evaluated == 1);
+    CHECK(shared.written == std::vector<std::string>{"s"});
+}
