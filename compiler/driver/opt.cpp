@@ -18,8 +18,7 @@
 #include "support/diagnostics.h"
 #include "support/source.h"
 #ifdef TILEC_WITH_LLVM
-#include "lower/layout_inference.h"
-#include "lower/thread_lower.h"
+#include "lower/gpu_passes.h"
 #include "target/target.h"
 #endif
 
@@ -31,11 +30,16 @@ const char* kOptDescription =
 named passes on every function in the order given, and print the result. The IR is
 verified when read and after every pass. With no passes (--passes=) it reads and
 prints, which is how the reader is tested: the text comes back identical, except for
-`// layout` comment lines, which the reader skips (layout-inference recomputes them).
+`// layout` comment lines, which the reader skips (running layout-inference again
+recomputes them; lower-tile-ops needs them, so start it from tile-level IR with
+--passes=layout-inference,lower-tile-ops).
 
 Passes: the tile-level passes every export goes through (simplify), and with
---target=ARCH the GPU passes for ARCH, in pipeline order (layout-inference,
-lower-thread-level). A GPU pass without --target is an error, as is an unknown name.
+--target=ARCH the GPU passes for ARCH (lower/gpu_passes.h, in pipeline order:
+tensorize, layout-inference, software-pipeline, lower-tile-ops, plan-shared-memory,
+insert-async-waits, place-barriers, verify-thread-level). Each reads what the one
+before it printed, so one pass can be run on the IR printed after the previous one.
+A GPU pass without --target is an error, as is an unknown name.
 
 Input: the text of ir::print; several functions may follow each other, and `//`
 comments (the --print-after-all headers) are skipped. Errors in the text are reported
@@ -45,37 +49,35 @@ Examples:
   tilec gemm.tile --emit=tir -o gemm.tir
   tilec opt gemm.tir --passes=                         read and print again
   tilec opt gemm.tir --passes=simplify --print-after-all
-  tilec opt gemm.tir --passes=layout-inference,lower-thread-level --target=sm_80 -o gemm.thread.tir
+  tilec opt gemm.tir --passes=layout-inference,lower-tile-ops --target=sm_80 -o gemm.thread.tir
+  tilec opt gemm.thread.tir --passes=plan-shared-memory,place-barriers --target=sm_80
   tilec opt gemm.tir --passes=simplify --time-passes
   tilec opt - --passes=simplify < gemm.tir             (standard input)
 )";
 
 #ifdef TILEC_WITH_LLVM
-// The GPU passes for one target, in pipeline order: the one list tilec itself runs
-// (driver/pipeline.cpp adds the same two; lower/gpu_passes.h's build_gpu_passes
-// replaces both when it lands).
+// The GPU passes for one target, in pipeline order: the one list tilec itself runs.
 std::vector<ir::Pass> gpu_passes(const target::GpuTarget& t) {
-    return {lower::layout_inference_pass(t), lower::thread_level_pass(t)};
+    return lower::build_gpu_passes(t);
 }
 #endif
-
-// The names a --passes list may use, for messages; GPU names from any target's list.
-std::vector<std::string> all_pass_names() {
-    ir::PassManager pm;
-    add_tile_passes(pm);
-    std::vector<std::string> names;
-    for (const auto& p : pm.passes()) names.push_back(p.name);
-#ifdef TILEC_WITH_LLVM
-    for (const auto& p : gpu_passes(target::gpu_targets().front()))
-        names.push_back(p.name + " (needs --target)");
-#endif
-    return names;
-}
 
 std::string join(const std::vector<std::string>& xs) {
     std::string s;
     for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
     return s;
+}
+
+// The names a --passes list may use, for messages; GPU names from any target's list.
+std::string pass_names() {
+    ir::PassManager pm;
+    add_tile_passes(pm);
+    std::vector<std::string> tile, gpu;
+    for (const auto& p : pm.passes()) tile.push_back(p.name);
+#ifdef TILEC_WITH_LLVM
+    for (const auto& p : gpu_passes(target::gpu_targets().front())) gpu.push_back(p.name);
+#endif
+    return join(tile) + (gpu.empty() ? "" : "; with --target=ARCH: " + join(gpu));
 }
 
 // The pass of that name, or nullopt (then `error` says why).
@@ -96,7 +98,7 @@ std::optional<ir::Pass> find_pass(const std::string& name, const std::string& ta
         return p;
     }
 #endif
-    error = "unknown pass '" + name + "' (passes: " + join(all_pass_names()) + ")";
+    error = "unknown pass '" + name + "' (passes: " + pass_names() + ")";
     return std::nullopt;
 }
 
@@ -161,8 +163,8 @@ int opt_command(int argc, char** argv) {
         return 1;
     }
     if (passes_option->count() == 0 && !no_passes) {
-        std::cerr << "tilec: error: no --passes given (--passes= runs none; passes: "
-                  << join(all_pass_names()) << ")\n";
+        std::cerr << "tilec: error: no --passes given (--passes= runs none; passes: " << pass_names()
+                  << ")\n";
         return 1;
     }
 

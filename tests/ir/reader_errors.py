@@ -73,7 +73,7 @@ def main():
             return 1
         texts.append((name + " tile level", p.stdout))
         p = subprocess.run([args.tilec, path, "--target=sm_80", "--emit=ptx", "-o", os.devnull,
-                            "--print-after=lower-thread-level"], capture_output=True, text=True)
+                            "--print-after=place-barriers"], capture_output=True, text=True)
         if p.returncode == 0 and "// ---- IR after" in p.stderr:
             texts.append((name + " thread level (sm_80)", p.stderr))
         else:
