@@ -5,12 +5,13 @@ For each stdlib/kernels/*.tile file:
   - tile level: `tilec FILE --emit=tir` -> `tilec opt --passes=` (read, verify, print)
     must give back the same text;
   - thread level: the IR that `tilec FILE --target=ARCH --print-after-all` shows after
-    every pass (sm_80: --emit=ptx, gfx942: --emit=amdgcn), split on its
-    `// ---- IR after <pass> (<func>) ----` header lines, is read back the same way and
-    must print identically. Other `// ---- ...` sections (layout-inference's plan) are
-    not IR and are skipped, and so are `// layout ...` comment lines inside a function:
-    the reader skips them (layout inference recomputes the layouts), so the comparison
-    is made with them removed from the expected text.
+    every pass (sm_80: --emit=ptx, gfx942: --emit=amdgcn; the eight GPU passes of
+    build_gpu_passes), split on its `// ---- IR after <pass> (<func>) ----` header
+    lines, is read back the same way and must print identically. Any other
+    `// ---- ...` section is not IR and is skipped, and so are the `// layout ...`
+    comment lines inside a function (from layout-inference to lower-tile-ops): the
+    reader skips them (running layout-inference again recomputes the layouts), so the
+    comparison is made with them removed from the expected text.
 This is what proves that the text determines the IR (the reader's and the printer's
 contract): a name bound to the wrong Var, a lost type or a misread literal shows here.
 Exit status 0 when every text comes back identical, 1 otherwise.
