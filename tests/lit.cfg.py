@@ -1,7 +1,7 @@
 # lit configuration for tilec's FileCheck tests (tests/lit and tests/errors).
 # Run by ctest (test `lit`), or by hand after a build:
 #   python3 /usr/lib/llvm-19/build/utils/lit/lit.py -v tests/lit/some-test.tile
-# Test files are *.tile with `// RUN:` lines. Substitutions:
+# Test files are *.tile (and *.tir: printed IR for `tilec opt`) with `// RUN:` lines. Substitutions:
 #   %tilec   the built compiler       %stdlib  the repository's stdlib/ folder
 # FileCheck, not and split-file (LLVM 19) are on PATH. Files under an Inputs/ folder are
 # not tests (put imported helpers there).
@@ -13,7 +13,7 @@ import lit.formats
 
 config.name = "tilec"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".tile"]
+config.suffixes = [".tile", ".tir"]
 config.excludes = ["Inputs", "fuzz", "unit"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
 

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "driver/opt.h"
 #include "driver/pipeline.h"
 #include "driver/run.h"
 #include "support/diagnostics.h"
@@ -58,6 +59,7 @@ Examples:
   tilec run gemm.tile --kernel gemm_f16 --size M=300,N=200,K=130
                                                      run one export on random data and compare it
                                                      with the reference interpreter (tilec run --help)
+  tilec opt gemm.tir --passes=simplify               run passes on printed IR (tilec opt --help)
 )";
 const char* kEmitHelp =
     "What to produce:\n"
@@ -163,6 +165,8 @@ int run(int argc, char** argv) {
         if (stdlib.empty()) stdlib = TILEC_STDLIB_DIR;
         return tilec::driver::run_command(argc - 1, argv + 1, stdlib);
     }
+    // `tilec opt FILE.tir --passes=...`: run passes on printed IR (driver/opt.cpp).
+    if (argc > 1 && std::string(argv[1]) == "opt") return tilec::driver::opt_command(argc - 1, argv + 1);
     CLI::App app{kDescription, "tilec"};
     Args a;
     app.add_option("files", a.inputs, "Input .tile files")->required()->type_name("FILE...");

@@ -161,6 +161,9 @@ public:
         case ExprKind::Unary: {
             auto op = e->as<UnaryNode>();
             *prec = kUnary;
+            // -(3), not -3: a negative literal prints as -3 (the reader must tell them apart).
+            if (op->op == UnaryOp::Neg && (op->a->is<IntImmNode>() || op->a->is<FloatImmNode>()))
+                return std::string("-(") + expr(op->a) + ")";
             return unary_op_name(op->op) + expr(op->a, kPrimary);
         }
         case ExprKind::Select: {
@@ -171,6 +174,11 @@ public:
         }
         case ExprKind::Cast: {
             auto op = e->as<CastNode>();
+            // A non-f32 inf/NaN constant prints as cast<T>(inf); a real cast of an f32
+            // inf/NaN gets its operand in parentheses, so the reader can tell them apart.
+            auto f = op->value->as<FloatImmNode>();
+            if (f && op->value->type == DataType::f32() && !std::isfinite(f->value))
+                return "cast<" + op->type.str() + ">((" + expr(op->value) + "))";
             return "cast<" + op->type.str() + ">(" + expr(op->value) + ")";
         }
         case ExprKind::Call: {
@@ -275,8 +283,10 @@ public:
             return;
         case StmtKind::For: {
             auto op = s->as<ForNode>();
-            std::string h = "for " + var_name(op->var.get()) + " in " + for_kind_name(op->for_kind) + "(" +
-                            expr(op->min) + ", " + expr(op->extent);
+            std::string h = "for " + var_name(op->var.get());
+            if (op->var->type != DataType::index()) h += ": " + op->var->type.str();  // as let does
+            h += std::string(" in ") + for_kind_name(op->for_kind) + "(" + expr(op->min) + ", " +
+                 expr(op->extent);
             if (op->for_kind == ForKind::Pipelined) h += ", stages=" + std::to_string(op->stages);
             line(indent, h + ") {");
             block(op->body, indent + 1);

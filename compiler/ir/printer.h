@@ -21,8 +21,14 @@
 // they are the last statement of that block; otherwise they open braces. A whole-buffer
 // region prints as the buffer's name. Integer `/` and `%` are floor div/mod (float `/`
 // is division; float mod prints as fmod). Literals: i64 and f32 plain (1, 1.5), others
-// with a type suffix (1i32, 255u8, 0.5f16), bools true/false. Two distinct Vars or
-// Buffers with one name print as `i`, `i_1`, ... in order of first appearance.
+// with a type suffix (1i32, 255u8, 0.5f16), bools true/false; a non-f32 infinity or NaN
+// as cast<f16>(-inf). Two distinct Vars or Buffers with one name print as `i`, `i_1`,
+// ... in order of first appearance.
+//
+// The text determines the IR (ir/reader.h reads it back): where two IRs would print
+// alike, one of them is marked: the negation of a literal prints as -(3) (a negative
+// literal is -3), a real cast of an f32 infinity/NaN as cast<f16>((-inf)), and a loop
+// variable that is not i64 with its type (for i: i32 in ...), as let does.
 #pragma once
 #include <string>
 
