@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "driver/pipeline.h"
+#include "driver/subcommand_cli.h"
 #include "ir/pass.h"
 #include "ir/printer.h"
 #include "ir/reader.h"
@@ -146,22 +147,8 @@ int opt_command(int argc, char** argv) {
         }
         args.push_back(argv[i]);
     }
-    try {
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        std::cout << app.help();
-        return 0;
-    } catch (const CLI::CallForAllHelp&) {
-        std::cout << app.help();
-        return 0;
-    } catch (const CLI::ParseError& e) {
-        std::cerr << "tilec: error: "
-                  << (input.empty() && dynamic_cast<const CLI::RequiredError*>(&e)
-                          ? std::string("no input file: tilec opt FILE.tir --passes=A,B")
-                          : std::string(e.what()))
-                  << "\nRun 'tilec opt --help' for the options.\n";
-        return 1;
-    }
+    if (auto status = parse_subcommand(app, args, "opt", input, "no input file: tilec opt FILE.tir --passes=A,B"))
+        return *status;
     if (passes_option->count() == 0 && !no_passes) {
         std::cerr << "tilec: error: no --passes given (--passes= runs none; passes: " << pass_names()
                   << ")\n";

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "driver/run.h"
+#include "driver/subcommand_cli.h"
 
 namespace tilec::driver {
 namespace {
@@ -121,22 +122,9 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
 
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) args.push_back(argv[i]);
-    try {
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        std::cout << app.help();
-        return 0;
-    } catch (const CLI::CallForAllHelp&) {
-        std::cout << app.help();
-        return 0;
-    } catch (const CLI::ParseError& e) {
-        std::cerr << "tilec: error: "
-                  << (o.input.empty() && dynamic_cast<const CLI::RequiredError*>(&e)
-                          ? std::string("no input file: tilec run FILE --kernel NAME --size NAME=N,...")
-                          : std::string(e.what()))
-                  << "\nRun 'tilec run --help' for the options.\n";
-        return 1;
-    }
+    if (auto status = parse_subcommand(app, args, "run", o.input,
+                                       "no input file: tilec run FILE --kernel NAME --size NAME=N,..."))
+        return *status;
 
     for (auto& item : sizes) {
         std::string name, value, err = parse_assignment("--size", item, name, value);

@@ -8,26 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/precedence.h"
+
 namespace tilec::ir {
-
-namespace {
-
-// Precedence levels, loosest first; a child binds at least as tight as its slot needs.
-enum Prec : int {
-    kSelect = 1,
-    kOr,
-    kAnd,
-    kBitOr,
-    kBitXor,
-    kBitAnd,
-    kEquality,
-    kRelational,
-    kShift,
-    kAdditive,
-    kMultiplicative,
-    kUnary,
-    kPrimary,
-};
 
 int binary_prec(BinaryOp op) {
     switch (op) {
@@ -56,6 +39,9 @@ int binary_prec(BinaryOp op) {
     }
     return kPrimary;
 }
+
+namespace {
+
 
 std::string escape(const std::string& s) {
     std::string out = "\"";

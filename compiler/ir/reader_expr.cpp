@@ -3,6 +3,8 @@
 // and literals typed by their suffix.
 #include "ir/reader_expr.h"
 
+#include "ir/precedence.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -12,20 +14,7 @@ namespace tilec::ir::reader {
 
 namespace {
 
-// Binary operator precedences, as the printer's (loosest first); select sits below kOr.
-enum Prec : int {
-    kOr = 2,
-    kAnd,
-    kBitOr,
-    kBitXor,
-    kBitAnd,
-    kEquality,
-    kRelational,
-    kShift,
-    kAdditive,
-    kMultiplicative
-};
-
+// Binary operator precedences: the printer's (ir/precedence.h); select sits below kOr.
 struct BinaryToken {
     std::string_view text;
     int prec;

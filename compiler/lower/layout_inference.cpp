@@ -38,6 +38,7 @@
 #include "ir/visitor.h"
 #include "layout/index_expr.h"
 #include "lower/thread_lower.h"
+#include "ops/lower_util.h"
 #include "ops/registry.h"
 
 namespace tilec::lower {
@@ -45,16 +46,6 @@ namespace tilec::lower {
 using namespace ir;
 
 namespace {
-
-std::optional<std::vector<int64_t>> shape_of(const std::vector<Expr>& shape) {
-    std::vector<int64_t> out;
-    for (const Expr& e : shape) {
-        auto v = as_const_int(e);
-        if (!v || *v <= 0) return std::nullopt;
-        out.push_back(*v);
-    }
-    return out;
-}
 
 struct Node {
     std::string what;  // "fragment 's'" / "the parallel loop over [64, 32]"
@@ -137,7 +128,7 @@ private:
         Node n;
         n.what = "fragment '" + b->name + "'";
         n.buffer = b;
-        if (auto s = shape_of(b->shape)) n.shape = *s;
+        if (auto s = ops::positive_shape(b->shape)) n.shape = *s;
         nodes_.push_back(n);
         buffer_nodes_[b] = nodes_.size() - 1;
         return nodes_.size() - 1;
@@ -149,7 +140,7 @@ private:
             Inference* self;
             void visit_allocate(const AllocateNode* op) override {
                 const Buffer& b = op->buffer;
-                if (auto s = shape_of(b->shape)) {
+                if (auto s = ops::positive_shape(b->shape)) {
                     if (b->scope == Scope::Fragment) self->buffer_node(b.get());
                     if (b->scope == Scope::Shared) self->shared_.emplace_back(b.get(), *s);
                 }
@@ -206,7 +197,7 @@ private:
         size_t loop = nodes_.size() - 1;
         auto access = [&](const Buffer& b, const std::vector<Expr>& idx, SourceLoc loc, bool write) {
             if (b->scope != Scope::Fragment) return;
-            auto shape = shape_of(b->shape);
+            auto shape = ops::positive_shape(b->shape);
             if (!shape) return;
             std::string use = std::string(write ? "the write of '" : "the read of '") + b->name + "' in " +
                               nodes_[loop].what;
