@@ -1,0 +1,247 @@
+// The ISA models of warp_mma.h: PTX ldmatrix, mma.sync and cp.async with its groups, each
+// written after its document's text and fragment formulas (cited in the header).
+#include "sim/warp_mma.h"
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+
+namespace tilec::sim::isa {
+
+namespace {
+
+uint16_t mma_isa_load_b16(std::span<const uint8_t> smem, std::size_t at) {
+    return static_cast<uint16_t>(smem[at] | (smem[at + 1] << 8));
+}
+uint32_t mma_isa_pack2(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
+
+bool mma_isa_overlaps(uint32_t a, uint32_t an, uint32_t b, uint32_t bn) {
+    return static_cast<uint64_t>(a) < static_cast<uint64_t>(b) + bn &&
+           static_cast<uint64_t>(b) < static_cast<uint64_t>(a) + an;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------
+// ldmatrix
+
+LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_t> smem,
+                                     const std::array<LdmatrixLane, 32>& lanes) {
+    LdmatrixResult r;
+    for (int lane = 0; lane < 32; ++lane) {
+        if (lanes[lane].exited) r.issues.push_back({LdmatrixProblem::LaneExited, lane});
+        else if (!lanes[lane].executes) r.issues.push_back({LdmatrixProblem::LaneNotExecuting, lane});
+    }
+    // The 8 * num row addresses: matrix j's row i from lane 8*j + i.
+    std::array<bool, 32> row_ok{};
+    for (int lane = 0; lane < 8 * num; ++lane) {
+        const LdmatrixLane& l = lanes[lane];
+        if (l.exited || !l.executes) continue;  // reported above; its row reads as 0
+        if (l.addr % 16 != 0) {
+            r.issues.push_back({LdmatrixProblem::RowMisaligned, lane});
+            continue;
+        }
+        if (static_cast<uint64_t>(l.addr) + 16 > smem.size()) {
+            r.issues.push_back({LdmatrixProblem::RowOutOfBounds, lane});
+            continue;
+        }
+        row_ok[lane] = true;
+    }
+    // Element (row, col) of matrix j as stored: b16 number `col` of row `row`'s 16 bytes.
+    auto element = [&](int j, int row, int col) -> uint16_t {
+        const int supplier = 8 * j + row;
+        if (!row_ok[supplier]) return 0;
+        return mma_isa_load_b16(smem, static_cast<std::size_t>(lanes[supplier].addr) + 2u * static_cast<unsigned>(col));
+    };
+    for (int lane = 0; lane < 32; ++lane) {
+        if (lanes[lane].exited || !lanes[lane].executes) continue;
+        const int fr = lane / 4, fc = 2 * (lane % 4);  // the fragment's row, first column
+        for (int j = 0; j < num; ++j) {
+            if (!trans) r.r[lane][j] = mma_isa_pack2(element(j, fr, fc), element(j, fr, fc + 1));
+            else r.r[lane][j] = mma_isa_pack2(element(j, fc, fr), element(j, fc + 1, fr));
+        }
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------------------------
+// mma.sync
+
+MmaShapeInfo mma_shape_info(MmaShape shape) {
+    if (shape == MmaShape::M16N8K16) return {16, 8, 16, 4, 2, 4};
+    return {16, 8, 8, 2, 1, 4};
+}
+
+MatCoord mma_a_coord(MmaShape shape, int lane, int i) {
+    const int group = lane >> 2, tig = lane % 4;
+    if (shape == MmaShape::M16N8K16) {
+        const int row = ((0 <= i && i < 2) || (4 <= i && i < 6)) ? group : group + 8;
+        const int col = i < 4 ? tig * 2 + (i & 0x1) : tig * 2 + (i & 0x1) + 8;
+        return {row, col};
+    }
+    return {i < 2 ? group : group + 8, tig * 2 + (i & 0x1)};
+}
+
+MatCoord mma_b_coord(MmaShape shape, int lane, int i) {
+    const int group = lane >> 2, tig = lane % 4;
+    if (shape == MmaShape::M16N8K16) {
+        const int row = i < 2 ? tig * 2 + (i & 0x1) : tig * 2 + (i & 0x1) + 8;
+        return {row, group};
+    }
+    return {tig * 2 + i, group};
+}
+
+MatCoord mma_c_coord(MmaShape, int lane, int i) {
+    const int group = lane >> 2, tig = lane % 4;
+    return {i < 2 ? group : group + 8, tig * 2 + (i & 0x1)};
+}
+
+float f16_to_float(uint16_t bits) {
+    const int sign = bits >> 15, exp = (bits >> 10) & 0x1f, man = bits & 0x3ff;
+    float v;
+    if (exp == 0) v = std::ldexp(static_cast<float>(man), -24);  // zero, subnormal
+    else if (exp == 31) v = man == 0 ? INFINITY : NAN;
+    else v = std::ldexp(static_cast<float>(man | 0x400), exp - 25);
+    return sign ? -v : v;
+}
+
+float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLane, 32>& lanes) {
+    MmaResult r;
+    for (int lane = 0; lane < 32; ++lane) {
+        if (lanes[lane].exited) r.issues.push_back({MmaProblem::LaneExited, lane});
+        else if (!lanes[lane].executes) r.issues.push_back({MmaProblem::LaneNotExecuting, lane});
+    }
+    const MmaShapeInfo info = mma_shape_info(shape);
+    auto decode = [&](uint16_t bits) { return ab == MmaAbType::F16 ? f16_to_float(bits) : bf16_to_float(bits); };
+    auto half_of = [](uint32_t reg, int i) { return static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff); };
+    // Gather the full matrices from every lane's fragments (a non-executing lane's
+    // elements are 0: the result is undefined and reported).
+    std::vector<float> A(static_cast<std::size_t>(info.m * info.k), 0.0f);
+    std::vector<float> B(static_cast<std::size_t>(info.k * info.n), 0.0f);
+    std::vector<float> C(static_cast<std::size_t>(info.m * info.n), 0.0f);
+    for (int lane = 0; lane < 32; ++lane) {
+        const MmaLane& l = lanes[lane];
+        if (l.exited || !l.executes) continue;
+        for (int i = 0; i < 2 * info.a_regs; ++i) {
+            const MatCoord at = mma_a_coord(shape, lane, i);
+            A[static_cast<std::size_t>(at.row * info.k + at.col)] = decode(half_of(l.a[i / 2], i));
+        }
+        for (int i = 0; i < 2 * info.b_regs; ++i) {
+            const MatCoord at = mma_b_coord(shape, lane, i);
+            B[static_cast<std::size_t>(at.row * info.n + at.col)] = decode(half_of(l.b[i / 2], i));
+        }
+        for (int i = 0; i < info.c_regs; ++i) {
+            const MatCoord at = mma_c_coord(shape, lane, i);
+            C[static_cast<std::size_t>(at.row * info.n + at.col)] = std::bit_cast<float>(l.c[i]);
+        }
+    }
+    std::vector<float> D(C);
+    for (int m = 0; m < info.m; ++m)
+        for (int n = 0; n < info.n; ++n) {
+            float acc = C[static_cast<std::size_t>(m * info.n + n)];
+            for (int k = 0; k < info.k; ++k) {
+                const float p = A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
+                acc = acc + p;
+            }
+            D[static_cast<std::size_t>(m * info.n + n)] = acc;
+        }
+    // Scatter D by the C/D fragment formulas.
+    for (int lane = 0; lane < 32; ++lane) {
+        if (lanes[lane].exited || !lanes[lane].executes) continue;
+        for (int i = 0; i < info.c_regs; ++i) {
+            const MatCoord at = mma_c_coord(shape, lane, i);
+            r.d[lane][i] = std::bit_cast<uint32_t>(D[static_cast<std::size_t>(at.row * info.n + at.col)]);
+        }
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------------------------
+// cp.async
+
+void CpAsyncThread::cp_async(uint32_t dst, std::span<const uint8_t> src, int cp_size, int src_size,
+                             bool ignore_src, bool cg) {
+    const uint32_t size = cp_size > 0 ? static_cast<uint32_t>(cp_size) : 0;
+    if (!(cp_size == 4 || cp_size == 8 || cp_size == 16) || (cg && cp_size != 16)) {
+        issues_.push_back({CpAsyncProblem::BadCpSize, dst, size});
+        return;
+    }
+    if (src_size < 0) src_size = cp_size;
+    if (src_size > cp_size || (!ignore_src && static_cast<std::size_t>(src_size) > src.size())) {
+        issues_.push_back({CpAsyncProblem::SrcSizeTooLarge, dst, size});
+        return;
+    }
+    if (dst % size != 0) {
+        issues_.push_back({CpAsyncProblem::DstMisaligned, dst, size});
+        return;
+    }
+    if (static_cast<uint64_t>(dst) + size > smem_.size()) {
+        issues_.push_back({CpAsyncProblem::DstOutOfBounds, dst, size});
+        return;
+    }
+    for (const Copy& c : open_)
+        if (mma_isa_overlaps(c.dst, static_cast<uint32_t>(c.bytes.size()), dst, size))
+            issues_.push_back({CpAsyncProblem::SameDstInGroup, dst, size});
+    Copy c;
+    c.dst = dst;
+    c.bytes.assign(size, 0);
+    if (!ignore_src)
+        for (int i = 0; i < src_size; ++i) c.bytes[static_cast<std::size_t>(i)] = src[static_cast<std::size_t>(i)];
+    open_.push_back(std::move(c));
+}
+
+void CpAsyncThread::commit_group() {
+    groups_.push_back(std::move(open_));  // possibly empty: "an empty cp.async-group"
+    open_.clear();
+}
+
+void CpAsyncThread::complete(const std::vector<Copy>& group) {
+    for (const Copy& c : group)
+        for (std::size_t i = 0; i < c.bytes.size(); ++i) smem_[c.dst + i] = c.bytes[i];
+}
+
+void CpAsyncThread::wait_group(int n) {
+    if (n < 0) {
+        issues_.push_back({CpAsyncProblem::BadWaitN, 0, 0});
+        return;
+    }
+    // "only N or fewer of the most recent cp.async-groups are pending": the older ones
+    // complete, oldest first (within a group there is no order; mma_isa_overlaps were reported).
+    while (static_cast<int>(groups_.size()) > n) {
+        complete(groups_.front());
+        groups_.erase(groups_.begin());
+    }
+}
+
+void CpAsyncThread::wait_all() {
+    commit_group();
+    wait_group(0);
+}
+
+bool CpAsyncThread::pending_overlap(uint32_t addr, uint32_t size) const {
+    for (const Copy& c : open_)
+        if (mma_isa_overlaps(c.dst, static_cast<uint32_t>(c.bytes.size()), addr, size)) return true;
+    for (const auto& g : groups_)
+        for (const Copy& c : g)
+            if (mma_isa_overlaps(c.dst, static_cast<uint32_t>(c.bytes.size()), addr, size)) return true;
+    return false;
+}
+
+std::vector<uint8_t> CpAsyncThread::read(uint32_t addr, uint32_t size) {
+    if (pending_overlap(addr, size)) issues_.push_back({CpAsyncProblem::ReadBeforeWait, addr, size});
+    std::vector<uint8_t> out(size, 0);
+    for (uint32_t i = 0; i < size; ++i)
+        if (static_cast<uint64_t>(addr) + i < smem_.size()) out[i] = smem_[addr + i];
+    return out;
+}
+
+void CpAsyncThread::write(uint32_t addr, std::span<const uint8_t> bytes) {
+    const uint32_t size = static_cast<uint32_t>(bytes.size());
+    if (pending_overlap(addr, size)) issues_.push_back({CpAsyncProblem::WriteBeforeWait, addr, size});
+    for (uint32_t i = 0; i < size; ++i)
+        if (static_cast<uint64_t>(addr) + i < smem_.size()) smem_[addr + i] = bytes[i];
+}
+
+}  // namespace tilec::sim::isa

@@ -1,0 +1,487 @@
+// The simulator's ISA models of the tensor-core instructions (sim/warp_mma.h) against the
+// PTX ISA's own statements, figures and formulas, never against what tilec's codegen
+// assumes (issue 11):
+//  - "Warp-level matrix load instruction: ldmatrix": its figure of the 8x8 b16 fragment
+//    (a group of four threads loads a row; thread 0 receives the first fragment), the
+//    row addresses from lanes 0-7 / 8-15 / 16-23 / 24-31, .trans = column-major, the
+//    natural 16-byte alignment of row addresses, "undefined ... if any thread in the warp
+//    has exited";
+//  - "Matrix Fragments for mma.m16n8k16 with floating point type" and "... mma.m16n8k8":
+//    the a_i / b_i / c_i row/col formulas, checked as a bijection onto the matrices and
+//    at the figure's corners; D checked against a float64 product computed here from
+//    fragments this file packs itself (from the figures' register tables, not through
+//    the model's coordinate functions);
+//  - 9.7.9.25.3.1-3 cp.async / cp.async.commit_group / cp.async.wait_group: the
+//    wait_group example (three groups, "cp.async.wait_group 1; // waits for group 1 and
+//    group 2 to complete"), zero fill past src-size, the empty group, wait_all, and the
+//    missing wait reported.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "scalar/float_formats.h"
+#include "sim/warp_mma.h"
+
+using namespace tilec::sim::isa;
+
+namespace {
+
+// ldmatrix: element (matrix j, row, col) encoded as a distinct b16 value.
+uint16_t enc(int j, int row, int col) { return static_cast<uint16_t>(0x1000 + (j << 8) | (row << 4) | col); }
+
+// Four 8x8 matrices laid out in a 1 KiB view with rows scattered (not contiguous, rows of
+// one matrix in a permuted order): row `row` of matrix j at row_addr(j, row).
+uint32_t row_addr(int j, int row) { return static_cast<uint32_t>(16 * ((row * 5 + j * 11 + 3) % 64)); }
+
+std::vector<uint8_t> ldmatrix_memory() {
+    std::vector<uint8_t> smem(1024, 0xee);
+    for (int j = 0; j < 4; ++j)
+        for (int row = 0; row < 8; ++row)
+            for (int col = 0; col < 8; ++col) {
+                const uint16_t v = enc(j, row, col);
+                smem[row_addr(j, row) + 2 * col] = static_cast<uint8_t>(v & 0xff);
+                smem[row_addr(j, row) + 2 * col + 1] = static_cast<uint8_t>(v >> 8);
+            }
+    return smem;
+}
+
+std::array<LdmatrixLane, 32> ldmatrix_lanes(int num) {
+    std::array<LdmatrixLane, 32> lanes{};
+    for (int l = 0; l < 32; ++l) {
+        // Lane 8*j + i supplies matrix j's row i; lanes past 8*num are not used: give
+        // them misaligned garbage, which must then not matter.
+        lanes[l].addr = l < 8 * num ? row_addr(l / 8, l % 8) : 0xdead0001u;
+    }
+    return lanes;
+}
+
+uint16_t lo(uint32_t r) { return static_cast<uint16_t>(r & 0xffff); }
+uint16_t hi(uint32_t r) { return static_cast<uint16_t>(r >> 16); }
+
+bool has(const LdmatrixResult& r, LdmatrixProblem p, int lane) {
+    for (auto& i : r.issues)
+        if (i.problem == p && i.lane == lane) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("warp mma: ldmatrix m8n8 b16 gives each lane the figure's row fragment", "[sim][warp_mma]") {
+    const auto smem = ldmatrix_memory();
+    for (int num : {1, 2, 4}) {
+        INFO("num " << num);
+        auto r = ptx_ldmatrix_m8n8_b16(num, false, smem, ldmatrix_lanes(num));
+        CHECK(r.issues.empty());
+        // "thread 0 receiving the first fragment": row 0, elements 0 and 1.
+        CHECK(lo(r.r[0][0]) == enc(0, 0, 0));
+        CHECK(hi(r.r[0][0]) == enc(0, 0, 1));
+        // Lane 31: row 7, elements 6 and 7 of every matrix.
+        for (int j = 0; j < num; ++j) CHECK(r.r[31][j] == (enc(j, 7, 6) | (uint32_t{enc(j, 7, 7)} << 16)));
+        // "A group of four threads loads an entire row": lane l, row l/4, cols 2(l%4), +1;
+        // register j from matrix j (".x2 ... the next destination register").
+        for (int l = 0; l < 32; ++l)
+            for (int j = 0; j < num; ++j) {
+                CHECK(lo(r.r[l][j]) == enc(j, l / 4, 2 * (l % 4)));
+                CHECK(hi(r.r[l][j]) == enc(j, l / 4, 2 * (l % 4) + 1));
+            }
+        // Every element of every matrix lands in exactly one lane's register.
+        std::set<uint16_t> seen;
+        for (int l = 0; l < 32; ++l)
+            for (int j = 0; j < num; ++j) {
+                seen.insert(lo(r.r[l][j]));
+                seen.insert(hi(r.r[l][j]));
+            }
+        CHECK(seen.size() == static_cast<std::size_t>(64 * num));
+    }
+}
+
+TEST_CASE("warp mma: ldmatrix .trans loads the matrices column-major", "[sim][warp_mma]") {
+    const auto smem = ldmatrix_memory();
+    for (int num : {1, 2, 4}) {
+        INFO("num " << num);
+        auto r = ptx_ldmatrix_m8n8_b16(num, true, smem, ldmatrix_lanes(num));
+        CHECK(r.issues.empty());
+        // The transposed matrix M^T in place of M: lane l holds M^T[l/4][2(l%4)], +1,
+        // that is M[2(l%4)][l/4] and M[2(l%4)+1][l/4].
+        for (int l = 0; l < 32; ++l)
+            for (int j = 0; j < num; ++j) {
+                CHECK(lo(r.r[l][j]) == enc(j, 2 * (l % 4), l / 4));
+                CHECK(hi(r.r[l][j]) == enc(j, 2 * (l % 4) + 1, l / 4));
+            }
+        // Transposing twice: the non-trans load of M^T equals the trans load of M.
+        std::vector<uint8_t> t(1024, 0);
+        for (int j = 0; j < 4; ++j)
+            for (int row = 0; row < 8; ++row)
+                for (int col = 0; col < 8; ++col) {
+                    const uint16_t v = enc(j, col, row);
+                    t[row_addr(j, row) + 2 * col] = static_cast<uint8_t>(v & 0xff);
+                    t[row_addr(j, row) + 2 * col + 1] = static_cast<uint8_t>(v >> 8);
+                }
+        auto plain = ptx_ldmatrix_m8n8_b16(num, false, t, ldmatrix_lanes(num));
+        for (int l = 0; l < 32; ++l)
+            for (int j = 0; j < num; ++j) CHECK(plain.r[l][j] == r.r[l][j]);
+    }
+}
+
+TEST_CASE("warp mma: ldmatrix reports what the document leaves undefined", "[sim][warp_mma]") {
+    const auto smem = ldmatrix_memory();
+    SECTION("a row address not naturally (16-byte) aligned") {
+        auto lanes = ldmatrix_lanes(2);
+        lanes[11].addr += 8;
+        auto r = ptx_ldmatrix_m8n8_b16(2, false, smem, lanes);
+        REQUIRE(r.issues.size() == 1);
+        CHECK(has(r, LdmatrixProblem::RowMisaligned, 11));
+        // The rows of other lanes are unaffected.
+        CHECK(lo(r.r[0][1]) == enc(1, 0, 0));
+    }
+    SECTION("an unused lane's address does not matter, a used one's does") {
+        auto lanes = ldmatrix_lanes(1);
+        lanes[7].addr = 1024;  // one past the view
+        auto r = ptx_ldmatrix_m8n8_b16(1, false, smem, lanes);
+        REQUIRE(r.issues.size() == 1);
+        CHECK(has(r, LdmatrixProblem::RowOutOfBounds, 7));
+    }
+    SECTION("an exited lane, a lane elsewhere") {
+        auto lanes = ldmatrix_lanes(4);
+        lanes[20].exited = true;
+        lanes[30].executes = false;
+        auto r = ptx_ldmatrix_m8n8_b16(4, false, smem, lanes);
+        CHECK(has(r, LdmatrixProblem::LaneExited, 20));
+        CHECK(has(r, LdmatrixProblem::LaneNotExecuting, 30));
+        CHECK(r.issues.size() == 2);
+    }
+}
+
+namespace {
+
+struct FragCase {
+    MmaShape shape;
+    int m, n, k;
+};
+const FragCase kShapes[] = {{MmaShape::M16N8K16, 16, 8, 16}, {MmaShape::M16N8K8, 16, 8, 8}};
+
+// The fragments packed the way the document's figures tabulate the registers (not via
+// the model's mma_*_coord): m16n8k16 A: {a0,a1} row g, cols 2t,2t+1; {a2,a3} row g+8;
+// {a4,a5} row g, cols 2t+8, 2t+9; {a6,a7} row g+8, cols 2t+8, 2t+9. B: {b0,b1} rows 2t,
+// 2t+1 of column g; {b2,b3} rows 2t+8, 2t+9. m16n8k8 A: {a0,a1} row g, {a2,a3} row g+8,
+// cols 2t, 2t+1; B: {b0,b1} rows 2t, 2t+1 of column g. C/D: c0,c1 row g, cols 2t, 2t+1;
+// c2, c3 row g+8.
+template <class Enc>
+std::array<MmaLane, 32> pack(const FragCase& s, const std::vector<double>& A, const std::vector<double>& B,
+                             const std::vector<float>& C, Enc encode) {
+    std::array<MmaLane, 32> lanes{};
+    auto pair = [&](double x, double y) { return uint32_t{encode(x)} | (uint32_t{encode(y)} << 16); };
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        auto a = [&](int row, int col) { return A[static_cast<std::size_t>(row * s.k + col)]; };
+        auto b = [&](int row, int col) { return B[static_cast<std::size_t>(row * s.n + col)]; };
+        auto c = [&](int row, int col) { return std::bit_cast<uint32_t>(C[static_cast<std::size_t>(row * s.n + col)]); };
+        MmaLane& L = lanes[l];
+        L.a[0] = pair(a(g, 2 * t), a(g, 2 * t + 1));
+        L.a[1] = pair(a(g + 8, 2 * t), a(g + 8, 2 * t + 1));
+        L.b[0] = pair(b(2 * t, g), b(2 * t + 1, g));
+        if (s.k == 16) {
+            L.a[2] = pair(a(g, 2 * t + 8), a(g, 2 * t + 9));
+            L.a[3] = pair(a(g + 8, 2 * t + 8), a(g + 8, 2 * t + 9));
+            L.b[1] = pair(b(2 * t + 8, g), b(2 * t + 9, g));
+        }
+        L.c = {c(g, 2 * t), c(g, 2 * t + 1), c(g + 8, 2 * t), c(g + 8, 2 * t + 1)};
+    }
+    return lanes;
+}
+
+// D as the figures place it, read back into a matrix.
+std::vector<double> unpack_d(const FragCase& s, const MmaResult& r) {
+    std::vector<double> D(static_cast<std::size_t>(s.m * s.n), NAN);
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+        for (int i = 0; i < 4; ++i)
+            D[static_cast<std::size_t>(rows[i] * s.n + cols[i])] = std::bit_cast<float>(r.d[l][i]);
+    }
+    return D;
+}
+
+std::vector<double> product64(const FragCase& s, const std::vector<double>& A, const std::vector<double>& B,
+                              const std::vector<float>& C) {
+    std::vector<double> D(static_cast<std::size_t>(s.m * s.n));
+    for (int m = 0; m < s.m; ++m)
+        for (int n = 0; n < s.n; ++n) {
+            double acc = C[static_cast<std::size_t>(m * s.n + n)];
+            for (int k = 0; k < s.k; ++k)
+                acc += A[static_cast<std::size_t>(m * s.k + k)] * B[static_cast<std::size_t>(k * s.n + n)];
+            D[static_cast<std::size_t>(m * s.n + n)] = acc;
+        }
+    return D;
+}
+
+}  // namespace
+
+TEST_CASE("warp mma: the fragment formulas cover each matrix once, as the figures show", "[sim][warp_mma]") {
+    for (const FragCase& s : kShapes) {
+        const MmaShapeInfo info = mma_shape_info(s.shape);
+        CHECK(info.m == s.m);
+        CHECK(info.n == s.n);
+        CHECK(info.k == s.k);
+        std::set<std::pair<int, int>> a, b, c;
+        for (int l = 0; l < 32; ++l) {
+            for (int i = 0; i < 2 * info.a_regs; ++i) {
+                auto at = mma_a_coord(s.shape, l, i);
+                CHECK((at.row >= 0 && at.row < s.m && at.col >= 0 && at.col < s.k));
+                a.insert({at.row, at.col});
+            }
+            for (int i = 0; i < 2 * info.b_regs; ++i) {
+                auto at = mma_b_coord(s.shape, l, i);
+                CHECK((at.row >= 0 && at.row < s.k && at.col >= 0 && at.col < s.n));
+                b.insert({at.row, at.col});
+            }
+            for (int i = 0; i < info.c_regs; ++i) {
+                auto at = mma_c_coord(s.shape, l, i);
+                c.insert({at.row, at.col});
+            }
+        }
+        CHECK(a.size() == static_cast<std::size_t>(s.m * s.k));
+        CHECK(b.size() == static_cast<std::size_t>(s.k * s.n));
+        CHECK(c.size() == static_cast<std::size_t>(s.m * s.n));
+    }
+    // The m16n8k16 figures' corners: T0 holds a0,a1 at row 0 cols 0,1 and a2 at row 8;
+    // T31 (groupID 7, threadID_in_group 3) holds a0 at (7,6) and a7 at (15,15); b0 of T0
+    // is (0,0), b3 of T31 is (15,7); c3 of T31 is (15,7).
+    auto A = [](int l, int i) { auto c = mma_a_coord(MmaShape::M16N8K16, l, i); return std::pair{c.row, c.col}; };
+    auto B = [](int l, int i) { auto c = mma_b_coord(MmaShape::M16N8K16, l, i); return std::pair{c.row, c.col}; };
+    auto C = [](int l, int i) { auto c = mma_c_coord(MmaShape::M16N8K16, l, i); return std::pair{c.row, c.col}; };
+    CHECK(A(0, 0) == std::pair{0, 0});
+    CHECK(A(0, 1) == std::pair{0, 1});
+    CHECK(A(0, 2) == std::pair{8, 0});
+    CHECK(A(0, 4) == std::pair{0, 8});
+    CHECK(A(31, 0) == std::pair{7, 6});
+    CHECK(A(31, 7) == std::pair{15, 15});
+    CHECK(B(0, 0) == std::pair{0, 0});
+    CHECK(B(0, 1) == std::pair{1, 0});
+    CHECK(B(31, 3) == std::pair{15, 7});
+    CHECK(C(0, 2) == std::pair{8, 0});
+    CHECK(C(31, 3) == std::pair{15, 7});
+}
+
+TEST_CASE("warp mma: a known matrix round-trips through the fragments", "[sim][warp_mma]") {
+    // A = I-like selector: with B = identity-ish columns, D picks out A's entries. Here:
+    // A[m][k] distinct small integers, B = the k x n matrix with B[k][n] = (k == n), C = 0:
+    // D[m][n] = A[m][n] for n < 8. And A = e_m selectors with B distinct: D = B's rows.
+    for (const FragCase& s : kShapes)
+        for (MmaAbType ab : {MmaAbType::F16, MmaAbType::Bf16}) {
+            auto encode = [ab](double v) {
+                return ab == MmaAbType::F16 ? tilec::scalar::f16_bits(v) : tilec::scalar::bf16_bits(v);
+            };
+            std::vector<double> A(static_cast<std::size_t>(s.m * s.k)), B(static_cast<std::size_t>(s.k * s.n), 0.0);
+            std::vector<float> C(static_cast<std::size_t>(s.m * s.n), 0.0f);
+            for (int m = 0; m < s.m; ++m)
+                for (int k = 0; k < s.k; ++k) A[static_cast<std::size_t>(m * s.k + k)] = m * 16 + k;  // < 256: exact in bf16
+            for (int n = 0; n < s.n; ++n) B[static_cast<std::size_t>(n * s.n + n)] = 1.0;
+            auto r = ptx_mma_sync_f32(s.shape, ab, pack(s, A, B, C, encode));
+            CHECK(r.issues.empty());
+            auto D = unpack_d(s, r);
+            for (int m = 0; m < s.m; ++m)
+                for (int n = 0; n < s.n; ++n) CHECK(D[static_cast<std::size_t>(m * s.n + n)] == m * 16 + n);
+            // k = 8 + n picks the second half of A's columns when K = 16.
+            if (s.k == 16) {
+                std::fill(B.begin(), B.end(), 0.0);
+                for (int n = 0; n < s.n; ++n) B[static_cast<std::size_t>((8 + n) * s.n + n)] = 1.0;
+                auto D2 = unpack_d(s, ptx_mma_sync_f32(s.shape, ab, pack(s, A, B, C, encode)));
+                for (int m = 0; m < s.m; ++m)
+                    for (int n = 0; n < s.n; ++n) CHECK(D2[static_cast<std::size_t>(m * s.n + n)] == m * 16 + 8 + n);
+            }
+        }
+}
+
+TEST_CASE("warp mma: D = A*B + C matches a float64 product", "[sim][warp_mma]") {
+    std::mt19937 rng(11);
+    for (const FragCase& s : kShapes)
+        for (MmaAbType ab : {MmaAbType::F16, MmaAbType::Bf16}) {
+            INFO("k " << s.k << (ab == MmaAbType::F16 ? " f16" : " bf16"));
+            auto encode = [ab](double v) {
+                return ab == MmaAbType::F16 ? tilec::scalar::f16_bits(v) : tilec::scalar::bf16_bits(v);
+            };
+            auto decode = [ab](uint16_t b) {
+                return ab == MmaAbType::F16 ? tilec::scalar::f16_value(b) : tilec::scalar::bf16_value(b);
+            };
+            for (int trial = 0; trial < 20; ++trial) {
+                // Small integers: every partial sum is exact in f32, so D is exact.
+                std::uniform_int_distribution<int> small(-8, 8);
+                std::vector<double> A(static_cast<std::size_t>(s.m * s.k)), B(static_cast<std::size_t>(s.k * s.n));
+                std::vector<float> C(static_cast<std::size_t>(s.m * s.n));
+                for (auto& v : A) v = small(rng);
+                for (auto& v : B) v = small(rng);
+                for (auto& v : C) v = static_cast<float>(small(rng) * 4);
+                auto D = unpack_d(s, ptx_mma_sync_f32(s.shape, ab, pack(s, A, B, C, encode)));
+                auto want = product64(s, A, B, C);
+                for (std::size_t i = 0; i < D.size(); ++i) CHECK(D[i] == want[i]);
+
+                // Random values in [-1, 1] rounded to the input type: within f32 rounding
+                // of the float64 product (K additions, each |error| <= 2^-24 of a partial
+                // sum bounded by sum |a*b| + |c|).
+                std::uniform_real_distribution<double> unit(-1.0, 1.0);
+                for (auto& v : A) v = decode(encode(unit(rng)));
+                for (auto& v : B) v = decode(encode(unit(rng)));
+                for (auto& v : C) v = static_cast<float>(unit(rng));
+                auto Df = unpack_d(s, ptx_mma_sync_f32(s.shape, ab, pack(s, A, B, C, encode)));
+                auto wf = product64(s, A, B, C);
+                for (int m = 0; m < s.m; ++m)
+                    for (int n = 0; n < s.n; ++n) {
+                        double bound = std::fabs(C[static_cast<std::size_t>(m * s.n + n)]);
+                        for (int k = 0; k < s.k; ++k)
+                            bound += std::fabs(A[static_cast<std::size_t>(m * s.k + k)] * B[static_cast<std::size_t>(k * s.n + n)]);
+                        const std::size_t i = static_cast<std::size_t>(m * s.n + n);
+                        CHECK(std::fabs(Df[i] - wf[i]) <= bound * s.k * std::ldexp(1.0, -24));
+                    }
+            }
+        }
+}
+
+TEST_CASE("warp mma: mma.sync reports exited and absent lanes", "[sim][warp_mma]") {
+    std::array<MmaLane, 32> lanes{};
+    lanes[5].exited = true;
+    lanes[17].executes = false;
+    auto r = ptx_mma_sync_f32(MmaShape::M16N8K16, MmaAbType::F16, lanes);
+    REQUIRE(r.issues.size() == 2);
+    CHECK((r.issues[0].problem == MmaProblem::LaneExited && r.issues[0].lane == 5));
+    CHECK((r.issues[1].problem == MmaProblem::LaneNotExecuting && r.issues[1].lane == 17));
+}
+
+TEST_CASE("warp mma: f16 and bf16 decoders agree with scalar's exact decoders", "[sim][warp_mma]") {
+    for (uint32_t b = 0; b < 0x10000; ++b) {
+        const uint16_t bits = static_cast<uint16_t>(b);
+        const double f = tilec::scalar::f16_value(bits), g = tilec::scalar::bf16_value(bits);
+        if (std::isnan(f)) CHECK(std::isnan(f16_to_float(bits)));
+        else if (f16_to_float(bits) != f) FAIL("f16 " << b);
+        if (std::isnan(g)) CHECK(std::isnan(bf16_to_float(bits)));
+        else if (bf16_to_float(bits) != g) FAIL("bf16 " << b);
+    }
+}
+
+namespace {
+
+std::vector<uint8_t> bytes(uint8_t first, int n) {
+    std::vector<uint8_t> v(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<uint8_t>(first + i);
+    return v;
+}
+bool has(const CpAsyncThread& t, CpAsyncProblem p) {
+    for (auto& i : t.issues())
+        if (i.problem == p) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("warp mma: cp.async.wait_group 1 completes groups 1 and 2 of three (the document's example)",
+          "[sim][warp_mma]") {
+    // cp.async.ca.shared.global [shrd3], [gbl3], 8;  commit_group  // End of group 1
+    // cp.async.cg.shared.global [shrd4], [gbl4], 16; commit_group  // End of group 2
+    // cp.async.cg.shared.global [shrd5], [gbl5], 16; commit_group  // End of group 3
+    // cp.async.wait_group 1;  // waits for group 1 and group 2 to complete
+    std::vector<uint8_t> smem(256, 0);
+    CpAsyncThread t(smem);
+    const uint32_t shrd3 = 8, shrd4 = 32, shrd5 = 64;
+    const auto g3 = bytes(30, 8), g4 = bytes(40, 16), g5 = bytes(50, 16);
+    t.cp_async(shrd3, g3, 8);
+    t.commit_group();
+    t.cp_async(shrd4, g4, 16, -1, false, /*cg=*/true);
+    t.commit_group();
+    t.cp_async(shrd5, g5, 16, -1, false, /*cg=*/true);
+    t.commit_group();
+    CHECK(t.committed_pending_groups() == 3);
+    // Nothing has landed before a wait: the model writes at completion only.
+    CHECK(smem[shrd3] == 0);
+    t.wait_group(1);
+    CHECK(t.committed_pending_groups() == 1);
+    CHECK(t.issues().empty());
+    CHECK(t.read(shrd3, 8) == g3);
+    CHECK(t.read(shrd4, 16) == g4);
+    CHECK(t.issues().empty());
+    // Group 3 is still pending: reading its destination is the missing wait.
+    auto early = t.read(shrd5 + 4, 4);
+    REQUIRE(t.issues().size() == 1);
+    CHECK(t.issues()[0].problem == CpAsyncProblem::ReadBeforeWait);
+    CHECK(t.issues()[0].addr == shrd5 + 4);
+    CHECK(early == std::vector<uint8_t>(4, 0));  // the old contents
+    t.wait_group(0);
+    CHECK(t.committed_pending_groups() == 0);
+    CHECK(t.read(shrd5, 16) == g5);
+    CHECK(t.issues().size() == 1);
+}
+
+TEST_CASE("warp mma: cp.async zero fill, empty groups, wait_all, uncommitted copies", "[sim][warp_mma]") {
+    std::vector<uint8_t> smem(64, 0xff);
+    CpAsyncThread t(smem);
+    SECTION("src-size < cp-size: the remaining bytes are filled with zeros; ignore-src: all zeros") {
+        t.cp_async(0, bytes(1, 5), 8, 5);
+        t.cp_async(16, bytes(1, 16), 16, -1, /*ignore_src=*/true);
+        t.wait_all();
+        CHECK(t.read(0, 8) == std::vector<uint8_t>{1, 2, 3, 4, 5, 0, 0, 0});
+        CHECK(t.read(16, 16) == std::vector<uint8_t>(16, 0));
+        CHECK(t.issues().empty());
+    }
+    SECTION("an empty cp.async-group is trivially complete and still counts as a group") {
+        t.cp_async(0, bytes(7, 4), 4);
+        t.commit_group();  // group 1
+        t.commit_group();  // group 2: empty
+        t.wait_group(1);   // group 1 completes: one (the empty one) may stay pending
+        CHECK(t.read(0, 4) == bytes(7, 4));
+        CHECK(t.issues().empty());
+    }
+    SECTION("wait_group completes committed groups only; wait_all commits first") {
+        t.cp_async(0, bytes(9, 4), 4);
+        t.wait_group(0);
+        CHECK(t.uncommitted_copies() == 1);
+        t.read(0, 4);
+        CHECK(has(t, CpAsyncProblem::ReadBeforeWait));
+        t.wait_all();
+        CHECK(t.uncommitted_copies() == 0);
+        CHECK(t.read(0, 4) == bytes(9, 4));
+        CHECK(t.issues().size() == 1);
+    }
+    SECTION("a store to a pending destination is unordered with the copy") {
+        t.cp_async(4, bytes(9, 4), 4);
+        t.commit_group();
+        const std::vector<uint8_t> w{1, 2};
+        t.write(6, w);
+        CHECK(has(t, CpAsyncProblem::WriteBeforeWait));
+    }
+}
+
+TEST_CASE("warp mma: cp.async operand constraints from the document", "[sim][warp_mma]") {
+    std::vector<uint8_t> smem(64, 0);
+    CpAsyncThread t(smem);
+    SECTION("cp-size can only be 4, 8 and 16; .cg only 16") {
+        t.cp_async(0, bytes(0, 12), 12);
+        CHECK(has(t, CpAsyncProblem::BadCpSize));
+        CpAsyncThread u(smem);
+        u.cp_async(0, bytes(0, 8), 8, -1, false, /*cg=*/true);
+        CHECK(has(u, CpAsyncProblem::BadCpSize));
+    }
+    SECTION("src-size larger than cp-size is undefined") {
+        t.cp_async(0, bytes(0, 16), 8, 9);
+        CHECK(has(t, CpAsyncProblem::SrcSizeTooLarge));
+    }
+    SECTION("dst aligned to cp-size, inside the view") {
+        t.cp_async(4, bytes(0, 8), 8);
+        CHECK(has(t, CpAsyncProblem::DstMisaligned));
+        CpAsyncThread u(smem);
+        u.cp_async(64, bytes(0, 4), 4);
+        CHECK(has(u, CpAsyncProblem::DstOutOfBounds));
+    }
+    SECTION("two copies of one group to the same location are undefined") {
+        t.cp_async(0, bytes(0, 8), 8);
+        t.cp_async(4, bytes(0, 4), 4);
+        CHECK(has(t, CpAsyncProblem::SameDstInGroup));
+        CpAsyncThread u(smem);
+        u.cp_async(0, bytes(0, 8), 8);
+        u.commit_group();
+        u.cp_async(0, bytes(0, 8), 8);  // another group: ordered by waits, not reported here
+        CHECK(u.issues().empty());
+    }
+}
