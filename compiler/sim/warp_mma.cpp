@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 namespace tilec::sim::isa {
 
@@ -68,8 +69,9 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // mma.sync
 
 MmaShapeInfo mma_shape_info(MmaShape shape) {
-    if (shape == MmaShape::M16N8K16) return {16, 8, 16, 4, 2, 4};
-    return {16, 8, 8, 2, 1, 4};
+    if (shape == MmaShape::M16N8K16) return {16, 8, 16, 4, 2, 4, 2};
+    if (shape == MmaShape::M16N8K32) return {16, 8, 32, 4, 2, 4, 4};
+    return {16, 8, 8, 2, 1, 4, 2};
 }
 
 MatCoord mma_a_coord(MmaShape shape, int lane, int i) {
@@ -77,6 +79,11 @@ MatCoord mma_a_coord(MmaShape shape, int lane, int i) {
     if (shape == MmaShape::M16N8K16) {
         const int row = ((0 <= i && i < 2) || (4 <= i && i < 6)) ? group : group + 8;
         const int col = i < 4 ? tig * 2 + (i & 0x1) : tig * 2 + (i & 0x1) + 8;
+        return {row, col};
+    }
+    if (shape == MmaShape::M16N8K32) {
+        const int row = ((0 <= i && i < 4) || (8 <= i && i < 12)) ? group : group + 8;
+        const int col = i < 8 ? tig * 4 + (i & 0x3) : tig * 4 + (i & 0x3) + 16;
         return {row, col};
     }
     return {i < 2 ? group : group + 8, tig * 2 + (i & 0x1)};
@@ -88,6 +95,7 @@ MatCoord mma_b_coord(MmaShape shape, int lane, int i) {
         const int row = i < 2 ? tig * 2 + (i & 0x1) : tig * 2 + (i & 0x1) + 8;
         return {row, group};
     }
+    if (shape == MmaShape::M16N8K32) return {i < 4 ? tig * 4 + (i & 0x3) : tig * 4 + (i & 0x3) + 16, group};
     return {tig * 2 + i, group};
 }
 
@@ -107,12 +115,22 @@ float f16_to_float(uint16_t bits) {
 
 float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
-MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLane, 32>& lanes) {
-    MmaResult r;
+namespace {
+void mma_isa_lane_issues(const std::array<MmaLane, 32>& lanes, MmaResult& r) {
     for (int lane = 0; lane < 32; ++lane) {
         if (lanes[lane].exited) r.issues.push_back({MmaProblem::LaneExited, lane});
         else if (!lanes[lane].executes) r.issues.push_back({MmaProblem::LaneNotExecuting, lane});
     }
+}
+}  // namespace
+
+MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLane, 32>& lanes) {
+    MmaResult r;
+    if (shape == MmaShape::M16N8K32) {
+        r.issues.push_back({MmaProblem::ShapeTypeMismatch, -1});
+        return r;
+    }
+    mma_isa_lane_issues(lanes, r);
     const MmaShapeInfo info = mma_shape_info(shape);
     auto decode = [&](uint16_t bits) { return ab == MmaAbType::F16 ? f16_to_float(bits) : bf16_to_float(bits); };
     auto half_of = [](uint32_t reg, int i) { return static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff); };
@@ -153,6 +171,51 @@ MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLan
         for (int i = 0; i < info.c_regs; ++i) {
             const MatCoord at = mma_c_coord(shape, lane, i);
             r.d[lane][i] = std::bit_cast<uint32_t>(D[static_cast<std::size_t>(at.row * info.n + at.col)]);
+        }
+    }
+    return r;
+}
+
+MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
+    MmaResult r;
+    mma_isa_lane_issues(lanes, r);
+    const MmaShape shape = MmaShape::M16N8K32;
+    const MmaShapeInfo info = mma_shape_info(shape);
+    auto byte_of = [](uint32_t reg, int i) { return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * (i & 3)))); };
+    std::vector<int64_t> A(static_cast<std::size_t>(info.m * info.k), 0);
+    std::vector<int64_t> B(static_cast<std::size_t>(info.k * info.n), 0);
+    std::vector<int64_t> D(static_cast<std::size_t>(info.m * info.n), 0);
+    for (int lane = 0; lane < 32; ++lane) {
+        const MmaLane& l = lanes[lane];
+        if (l.exited || !l.executes) continue;
+        for (int i = 0; i < 4 * info.a_regs; ++i) {
+            const MatCoord at = mma_a_coord(shape, lane, i);
+            A[static_cast<std::size_t>(at.row * info.k + at.col)] = byte_of(l.a[i / 4], i);
+        }
+        for (int i = 0; i < 4 * info.b_regs; ++i) {
+            const MatCoord at = mma_b_coord(shape, lane, i);
+            B[static_cast<std::size_t>(at.row * info.n + at.col)] = byte_of(l.b[i / 4], i);
+        }
+        for (int i = 0; i < info.c_regs; ++i) {
+            const MatCoord at = mma_c_coord(shape, lane, i);
+            D[static_cast<std::size_t>(at.row * info.n + at.col)] = static_cast<int32_t>(l.c[i]);
+        }
+    }
+    for (int m = 0; m < info.m; ++m)
+        for (int n = 0; n < info.n; ++n) {
+            int64_t& acc = D[static_cast<std::size_t>(m * info.n + n)];
+            for (int k = 0; k < info.k; ++k)
+                acc += A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
+            if (acc < INT32_MIN || acc > INT32_MAX) {
+                r.issues.push_back({MmaProblem::Int32Overflow, m * info.n + n});
+                acc = 0;
+            }
+        }
+    for (int lane = 0; lane < 32; ++lane) {
+        if (lanes[lane].exited || !lanes[lane].executes) continue;
+        for (int i = 0; i < info.c_regs; ++i) {
+            const MatCoord at = mma_c_coord(shape, lane, i);
+            r.d[lane][i] = static_cast<uint32_t>(static_cast<int32_t>(D[static_cast<std::size_t>(at.row * info.n + at.col)]));
         }
     }
     return r;

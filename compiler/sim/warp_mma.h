@@ -76,6 +76,7 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // ---------------------------------------------------------------------------------
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32  d, a, b, c;
 // mma.sync.aligned.m16n8k8.row.col.f32.{f16,bf16}.{f16,bf16}.f32   d, a, b, c;
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32                  d, a, b, c;
 // D (MxN) = A (MxK) * B (KxN) + C (MxN).
 //
 // Fragments (the document's formulas; groupID = %laneid >> 2, threadID_in_group =
@@ -105,11 +106,24 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // instruction"; ".aligned ... all threads in the warp must execute the same mma
 // instruction"; "The behavior of mma instruction is undefined if all threads in the warp
 // do not use the same qualifiers, or if any thread in the warp has exited."
-enum class MmaShape : uint8_t { M16N8K16, M16N8K8 };
+//
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32  d, a, b, c;  ("Matrix Fragments for
+// mma.m16n8k32", .s8: four .s8 elements per .b32 register, a_i / b_i in the order low
+// byte to high byte):
+//  A: a0..a15 in 4 registers: row = groupID for a_i, 0 <= i < 4 || 8 <= i < 12; groupID
+//     + 8 otherwise; col = threadID_in_group*4 + (i & 0x3) for i < 8; ... + 16 for i >= 8
+//  B: b0..b7 in 2 registers: row = threadID_in_group*4 + (i & 0x3) for i < 4; ... + 16
+//     for i >= 4; col = groupID
+//  C/D (.s32): as for the floating-point shapes.
+// The integer sum is exact (computed in 64 bits). The document clamps to the s32 range
+// only with .satfinite, which is not modelled; a result outside s32 without it is
+// reported (Int32Overflow) and 0 stands in that element.
+enum class MmaShape : uint8_t { M16N8K16, M16N8K8, M16N8K32 };
 enum class MmaAbType : uint8_t { F16, Bf16 };
 
 struct MmaShapeInfo {
     int m, n, k, a_regs, b_regs, c_regs;
+    int per_reg;  // A/B elements per .b32 register: 2 (f16, bf16) or 4 (s8)
 };
 MmaShapeInfo mma_shape_info(MmaShape shape);
 
@@ -129,7 +143,12 @@ struct MmaLane {
     std::array<uint32_t, 2> b{};  // (b_regs used)
     std::array<uint32_t, 4> c{};  // .f32 bits
 };
-enum class MmaProblem : uint8_t { LaneExited, LaneNotExecuting };
+enum class MmaProblem : uint8_t {
+    LaneExited,
+    LaneNotExecuting,
+    ShapeTypeMismatch,  // the shape is not one this entry point models (lane -1)
+    Int32Overflow,      // s32 result element (row, col) = (lane / 8, lane % 8) overflows
+};
 struct MmaIssue {
     MmaProblem problem;
     int lane = 0;
@@ -139,6 +158,8 @@ struct MmaResult {
     std::vector<MmaIssue> issues;
 };
 MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLane, 32>& lanes);
+// m16n8k32 .s32.s8.s8.s32: `c` and `d` hold s32 bits.
+MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes);
 
 // The element decoders the model uses (exact): f16 (IEEE binary16) and bf16 bits to f32.
 float f16_to_float(uint16_t bits);

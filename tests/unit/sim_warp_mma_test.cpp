@@ -10,7 +10,8 @@
 //    the a_i / b_i / c_i row/col formulas, checked as a bijection onto the matrices and
 //    at the figure's corners; D checked against a float64 product computed here from
 //    fragments this file packs itself (from the figures' register tables, not through
-//    the model's coordinate functions);
+//    the model's coordinate functions); "... mma.m16n8k32" (.s8) likewise, against the
+//    exact integer product;
 //  - 9.7.9.25.3.1-3 cp.async / cp.async.commit_group / cp.async.wait_group: the
 //    wait_group example (three groups, "cp.async.wait_group 1; // waits for group 1 and
 //    group 2 to complete"), zero fill past src-size, the empty group, wait_all, and the
@@ -18,6 +19,8 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <random>
 #include <set>
@@ -222,19 +225,21 @@ std::vector<double> product64(const FragCase& s, const std::vector<double>& A, c
 }  // namespace
 
 TEST_CASE("warp mma: the fragment formulas cover each matrix once, as the figures show", "[sim][warp_mma]") {
-    for (const FragCase& s : kShapes) {
+    const FragCase all[] = {kShapes[0], kShapes[1], {MmaShape::M16N8K32, 16, 8, 32}};
+    for (const FragCase& s : all) {
         const MmaShapeInfo info = mma_shape_info(s.shape);
         CHECK(info.m == s.m);
         CHECK(info.n == s.n);
         CHECK(info.k == s.k);
+        CHECK(info.per_reg == (s.k == 32 ? 4 : 2));
         std::set<std::pair<int, int>> a, b, c;
         for (int l = 0; l < 32; ++l) {
-            for (int i = 0; i < 2 * info.a_regs; ++i) {
+            for (int i = 0; i < info.per_reg * info.a_regs; ++i) {
                 auto at = mma_a_coord(s.shape, l, i);
                 CHECK((at.row >= 0 && at.row < s.m && at.col >= 0 && at.col < s.k));
                 a.insert({at.row, at.col});
             }
-            for (int i = 0; i < 2 * info.b_regs; ++i) {
+            for (int i = 0; i < info.per_reg * info.b_regs; ++i) {
                 auto at = mma_b_coord(s.shape, l, i);
                 CHECK((at.row >= 0 && at.row < s.k && at.col >= 0 && at.col < s.n));
                 b.insert({at.row, at.col});
@@ -265,6 +270,16 @@ TEST_CASE("warp mma: the fragment formulas cover each matrix once, as the figure
     CHECK(B(31, 3) == std::pair{15, 7});
     CHECK(C(0, 2) == std::pair{8, 0});
     CHECK(C(31, 3) == std::pair{15, 7});
+    // m16n8k32 (.s8): T0's a0..a3 are row 0 cols 0..3, a4 is row 8, a8 is row 0 col 16;
+    // T31's a15 is (15, 31); T31's b7 is (31, 7).
+    auto A32 = [](int l, int i) { auto c = mma_a_coord(MmaShape::M16N8K32, l, i); return std::pair{c.row, c.col}; };
+    auto B32 = [](int l, int i) { auto c = mma_b_coord(MmaShape::M16N8K32, l, i); return std::pair{c.row, c.col}; };
+    CHECK(A32(0, 3) == std::pair{0, 3});
+    CHECK(A32(0, 4) == std::pair{8, 0});
+    CHECK(A32(0, 8) == std::pair{0, 16});
+    CHECK(A32(31, 15) == std::pair{15, 31});
+    CHECK(B32(0, 3) == std::pair{3, 0});
+    CHECK(B32(31, 7) == std::pair{31, 7});
 }
 
 TEST_CASE("warp mma: a known matrix round-trips through the fragments", "[sim][warp_mma]") {
@@ -339,6 +354,71 @@ TEST_CASE("warp mma: D = A*B + C matches a float64 product", "[sim][warp_mma]") 
                     }
             }
         }
+}
+
+namespace {
+
+// m16n8k32 .s8 fragments packed as the figures tabulate them: A register 0 = row g, cols
+// 4t..4t+3 (low byte first); 1 = row g+8; 2 = row g, cols 4t+16..4t+19; 3 = row g+8,
+// cols 4t+16..; B register 0 = rows 4t..4t+3 of column g; 1 = rows 4t+16..4t+19.
+std::array<MmaLane, 32> pack_s8(const std::vector<int>& A, const std::vector<int>& B, const std::vector<int32_t>& C) {
+    std::array<MmaLane, 32> lanes{};
+    auto quad = [](int x0, int x1, int x2, int x3) {
+        auto u = [](int x) { return uint32_t{static_cast<uint8_t>(static_cast<int8_t>(x))}; };
+        return u(x0) | (u(x1) << 8) | (u(x2) << 16) | (u(x3) << 24);
+    };
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        auto a = [&](int row, int c0) {
+            auto at = [&](int c) { return A[static_cast<std::size_t>(row * 32 + c)]; };
+            return quad(at(c0), at(c0 + 1), at(c0 + 2), at(c0 + 3));
+        };
+        auto b = [&](int r0, int col) {
+            auto at = [&](int r) { return B[static_cast<std::size_t>(r * 8 + col)]; };
+            return quad(at(r0), at(r0 + 1), at(r0 + 2), at(r0 + 3));
+        };
+        auto c = [&](int row, int col) { return static_cast<uint32_t>(C[static_cast<std::size_t>(row * 8 + col)]); };
+        lanes[l].a = {a(g, 4 * t), a(g + 8, 4 * t), a(g, 4 * t + 16), a(g + 8, 4 * t + 16)};
+        lanes[l].b = {b(4 * t, g), b(4 * t + 16, g)};
+        lanes[l].c = {c(g, 2 * t), c(g, 2 * t + 1), c(g + 8, 2 * t), c(g + 8, 2 * t + 1)};
+    }
+    return lanes;
+}
+
+}  // namespace
+
+TEST_CASE("warp mma: m16n8k32 s32.s8.s8.s32 equals the exact integer product", "[sim][warp_mma]") {
+    std::mt19937 rng(32);
+    std::uniform_int_distribution<int> s8(-128, 127), small(-100000, 100000);
+    for (int trial = 0; trial < 20; ++trial) {
+        std::vector<int> A(16 * 32), B(32 * 8);
+        std::vector<int32_t> C(16 * 8);
+        for (auto& v : A) v = s8(rng);
+        for (auto& v : B) v = s8(rng);
+        for (auto& v : C) v = small(rng);
+        auto r = ptx_mma_sync_s32_s8(pack_s8(A, B, C));
+        CHECK(r.issues.empty());
+        for (int l = 0; l < 32; ++l) {
+            const int g = l / 4, t = l % 4;
+            const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+            for (int i = 0; i < 4; ++i) {
+                int64_t want = C[static_cast<std::size_t>(rows[i] * 8 + cols[i])];
+                for (int k = 0; k < 32; ++k)
+                    want += int64_t{A[static_cast<std::size_t>(rows[i] * 32 + k)]} * B[static_cast<std::size_t>(k * 8 + cols[i])];
+                CHECK(static_cast<int32_t>(r.d[l][i]) == want);
+            }
+        }
+    }
+    // Without .satfinite an s32 overflow is reported, not guessed.
+    std::vector<int> A(16 * 32, 1), B(32 * 8, 1);
+    std::vector<int32_t> C(16 * 8, 0);
+    C[3 * 8 + 5] = INT32_MAX;
+    auto r = ptx_mma_sync_s32_s8(pack_s8(A, B, C));
+    REQUIRE(r.issues.size() == 1);
+    CHECK(r.issues[0].problem == MmaProblem::Int32Overflow);
+    CHECK(r.issues[0].lane == 3 * 8 + 5);
+    // The f32 entry point does not take the integer shape.
+    CHECK(ptx_mma_sync_f32(MmaShape::M16N8K32, MmaAbType::F16, {}).issues.at(0).problem == MmaProblem::ShapeTypeMismatch);
 }
 
 TEST_CASE("warp mma: mma.sync reports exited and absent lanes", "[sim][warp_mma]") {
