@@ -14,7 +14,9 @@ namespace {
 uint16_t mma_isa_load_b16(std::span<const uint8_t> smem, std::size_t at) {
     return static_cast<uint16_t>(smem[at] | (smem[at + 1] << 8));
 }
-uint32_t mma_isa_pack2(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
+uint32_t mma_isa_pack2(uint16_t lo, uint16_t hi) {
+    return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
 
 bool mma_isa_overlaps(uint32_t a, uint32_t an, uint32_t b, uint32_t bn) {
     return static_cast<uint64_t>(a) < static_cast<uint64_t>(b) + bn &&
@@ -30,8 +32,10 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
                                      const std::array<LdmatrixLane, 32>& lanes) {
     LdmatrixResult r;
     for (int lane = 0; lane < 32; ++lane) {
-        if (lanes[lane].exited) r.issues.push_back({LdmatrixProblem::LaneExited, lane});
-        else if (!lanes[lane].executes) r.issues.push_back({LdmatrixProblem::LaneNotExecuting, lane});
+        if (lanes[lane].exited)
+            r.issues.push_back({LdmatrixProblem::LaneExited, lane});
+        else if (!lanes[lane].executes)
+            r.issues.push_back({LdmatrixProblem::LaneNotExecuting, lane});
     }
     // The 8 * num row addresses: matrix j's row i from lane 8*j + i.
     std::array<bool, 32> row_ok{};
@@ -52,14 +56,17 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
     auto element = [&](int j, int row, int col) -> uint16_t {
         const int supplier = 8 * j + row;
         if (!row_ok[supplier]) return 0;
-        return mma_isa_load_b16(smem, static_cast<std::size_t>(lanes[supplier].addr) + 2u * static_cast<unsigned>(col));
+        return mma_isa_load_b16(
+            smem, static_cast<std::size_t>(lanes[supplier].addr) + 2u * static_cast<unsigned>(col));
     };
     for (int lane = 0; lane < 32; ++lane) {
         if (lanes[lane].exited || !lanes[lane].executes) continue;
         const int fr = lane / 4, fc = 2 * (lane % 4);  // the fragment's row, first column
         for (int j = 0; j < num; ++j) {
-            if (!trans) r.r[lane][j] = mma_isa_pack2(element(j, fr, fc), element(j, fr, fc + 1));
-            else r.r[lane][j] = mma_isa_pack2(element(j, fc, fr), element(j, fc + 1, fr));
+            if (!trans)
+                r.r[lane][j] = mma_isa_pack2(element(j, fr, fc), element(j, fr, fc + 1));
+            else
+                r.r[lane][j] = mma_isa_pack2(element(j, fc, fr), element(j, fc + 1, fr));
         }
     }
     return r;
@@ -107,19 +114,26 @@ MatCoord mma_c_coord(MmaShape, int lane, int i) {
 float f16_to_float(uint16_t bits) {
     const int sign = bits >> 15, exp = (bits >> 10) & 0x1f, man = bits & 0x3ff;
     float v;
-    if (exp == 0) v = std::ldexp(static_cast<float>(man), -24);  // zero, subnormal
-    else if (exp == 31) v = man == 0 ? INFINITY : NAN;
-    else v = std::ldexp(static_cast<float>(man | 0x400), exp - 25);
+    if (exp == 0)
+        v = std::ldexp(static_cast<float>(man), -24);  // zero, subnormal
+    else if (exp == 31)
+        v = man == 0 ? INFINITY : NAN;
+    else
+        v = std::ldexp(static_cast<float>(man | 0x400), exp - 25);
     return sign ? -v : v;
 }
 
-float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bf16_to_float(uint16_t bits) {
+    return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 namespace {
 void mma_isa_lane_issues(const std::array<MmaLane, 32>& lanes, MmaResult& r) {
     for (int lane = 0; lane < 32; ++lane) {
-        if (lanes[lane].exited) r.issues.push_back({MmaProblem::LaneExited, lane});
-        else if (!lanes[lane].executes) r.issues.push_back({MmaProblem::LaneNotExecuting, lane});
+        if (lanes[lane].exited)
+            r.issues.push_back({MmaProblem::LaneExited, lane});
+        else if (!lanes[lane].executes)
+            r.issues.push_back({MmaProblem::LaneNotExecuting, lane});
     }
 }
 }  // namespace
@@ -132,8 +146,12 @@ MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLan
     }
     mma_isa_lane_issues(lanes, r);
     const MmaShapeInfo info = mma_shape_info(shape);
-    auto decode = [&](uint16_t bits) { return ab == MmaAbType::F16 ? f16_to_float(bits) : bf16_to_float(bits); };
-    auto half_of = [](uint32_t reg, int i) { return static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff); };
+    auto decode = [&](uint16_t bits) {
+        return ab == MmaAbType::F16 ? f16_to_float(bits) : bf16_to_float(bits);
+    };
+    auto half_of = [](uint32_t reg, int i) {
+        return static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff);
+    };
     // Gather the full matrices from every lane's fragments (a non-executing lane's
     // elements are 0: the result is undefined and reported).
     std::vector<float> A(static_cast<std::size_t>(info.m * info.k), 0.0f);
@@ -160,7 +178,8 @@ MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLan
         for (int n = 0; n < info.n; ++n) {
             float acc = C[static_cast<std::size_t>(m * info.n + n)];
             for (int k = 0; k < info.k; ++k) {
-                const float p = A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
+                const float p =
+                    A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
                 acc = acc + p;
             }
             D[static_cast<std::size_t>(m * info.n + n)] = acc;
@@ -181,7 +200,9 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
     mma_isa_lane_issues(lanes, r);
     const MmaShape shape = MmaShape::M16N8K32;
     const MmaShapeInfo info = mma_shape_info(shape);
-    auto byte_of = [](uint32_t reg, int i) { return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * (i & 3)))); };
+    auto byte_of = [](uint32_t reg, int i) {
+        return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * (i & 3))));
+    };
     std::vector<int64_t> A(static_cast<std::size_t>(info.m * info.k), 0);
     std::vector<int64_t> B(static_cast<std::size_t>(info.k * info.n), 0);
     std::vector<int64_t> D(static_cast<std::size_t>(info.m * info.n), 0);
@@ -205,7 +226,8 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
         for (int n = 0; n < info.n; ++n) {
             int64_t& acc = D[static_cast<std::size_t>(m * info.n + n)];
             for (int k = 0; k < info.k; ++k)
-                acc += A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
+                acc +=
+                    A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
             if (acc < INT32_MIN || acc > INT32_MAX) {
                 r.issues.push_back({MmaProblem::Int32Overflow, m * info.n + n});
                 acc = 0;
@@ -215,7 +237,8 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
         if (lanes[lane].exited || !lanes[lane].executes) continue;
         for (int i = 0; i < info.c_regs; ++i) {
             const MatCoord at = mma_c_coord(shape, lane, i);
-            r.d[lane][i] = static_cast<uint32_t>(static_cast<int32_t>(D[static_cast<std::size_t>(at.row * info.n + at.col)]));
+            r.d[lane][i] = static_cast<uint32_t>(
+                static_cast<int32_t>(D[static_cast<std::size_t>(at.row * info.n + at.col)]));
         }
     }
     return r;
@@ -251,7 +274,8 @@ void CpAsyncThread::cp_async(uint32_t dst, std::span<const uint8_t> src, int cp_
     c.dst = dst;
     c.bytes.assign(size, 0);
     if (!ignore_src)
-        for (int i = 0; i < src_size; ++i) c.bytes[static_cast<std::size_t>(i)] = src[static_cast<std::size_t>(i)];
+        for (int i = 0; i < src_size; ++i)
+            c.bytes[static_cast<std::size_t>(i)] = src[static_cast<std::size_t>(i)];
     open_.push_back(std::move(c));
 }
 

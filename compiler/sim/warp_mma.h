@@ -7,15 +7,21 @@
 // document's own statements, figures and formulas. What the document calls undefined is
 // reported as a problem, never guessed (a placeholder value, 0, stands in the result).
 //
-// Sections read (PTX ISA 8.x/9.0, "Parallel Thread Execution ISA"):
-//  - "Warp-level matrix load instruction: ldmatrix" (in the chapter "Warp Level Matrix
-//    Multiply-Accumulate Instructions"), its description text and its figure of the
-//    8x8 b16 fragment ("a group of four threads loads an entire row of the matrix").
-//  - "Matrix Fragments for mma.m16n8k16 with floating point type" and "Matrix Fragments
-//    for mma.m16n8k8" (.f16/.bf16), the row/col formulas of a_i, b_i, c_i, d_i.
-//  - 9.7.9.25.3.1-3 (PTX 8.x numbering; 9.7.9.26.3.x in later versions) "Data Movement
-//    and Conversion Instructions: cp.async", "... cp.async.commit_group", "...
-//    cp.async.wait_group / cp.async.wait_all".
+// Sections read (PTX ISA 8.x/9.0, "Parallel Thread Execution ISA"; read through stored
+// copies of the document's text found by search, not NVIDIA's site itself: the PTX 9.0
+// instruction descriptions, and quotations of the fragment sections and figures):
+//  - 9.7.14.5.15 "Warp-level matrix load instruction: ldmatrix" (numbers here as an
+//    index of the PTX 8.x document gives them), its description text, which says what
+//    its Figure 104 of the 8x8 fragment shows ("A group of four threads loads an entire
+//    row of the matrix"; the figure itself was not read).
+//  - 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type" (Figure 79,
+//    A for .f16/.bf16, and its row/col formulas for a_i, b_i, c_i/d_i), 9.7.14.5.7 "...
+//    for mma.m16n8k8" (.f16/.bf16) and 9.7.14.5.10 "... for mma.m16n8k32" (Figure 88, A
+//    for .s8/.u8); 9.7.14.5.14 "Multiply-and-Accumulate Instruction: mma" (description,
+//    syntax).
+//  - "Data Movement and Conversion Instructions: cp.async", 9.7.9.25.3.2 "...:
+//    cp.async.commit_group" and 9.7.9.25.3.3 "...: cp.async.wait_group /
+//    cp.async.wait_all" (that copy's numbering; 9.7.9.26.3.x in a later version).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -36,10 +42,10 @@ namespace tilec::sim::isa {
 // of four consecutive threads loads 16 bytes. The matrix addresses must be naturally
 // aligned accordingly" (a row is 8 b16 = 16 bytes: each row address 16-byte aligned);
 // "Each thread in a warp loads fragments of a row, with thread 0 receiving the first
-// fragment in its register r" and "A group of four threads loads an entire row" (the
-// figure: lane l holds row l/4, elements 2*(l%4) and 2*(l%4)+1, the lower-numbered
-// element in the register's low 16 bits); "When .num = .x2, the elements of the second
-// matrix are loaded in the next destination register ... .x4, ... third and fourth
+// fragment in its register r" and "A group of four threads loads an entire row" (so, as
+// issue 11 states the figure: lane l holds row l/4, elements 2*(l%4) and 2*(l%4)+1, the
+// lower-numbered element in the register's low 16 bits, as in the mma fragments); "When .num = .x2, the
+// elements of the second matrix are loaded in the next destination register ... .x4, ... third and fourth
 // matrices ... in the subsequent destination registers"; "Optional qualifier .trans
 // indicates that the matrix is loaded in column-major format" (lane l then holds column
 // l/4, rows 2*(l%4) and 2*(l%4)+1 of the matrix as stored). Elements are little-endian
@@ -104,7 +110,7 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // Problems: "The mandatory .sync qualifier indicates that mma instruction causes the
 // executing thread to wait until all threads in the warp execute the same mma
 // instruction"; ".aligned ... all threads in the warp must execute the same mma
-// instruction"; "The behavior of mma instruction is undefined if all threads in the warp
+// instruction"; "The behavior of mma instruction is undefined if all threads in the same warp
 // do not use the same qualifiers, or if any thread in the warp has exited."
 //
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32  d, a, b, c;  ("Matrix Fragments for
@@ -115,9 +121,9 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 //  B: b0..b7 in 2 registers: row = threadID_in_group*4 + (i & 0x3) for i < 4; ... + 16
 //     for i >= 4; col = groupID
 //  C/D (.s32): as for the floating-point shapes.
-// The integer sum is exact (computed in 64 bits). The document clamps to the s32 range
-// only with .satfinite, which is not modelled; a result outside s32 without it is
-// reported (Int32Overflow) and 0 stands in that element.
+// The integer sum is exact (computed in 64 bits). The syntax's optional {.satfinite}
+// (clamping) is not modelled, and the text read does not say what an s32 overflow gives
+// without it: such a result is reported (Int32Overflow) and 0 stands in that element.
 enum class MmaShape : uint8_t { M16N8K16, M16N8K8, M16N8K32 };
 enum class MmaAbType : uint8_t { F16, Bf16 };
 
@@ -193,14 +199,14 @@ float bf16_to_float(uint16_t bits);
 // within a cp.async-group copying data to the same location results in undefined
 // behavior".
 enum class CpAsyncProblem : uint8_t {
-    BadCpSize,         // cp-size not 4, 8 or 16 (or .cg with cp-size != 16)
-    SrcSizeTooLarge,   // src-size > cp-size (undefined), or more than the source bytes given
-    DstMisaligned,     // dst not a multiple of cp-size
-    DstOutOfBounds,    // [dst, dst + cp-size) outside the shared view
-    SameDstInGroup,    // two copies of one group (or of the uncommitted batch) overlap
-    ReadBeforeWait,    // a read of a byte whose cp.async has not completed (missing wait)
-    WriteBeforeWait,   // a write to such a byte (unordered with the copy)
-    BadWaitN,          // wait_group with N < 0
+    BadCpSize,        // cp-size not 4, 8 or 16 (or .cg with cp-size != 16)
+    SrcSizeTooLarge,  // src-size > cp-size (undefined), or more than the source bytes given
+    DstMisaligned,    // dst not a multiple of cp-size
+    DstOutOfBounds,   // [dst, dst + cp-size) outside the shared view
+    SameDstInGroup,   // two copies of one group (or of the uncommitted batch) overlap
+    ReadBeforeWait,   // a read of a byte whose cp.async has not completed (missing wait)
+    WriteBeforeWait,  // a write to such a byte (unordered with the copy)
+    BadWaitN,         // wait_group with N < 0
 };
 struct CpAsyncIssue {
     CpAsyncProblem problem;

@@ -1,18 +1,18 @@
 // The simulator's ISA models of the tensor-core instructions (sim/warp_mma.h) against the
 // PTX ISA's own statements, figures and formulas, never against what tilec's codegen
 // assumes (issue 11):
-//  - "Warp-level matrix load instruction: ldmatrix": its figure of the 8x8 b16 fragment
-//    (a group of four threads loads a row; thread 0 receives the first fragment), the
-//    row addresses from lanes 0-7 / 8-15 / 16-23 / 24-31, .trans = column-major, the
-//    natural 16-byte alignment of row addresses, "undefined ... if any thread in the warp
-//    has exited";
-//  - "Matrix Fragments for mma.m16n8k16 with floating point type" and "... mma.m16n8k8":
-//    the a_i / b_i / c_i row/col formulas, checked as a bijection onto the matrices and
-//    at the figure's corners; D checked against a float64 product computed here from
-//    fragments this file packs itself (from the figures' register tables, not through
-//    the model's coordinate functions); "... mma.m16n8k32" (.s8) likewise, against the
-//    exact integer product;
-//  - 9.7.9.25.3.1-3 cp.async / cp.async.commit_group / cp.async.wait_group: the
+//  - 9.7.14.5.15 "Warp-level matrix load instruction: ldmatrix": its Figure 104 of the
+//    8x8 b16 fragment as the text describes it (a group of four threads loads a row;
+//    thread 0 receives the first fragment), the row addresses from lanes 0-7 / 8-15 /
+//    16-23 / 24-31, .trans = column-major, the natural 16-byte alignment of row
+//    addresses, "undefined ... if any thread in the warp has exited";
+//  - 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16 with floating point type" and
+//    9.7.14.5.7 "... mma.m16n8k8": the a_i / b_i / c_i row/col formulas, checked as a
+//    bijection onto the matrices and at the figure's corners; D checked against a
+//    float64 product computed here from fragments this file packs itself (from the
+//    figures' register tables, not through the model's coordinate functions);
+//    9.7.14.5.10 "... mma.m16n8k32" (.s8) likewise, against the exact integer product;
+//  - cp.async, 9.7.9.25.3.2 cp.async.commit_group, 9.7.9.25.3.3 cp.async.wait_group: the
 //    wait_group example (three groups, "cp.async.wait_group 1; // waits for group 1 and
 //    group 2 to complete"), zero fill past src-size, the empty group, wait_all, and the
 //    missing wait reported.
@@ -20,8 +20,8 @@
 
 #include <bit>
 #include <climits>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <set>
 #include <utility>
@@ -34,11 +34,15 @@ using namespace tilec::sim::isa;
 namespace {
 
 // ldmatrix: element (matrix j, row, col) encoded as a distinct b16 value.
-uint16_t enc(int j, int row, int col) { return static_cast<uint16_t>(0x1000 + (j << 8) | (row << 4) | col); }
+uint16_t enc(int j, int row, int col) {
+    return static_cast<uint16_t>(0x1000 + (j << 8) | (row << 4) | col);
+}
 
 // Four 8x8 matrices laid out in a 1 KiB view with rows scattered (not contiguous, rows of
 // one matrix in a permuted order): row `row` of matrix j at row_addr(j, row).
-uint32_t row_addr(int j, int row) { return static_cast<uint32_t>(16 * ((row * 5 + j * 11 + 3) % 64)); }
+uint32_t row_addr(int j, int row) {
+    return static_cast<uint32_t>(16 * ((row * 5 + j * 11 + 3) % 64));
+}
 
 std::vector<uint8_t> ldmatrix_memory() {
     std::vector<uint8_t> smem(1024, 0xee);
@@ -62,8 +66,12 @@ std::array<LdmatrixLane, 32> ldmatrix_lanes(int num) {
     return lanes;
 }
 
-uint16_t lo(uint32_t r) { return static_cast<uint16_t>(r & 0xffff); }
-uint16_t hi(uint32_t r) { return static_cast<uint16_t>(r >> 16); }
+uint16_t lo(uint32_t r) {
+    return static_cast<uint16_t>(r & 0xffff);
+}
+uint16_t hi(uint32_t r) {
+    return static_cast<uint16_t>(r >> 16);
+}
 
 bool has(const LdmatrixResult& r, LdmatrixProblem p, int lane) {
     for (auto& i : r.issues)
@@ -182,7 +190,9 @@ std::array<MmaLane, 32> pack(const FragCase& s, const std::vector<double>& A, co
         const int g = l / 4, t = l % 4;
         auto a = [&](int row, int col) { return A[static_cast<std::size_t>(row * s.k + col)]; };
         auto b = [&](int row, int col) { return B[static_cast<std::size_t>(row * s.n + col)]; };
-        auto c = [&](int row, int col) { return std::bit_cast<uint32_t>(C[static_cast<std::size_t>(row * s.n + col)]); };
+        auto c = [&](int row, int col) {
+            return std::bit_cast<uint32_t>(C[static_cast<std::size_t>(row * s.n + col)]);
+        };
         MmaLane& L = lanes[l];
         L.a[0] = pair(a(g, 2 * t), a(g, 2 * t + 1));
         L.a[1] = pair(a(g + 8, 2 * t), a(g + 8, 2 * t + 1));
@@ -256,9 +266,18 @@ TEST_CASE("warp mma: the fragment formulas cover each matrix once, as the figure
     // The m16n8k16 figures' corners: T0 holds a0,a1 at row 0 cols 0,1 and a2 at row 8;
     // T31 (groupID 7, threadID_in_group 3) holds a0 at (7,6) and a7 at (15,15); b0 of T0
     // is (0,0), b3 of T31 is (15,7); c3 of T31 is (15,7).
-    auto A = [](int l, int i) { auto c = mma_a_coord(MmaShape::M16N8K16, l, i); return std::pair{c.row, c.col}; };
-    auto B = [](int l, int i) { auto c = mma_b_coord(MmaShape::M16N8K16, l, i); return std::pair{c.row, c.col}; };
-    auto C = [](int l, int i) { auto c = mma_c_coord(MmaShape::M16N8K16, l, i); return std::pair{c.row, c.col}; };
+    auto A = [](int l, int i) {
+        auto c = mma_a_coord(MmaShape::M16N8K16, l, i);
+        return std::pair{c.row, c.col};
+    };
+    auto B = [](int l, int i) {
+        auto c = mma_b_coord(MmaShape::M16N8K16, l, i);
+        return std::pair{c.row, c.col};
+    };
+    auto C = [](int l, int i) {
+        auto c = mma_c_coord(MmaShape::M16N8K16, l, i);
+        return std::pair{c.row, c.col};
+    };
     CHECK(A(0, 0) == std::pair{0, 0});
     CHECK(A(0, 1) == std::pair{0, 1});
     CHECK(A(0, 2) == std::pair{8, 0});
@@ -272,8 +291,14 @@ TEST_CASE("warp mma: the fragment formulas cover each matrix once, as the figure
     CHECK(C(31, 3) == std::pair{15, 7});
     // m16n8k32 (.s8): T0's a0..a3 are row 0 cols 0..3, a4 is row 8, a8 is row 0 col 16;
     // T31's a15 is (15, 31); T31's b7 is (31, 7).
-    auto A32 = [](int l, int i) { auto c = mma_a_coord(MmaShape::M16N8K32, l, i); return std::pair{c.row, c.col}; };
-    auto B32 = [](int l, int i) { auto c = mma_b_coord(MmaShape::M16N8K32, l, i); return std::pair{c.row, c.col}; };
+    auto A32 = [](int l, int i) {
+        auto c = mma_a_coord(MmaShape::M16N8K32, l, i);
+        return std::pair{c.row, c.col};
+    };
+    auto B32 = [](int l, int i) {
+        auto c = mma_b_coord(MmaShape::M16N8K32, l, i);
+        return std::pair{c.row, c.col};
+    };
     CHECK(A32(0, 3) == std::pair{0, 3});
     CHECK(A32(0, 4) == std::pair{8, 0});
     CHECK(A32(0, 8) == std::pair{0, 16});
@@ -291,10 +316,12 @@ TEST_CASE("warp mma: a known matrix round-trips through the fragments", "[sim][w
             auto encode = [ab](double v) {
                 return ab == MmaAbType::F16 ? tilec::scalar::f16_bits(v) : tilec::scalar::bf16_bits(v);
             };
-            std::vector<double> A(static_cast<std::size_t>(s.m * s.k)), B(static_cast<std::size_t>(s.k * s.n), 0.0);
+            std::vector<double> A(static_cast<std::size_t>(s.m * s.k)),
+                B(static_cast<std::size_t>(s.k * s.n), 0.0);
             std::vector<float> C(static_cast<std::size_t>(s.m * s.n), 0.0f);
             for (int m = 0; m < s.m; ++m)
-                for (int k = 0; k < s.k; ++k) A[static_cast<std::size_t>(m * s.k + k)] = m * 16 + k;  // < 256: exact in bf16
+                for (int k = 0; k < s.k; ++k)
+                    A[static_cast<std::size_t>(m * s.k + k)] = m * 16 + k;  // < 256: exact in bf16
             for (int n = 0; n < s.n; ++n) B[static_cast<std::size_t>(n * s.n + n)] = 1.0;
             auto r = ptx_mma_sync_f32(s.shape, ab, pack(s, A, B, C, encode));
             CHECK(r.issues.empty());
@@ -307,7 +334,8 @@ TEST_CASE("warp mma: a known matrix round-trips through the fragments", "[sim][w
                 for (int n = 0; n < s.n; ++n) B[static_cast<std::size_t>((8 + n) * s.n + n)] = 1.0;
                 auto D2 = unpack_d(s, ptx_mma_sync_f32(s.shape, ab, pack(s, A, B, C, encode)));
                 for (int m = 0; m < s.m; ++m)
-                    for (int n = 0; n < s.n; ++n) CHECK(D2[static_cast<std::size_t>(m * s.n + n)] == m * 16 + 8 + n);
+                    for (int n = 0; n < s.n; ++n)
+                        CHECK(D2[static_cast<std::size_t>(m * s.n + n)] == m * 16 + 8 + n);
             }
         }
 }
@@ -326,7 +354,8 @@ TEST_CASE("warp mma: D = A*B + C matches a float64 product", "[sim][warp_mma]") 
             for (int trial = 0; trial < 20; ++trial) {
                 // Small integers: every partial sum is exact in f32, so D is exact.
                 std::uniform_int_distribution<int> small(-8, 8);
-                std::vector<double> A(static_cast<std::size_t>(s.m * s.k)), B(static_cast<std::size_t>(s.k * s.n));
+                std::vector<double> A(static_cast<std::size_t>(s.m * s.k)),
+                    B(static_cast<std::size_t>(s.k * s.n));
                 std::vector<float> C(static_cast<std::size_t>(s.m * s.n));
                 for (auto& v : A) v = small(rng);
                 for (auto& v : B) v = small(rng);
@@ -348,7 +377,8 @@ TEST_CASE("warp mma: D = A*B + C matches a float64 product", "[sim][warp_mma]") 
                     for (int n = 0; n < s.n; ++n) {
                         double bound = std::fabs(C[static_cast<std::size_t>(m * s.n + n)]);
                         for (int k = 0; k < s.k; ++k)
-                            bound += std::fabs(A[static_cast<std::size_t>(m * s.k + k)] * B[static_cast<std::size_t>(k * s.n + n)]);
+                            bound += std::fabs(A[static_cast<std::size_t>(m * s.k + k)] *
+                                               B[static_cast<std::size_t>(k * s.n + n)]);
                         const std::size_t i = static_cast<std::size_t>(m * s.n + n);
                         CHECK(std::fabs(Df[i] - wf[i]) <= bound * s.k * std::ldexp(1.0, -24));
                     }
@@ -361,7 +391,8 @@ namespace {
 // m16n8k32 .s8 fragments packed as the figures tabulate them: A register 0 = row g, cols
 // 4t..4t+3 (low byte first); 1 = row g+8; 2 = row g, cols 4t+16..4t+19; 3 = row g+8,
 // cols 4t+16..; B register 0 = rows 4t..4t+3 of column g; 1 = rows 4t+16..4t+19.
-std::array<MmaLane, 32> pack_s8(const std::vector<int>& A, const std::vector<int>& B, const std::vector<int32_t>& C) {
+std::array<MmaLane, 32> pack_s8(const std::vector<int>& A, const std::vector<int>& B,
+                                const std::vector<int32_t>& C) {
     std::array<MmaLane, 32> lanes{};
     auto quad = [](int x0, int x1, int x2, int x3) {
         auto u = [](int x) { return uint32_t{static_cast<uint8_t>(static_cast<int8_t>(x))}; };
@@ -377,7 +408,9 @@ std::array<MmaLane, 32> pack_s8(const std::vector<int>& A, const std::vector<int
             auto at = [&](int r) { return B[static_cast<std::size_t>(r * 8 + col)]; };
             return quad(at(r0), at(r0 + 1), at(r0 + 2), at(r0 + 3));
         };
-        auto c = [&](int row, int col) { return static_cast<uint32_t>(C[static_cast<std::size_t>(row * 8 + col)]); };
+        auto c = [&](int row, int col) {
+            return static_cast<uint32_t>(C[static_cast<std::size_t>(row * 8 + col)]);
+        };
         lanes[l].a = {a(g, 4 * t), a(g + 8, 4 * t), a(g, 4 * t + 16), a(g + 8, 4 * t + 16)};
         lanes[l].b = {b(4 * t, g), b(4 * t + 16, g)};
         lanes[l].c = {c(g, 2 * t), c(g, 2 * t + 1), c(g + 8, 2 * t), c(g + 8, 2 * t + 1)};
@@ -404,7 +437,8 @@ TEST_CASE("warp mma: m16n8k32 s32.s8.s8.s32 equals the exact integer product", "
             for (int i = 0; i < 4; ++i) {
                 int64_t want = C[static_cast<std::size_t>(rows[i] * 8 + cols[i])];
                 for (int k = 0; k < 32; ++k)
-                    want += int64_t{A[static_cast<std::size_t>(rows[i] * 32 + k)]} * B[static_cast<std::size_t>(k * 8 + cols[i])];
+                    want += int64_t{A[static_cast<std::size_t>(rows[i] * 32 + k)]} *
+                            B[static_cast<std::size_t>(k * 8 + cols[i])];
                 CHECK(static_cast<int32_t>(r.d[l][i]) == want);
             }
         }
@@ -418,7 +452,8 @@ TEST_CASE("warp mma: m16n8k32 s32.s8.s8.s32 equals the exact integer product", "
     CHECK(r.issues[0].problem == MmaProblem::Int32Overflow);
     CHECK(r.issues[0].lane == 3 * 8 + 5);
     // The f32 entry point does not take the integer shape.
-    CHECK(ptx_mma_sync_f32(MmaShape::M16N8K32, MmaAbType::F16, {}).issues.at(0).problem == MmaProblem::ShapeTypeMismatch);
+    CHECK(ptx_mma_sync_f32(MmaShape::M16N8K32, MmaAbType::F16, {}).issues.at(0).problem ==
+          MmaProblem::ShapeTypeMismatch);
 }
 
 TEST_CASE("warp mma: mma.sync reports exited and absent lanes", "[sim][warp_mma]") {
@@ -435,10 +470,14 @@ TEST_CASE("warp mma: f16 and bf16 decoders agree with scalar's exact decoders", 
     for (uint32_t b = 0; b < 0x10000; ++b) {
         const uint16_t bits = static_cast<uint16_t>(b);
         const double f = tilec::scalar::f16_value(bits), g = tilec::scalar::bf16_value(bits);
-        if (std::isnan(f)) CHECK(std::isnan(f16_to_float(bits)));
-        else if (f16_to_float(bits) != f) FAIL("f16 " << b);
-        if (std::isnan(g)) CHECK(std::isnan(bf16_to_float(bits)));
-        else if (bf16_to_float(bits) != g) FAIL("bf16 " << b);
+        if (std::isnan(f))
+            CHECK(std::isnan(f16_to_float(bits)));
+        else if (f16_to_float(bits) != f)
+            FAIL("f16 " << b);
+        if (std::isnan(g))
+            CHECK(std::isnan(bf16_to_float(bits)));
+        else if (bf16_to_float(bits) != g)
+            FAIL("bf16 " << b);
     }
 }
 
