@@ -7,6 +7,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/cpu_lowering.h"
+#include "codegen/int_arith.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
@@ -187,15 +188,7 @@ llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
         if (is_float) TILEC_ICE("CPU backend: floor division on " + t.str());
         bool div = e.op == BinaryOp::FloorDiv;
         if (!is_signed) return div ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
-        // C's truncating quotient and remainder, corrected when the remainder is non-zero
-        // and its sign differs from the divisor's.
-        llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
-        llvm::Value* q = b_.CreateSDiv(a, b);
-        llvm::Value* r = b_.CreateSRem(a, b);
-        llvm::Value* fix = b_.CreateAnd(
-            b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
-        if (div) return b_.CreateSub(q, b_.CreateZExt(fix, a->getType()));
-        return b_.CreateSelect(fix, b_.CreateAdd(r, b), r);
+        return signed_floor_div_mod(b_, a, b, div);
     }
     case BinaryOp::Min:
     case BinaryOp::Max: {
