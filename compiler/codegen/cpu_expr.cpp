@@ -7,6 +7,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/cpu_lowering.h"
+#include "codegen/int_arith.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
@@ -119,6 +120,36 @@ bool FunctionLowering::speculatable(const ir::Expr& e) const {
     return false;
 }
 
+bool FunctionLowering::may_be_poison(const ir::Expr& e) const {
+    switch (e->kind) {
+    case ir::ExprKind::Binary: {
+        auto* b = e->as<ir::BinaryNode>();
+        if (b->op == BinaryOp::Shl || b->op == BinaryOp::Shr) {
+            // LLVM's shl/ashr/lshr by the width or more (or a negative amount) give poison.
+            int width = b->a->type.is_bool() ? 1 : b->a->type.bits;
+            int64_t lo, hi;
+            if (!range_of(b->b, lo, hi) || lo < 0 || hi >= width) return true;
+        }
+        return may_be_poison(b->a) || may_be_poison(b->b);
+    }
+    case ir::ExprKind::Unary: return may_be_poison(e->as<ir::UnaryNode>()->a);
+    case ir::ExprKind::Select: {
+        auto* s = e->as<ir::SelectNode>();
+        return may_be_poison(s->cond) || may_be_poison(s->t) || may_be_poison(s->f);
+    }
+    case ir::ExprKind::Cast: return may_be_poison(e->as<ir::CastNode>()->value);
+    case ir::ExprKind::Call:
+        for (auto& a : e->as<ir::CallNode>()->args)
+            if (may_be_poison(a)) return true;
+        return false;
+    case ir::ExprKind::Load:
+        for (auto& i : e->as<ir::LoadNode>()->indices)
+            if (may_be_poison(i)) return true;
+        return false;
+    default: return false;
+    }
+}
+
 llvm::Value* FunctionLowering::expr(const ir::Expr& e) {
     switch (e->kind) {
     case ir::ExprKind::IntImm: return const_int(e->as<ir::IntImmNode>()->value, e->type);
@@ -187,15 +218,7 @@ llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
         if (is_float) TILEC_ICE("CPU backend: floor division on " + t.str());
         bool div = e.op == BinaryOp::FloorDiv;
         if (!is_signed) return div ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
-        // C's truncating quotient and remainder, corrected when the remainder is non-zero
-        // and its sign differs from the divisor's.
-        llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
-        llvm::Value* q = b_.CreateSDiv(a, b);
-        llvm::Value* r = b_.CreateSRem(a, b);
-        llvm::Value* fix = b_.CreateAnd(
-            b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
-        if (div) return b_.CreateSub(q, b_.CreateZExt(fix, a->getType()));
-        return b_.CreateSelect(fix, b_.CreateAdd(r, b), r);
+        return signed_floor_div_mod(b_, a, b, div);
     }
     case BinaryOp::Min:
     case BinaryOp::Max: {
@@ -239,7 +262,13 @@ llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
 llvm::Value* FunctionLowering::lower_logical(const ir::BinaryNode& e) {
     bool is_and = e.op == BinaryOp::And;
     llvm::Value* a = expr(e.a);
-    if (speculatable(e.b)) return is_and ? b_.CreateAnd(a, expr(e.b)) : b_.CreateOr(a, expr(e.b));
+    if (speculatable(e.b)) {
+        llvm::Value* b = expr(e.b);
+        // `or i1 true, poison` is poison, so a b that may be poison (an out-of-range shift
+        // that a guarding a skips in the language) takes select, which does not propagate it.
+        if (may_be_poison(e.b)) return is_and ? b_.CreateSelect(a, b, b_.getFalse()) : b_.CreateSelect(a, b_.getTrue(), b);
+        return is_and ? b_.CreateAnd(a, b) : b_.CreateOr(a, b);
+    }
     llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* rhs_bb = llvm::BasicBlock::Create(ms_.ctx, is_and ? "and.rhs" : "or.rhs", fn_);
     auto* done = llvm::BasicBlock::Create(ms_.ctx, is_and ? "and.end" : "or.end", fn_);

@@ -180,6 +180,8 @@ private:
     // evaluate both sides: no integer division by a run-time value, no load but of a
     // block-local buffer at indices provably inside it (by range_of).
     bool speculatable(const ir::Expr& e) const;
+    // Whether `e` may be LLVM poison: a shift whose amount is not provably in range.
+    bool may_be_poison(const ir::Expr& e) const;
     // The range [lo, hi] of an integer expression built from constants and variables of
     // loops with constant bounds, or false.
     bool range_of(const ir::Expr& e, int64_t& lo, int64_t& hi) const;

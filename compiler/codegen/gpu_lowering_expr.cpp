@@ -2,6 +2,7 @@
 // arithmetic, selects that may load, warp shuffles and math calls. Its own file because
 // expressions are most of the lowering and change for reasons the statements don't.
 #include "codegen/gpu_lowering.h"
+#include "codegen/int_arith.h"
 
 #include <llvm/Analysis/ConstantFolding.h>
 
@@ -147,15 +148,7 @@ llvm::Value* GpuLowering::binary(const ir::BinaryNode& e) {
     case BinaryOp::FloorDiv:
     case BinaryOp::FloorMod: {
         if (!is_signed) return e.op == BinaryOp::FloorDiv ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
-        llvm::Value* q = b_.CreateSDiv(a, b);
-        llvm::Value* r = b_.CreateSRem(a, b);
-        auto* zero = llvm::ConstantInt::get(a->getType(), 0);
-        // Floor: when the remainder is non-zero and its sign differs from the divisor's.
-        llvm::Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
-        if (e.op == BinaryOp::FloorDiv)
-            return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
-        return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+        return signed_floor_div_mod(b_, a, b, e.op == BinaryOp::FloorDiv);
     }
     case BinaryOp::Min:
     case BinaryOp::Max: {

@@ -234,6 +234,22 @@ int run(int argc, char** argv) {
         if (s == "-Werror") s = "--Werror";
         else if (s == "-MD") s = "--MD";
         else if (s == "-MF") s = "--MF";
+        // CLI11 would take the next argument as the value of `--cpu=` (an empty value).
+        if (s.size() > 3 && s.rfind("--", 0) == 0 && s.back() == '=') {
+            std::cerr << "tilec: error: " << s << ": the option needs a value after the =\n"
+                      << "Run 'tilec --help' for the options.\n";
+            return 1;
+        }
+        // CLI11 drops the empty items of a list: --target=host,,sm_80 is a typo, not two targets.
+        if (s.rfind("--target=", 0) == 0 || (s == "--target" && i + 1 < argc)) {
+            std::string list = s == "--target" ? std::string(argv[i + 1]) : s.substr(9);
+            if (list.empty() || list.front() == ',' || list.back() == ',' || list.find(",,") != std::string::npos) {
+                std::cerr << "tilec: error: --target=" << list
+                          << ": empty target name in the list, e.g. --target=host,sm_80\n"
+                          << "Run 'tilec --help' for the options.\n";
+                return 1;
+            }
+        }
         // -Xptxas ARG: ARG usually starts with '-', which CLI11 would take for an option;
         // as --Xptxas=ARG it is a value.
         if (s == "-Xptxas" || s == "--Xptxas") {
@@ -269,6 +285,12 @@ int run(int argc, char** argv) {
         return 1;
     } catch (const CLI::ParseError& e) {
         std::cerr << "tilec: error: " << e.what() << "\n"
+                  << "Run 'tilec --help' for the options.\n";
+        return 1;
+    }
+
+    if (a.cpu.empty()) {
+        std::cerr << "tilec: error: --cpu needs a CPU name, e.g. --cpu=native or --cpu=x86-64-v3\n"
                   << "Run 'tilec --help' for the options.\n";
         return 1;
     }
@@ -348,6 +370,11 @@ int main(int argc, char** argv) {
         pthread_join(t, nullptr);
     }
     pthread_attr_destroy(&attr);
+    // Output written to a full disk or a closed pipe is an error, not a success.
     std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::cerr << "tilec: error: cannot write to standard output\n";
+        return job.rc == 0 ? 1 : job.rc;
+    }
     return job.rc;
 }

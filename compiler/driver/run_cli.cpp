@@ -162,6 +162,14 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
         }
         o.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
     }
+    // Unset, they stay NaN (the output type's default); given, they must be usable bounds.
+    for (auto [flag, value] : {std::pair{"--rtol", rtol}, std::pair{"--atol", atol}}) {
+        if (app.count(flag) && !(std::isfinite(value) && value >= 0)) {
+            std::cerr << "tilec: error: " << flag << " " << value
+                      << ": a tolerance must be a finite number >= 0, e.g. " << flag << " 1e-3\n";
+            return 1;
+        }
+    }
     if (!std::isnan(rtol)) o.rtol = rtol;
     if (!std::isnan(atol)) o.atol = atol;
     o.reference = !no_reference;

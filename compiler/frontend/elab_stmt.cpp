@@ -6,6 +6,8 @@
 #include "ops/elab_util.h"
 #include "transform/simplify.h"
 
+#include <limits>
+
 namespace tilec::frontend {
 
 using ir::DataType;
@@ -266,6 +268,11 @@ ir::Stmt Elaborator::elab_for(const ast::Stmt& s) {
             if (!c) return nullptr;
             if (*c == 0) {
                 diags_.error(positional[2]->range, "the step of a range must not be zero");
+                return nullptr;
+            }
+            if (*c == std::numeric_limits<int64_t>::min()) {
+                // Its trip count needs -step, which does not exist for INT64_MIN.
+                diags_.error(positional[2]->range, "the step of a range must be greater than -9223372036854775808");
                 return nullptr;
             }
             step = *c;

@@ -100,12 +100,16 @@ bool Elaborator::bind_template_params(const ast::KernelDecl& kernel, const std::
     }
     for (auto& p : kernel.template_params) {
         std::optional<Value> v;
+        auto d = std::find_if(options_.defines.rbegin(), options_.defines.rend(),
+                              [&](auto& kv) { return kv.first == p.name; });
+        bool has_define = d != options_.defines.rend();
         if (auto it = given.find(p.name); it != given.end()) {
+            // The export wins, but a -D value that this parameter cannot take is still an error.
+            if (has_define && defines_checked_.insert(&p).second && !define_value(p, d->second)) ok = false;
             v = template_value(p, *it->second->value);
-        } else if (auto d = std::find_if(options_.defines.rbegin(), options_.defines.rend(),
-                                         [&](auto& kv) { return kv.first == p.name; });
-                   d != options_.defines.rend()) {
+        } else if (has_define) {
             v = define_value(p, d->second);
+            defines_checked_.insert(&p);
         } else if (p.default_value) {
             v = template_value(p, *p.default_value);
         } else {

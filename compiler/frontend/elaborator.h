@@ -195,6 +195,9 @@ private:
     std::map<const ir::BufferNode*, std::string> layout_hints_;
     std::map<const ir::BufferNode*, SourceRange> buffer_decl_;
     int let_counter_ = 0;
+    // Compile-time parameters whose -D value was checked already (an export that gives
+    // the value does not use the -D one, but a bad -D value is still an error, once).
+    std::set<const ast::TemplateParam*> defines_checked_;
 };
 
 }  // namespace tilec::frontend

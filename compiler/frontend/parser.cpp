@@ -637,9 +637,9 @@ private:
             errno = 0;
             unsigned long long v = std::strtoull(digits.c_str(), nullptr, base);
             if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) {
-                // Hex/binary literals may name a bit pattern up to 64 bits.
-                if (base != 10 && errno != ERANGE) e->int_value = static_cast<int64_t>(v);
-                else e->int_overflow = true;
+                // In every base, as decimal: a literal is a non-negative int64 (0x8000... would
+                // otherwise wrap to a negative value the program never wrote).
+                e->int_overflow = true;
             } else {
                 e->int_value = static_cast<int64_t>(v);
             }
