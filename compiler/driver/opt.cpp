@@ -233,9 +233,6 @@ int opt_command(int argc, char** argv) {
 
     ir::PassContext ctx;
     ctx.diag = &diags;
-    if (print_after_all ||
-        std::find(print_after.begin(), print_after.end(), "layout-inference") != print_after.end())
-        ctx.options["print-layouts"] = "1";
     auto result = pm.run(*module, ctx);
     if (!result || diags.has_errors()) return 1;
 

@@ -58,8 +58,8 @@ void check_gpu_types(const Stmt& body) {
 
 }  // namespace
 
-ThreadLowering::ThreadLowering(const PrimFunc& f, const target::GpuTarget& t, LayoutPlan plan)
-    : f_(f), target_(t), plan_(std::move(plan)) {
+ThreadLowering::ThreadLowering(const PrimFunc& f, const target::GpuTarget& t, const LayoutPlan& plan)
+    : f_(f), target_(t), plan_(plan) {
     tx_ = make_thread_idx_var(0, f.loc);
 }
 

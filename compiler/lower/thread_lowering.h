@@ -70,7 +70,8 @@ using ops::region_in_bounds;
 
 class ThreadLowering : public ops::LowerContext {
 public:
-    ThreadLowering(const ir::PrimFunc& f, const target::GpuTarget& t, LayoutPlan plan);
+    // `plan` (layout inference's, on f.layouts) must outlive the lowering.
+    ThreadLowering(const ir::PrimFunc& f, const target::GpuTarget& t, const LayoutPlan& plan);
     // lower-tile-ops: the function at thread level, shared buffers not placed yet (no
     // arena offsets), the copies and fills that overwrite a shared buffer whole marked
     // by full_write nodes, no barriers.
@@ -119,7 +120,7 @@ private:
     const ir::PrimFunc& f_;
     const target::GpuTarget& target_;
     Var tx_;
-    LayoutPlan plan_;  // from layout inference (layout_inference.cpp)
+    const LayoutPlan& plan_;  // from layout inference (layout_inference.cpp)
     std::unordered_map<const ir::BufferNode*, FragInfo> frags_;
     std::unordered_map<const ir::BufferNode*, Buffer> locals_;
 };
