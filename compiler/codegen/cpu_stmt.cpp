@@ -315,6 +315,7 @@ void FunctionLowering::stmt(const ir::Stmt& s) {
     case ir::StmtKind::Barrier: return;  // one thread runs the whole block
     case ir::StmtKind::AtomicRmw: TILEC_ICE("CPU backend: a thread-level atomic (GPU lowering only)");
     case ir::StmtKind::FullWrite: TILEC_ICE("CPU backend: a thread-level full_write (GPU lowering only)");
+    case ir::StmtKind::MachineOp: TILEC_ICE("CPU backend: a thread-level machine op (GPU lowering only)");
     }
     TILEC_ICE("CPU backend: unknown statement kind");
 }

@@ -142,6 +142,10 @@ public:
     // elsewhere (f64 on gfx1100).
     void atomic_rmw(const ir::AtomicRmwNode& a);
     void lower_for(const ir::ForNode& f);
+    // A target instruction (gpu_lowering_machine.cpp); NVIDIA only.
+    void machine_op(const ir::MachineOpNode& m);
+    // Stores a value of the storage type to the element `dst` (a Load) names.
+    void store_element(const ir::Expr& dst, llvm::Value* storage_value);
     void lower_allocate(const ir::AllocateNode& a);
 
 private:

@@ -46,6 +46,7 @@ void GpuLowering::stmt(const ir::Stmt& s) {
     case ir::StmtKind::Evaluate: expr(s->as<ir::EvaluateNode>()->value); return;
     case ir::StmtKind::Barrier: hooks_.barrier(b_); return;
     case ir::StmtKind::AtomicRmw: atomic_rmw(*s->as<ir::AtomicRmwNode>()); return;
+    case ir::StmtKind::MachineOp: machine_op(*s->as<ir::MachineOpNode>()); return;
     default: break;
     }
     TILEC_ICE(who_ + ": statement of kind " + std::to_string(static_cast<int>(s->kind)) +

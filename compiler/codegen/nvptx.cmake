@@ -14,6 +14,7 @@ tilec_llvm_library(tilec_gpu_lowering
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_expr.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_memory.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_machine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_stmt.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_values.cpp)
 target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen tilec_lower LLVM)

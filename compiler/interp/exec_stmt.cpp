@@ -142,6 +142,7 @@ void Machine::exec(const Stmt& s) {
     case StmtKind::Barrier: return;  // one logical thread per block: nothing to wait for
     case StmtKind::AtomicRmw: break;  // thread level (the simulator runs it)
     case StmtKind::FullWrite: break;  // thread level
+    case StmtKind::MachineOp: break;  // thread level
     }
     fail(s->loc, "cannot execute this statement");
 }

@@ -601,6 +601,24 @@ Stmt make_full_write(Buffer buffer, Stmt body, SourceLoc loc) {
     return std::make_shared<FullWriteNode>(std::move(buffer), std::move(body), loc);
 }
 
+Stmt make_machine_op(MachineOp op, std::vector<int64_t> imm, std::vector<Expr> dst, std::vector<Expr> src,
+                     SourceLoc loc) {
+    for (const auto& e : dst) TILEC_CHECK(expr_as<LoadNode>(e) != nullptr, "machine op destination that is not an element");
+    for (const auto& e : src) check_nonnull(e, "machine op operand");
+    return std::make_shared<MachineOpNode>(op, std::move(imm), std::move(dst), std::move(src), loc);
+}
+
+const char* machine_op_name(MachineOp op) {
+    switch (op) {
+    case MachineOp::Ldmatrix: return "ldmatrix";
+    case MachineOp::Mma: return "mma";
+    case MachineOp::CpAsync: return "cp_async";
+    case MachineOp::CpAsyncCommit: return "cp_async_commit";
+    case MachineOp::CpAsyncWait: return "cp_async_wait";
+    }
+    return "?";
+}
+
 bool is_no_op(const Stmt& s) {
     if (!s) return true;
     auto seq = s->as<SeqNode>();

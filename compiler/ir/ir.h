@@ -351,6 +351,7 @@ enum class StmtKind : uint8_t {
     Barrier,
     AtomicRmw,
     FullWrite,
+    MachineOp,
 };
 
 struct StmtNode;
@@ -558,6 +559,42 @@ struct FullWriteNode : StmtNode {
     FullWriteNode(Buffer b, Stmt bd, SourceLoc l) : StmtNode(kKind, l), buffer(std::move(b)), body(std::move(bd)) {}
 };
 
+// A target instruction of the GPU lowering that loads and stores cannot say (thread
+// level, NVIDIA sm_80+; lower/ emits them for targets whose table has the feature, and
+// only the NVPTX backend and the simulator execute them). `imm` holds the instruction's
+// qualifiers; `dst` the elements it writes and `src` what it reads, each a Load naming
+// one element (dst entries are written, never read: a Load is the IR's element
+// reference). Per op:
+//   Ldmatrix  ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16; imm {num, trans};
+//             src {s[i..]}: the first element of the 16-byte row this lane addresses
+//             (lanes 8q..8q+7 address the rows of matrix q, q < num), s shared, 16-bit;
+//             dst 2*num register elements: register q's low half, then its high half.
+//             Warp-collective: every lane executes it with no lane-dependent guard.
+//   Mma       mma.sync.aligned.m{m}n{n}k{k}.row.col; imm {m, n, k}; src: the lane's A
+//             elements, then B's, then C's, in the PTX ISA's fragment order (a0, a1,
+//             ...); dst: D's elements (d0..d3). A and B f16 or bf16 (one type), C and D
+//             f32. Warp-collective.
+//   CpAsync   cp.async.{ca|cg}.shared.global (cg for 16 bytes); imm {bytes}: 4, 8 or 16;
+//             dst {s[i..]} the first shared element, src {G[j..], n}: the first global
+//             element and the bytes to read from it (an index expression, 0..bytes; the
+//             rest of the destination is filled with zeros). The bytes land in shared
+//             memory only at the cp_async_wait that completes its group.
+//   CpAsyncCommit  cp.async.commit_group: the thread's uncommitted copies form a group.
+//   CpAsyncWait    cp.async.wait_group n; imm {n}: wait until at most n of the
+//             thread's groups are pending.
+enum class MachineOp : uint8_t { Ldmatrix, Mma, CpAsync, CpAsyncCommit, CpAsyncWait };
+// "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait"
+const char* machine_op_name(MachineOp op);
+struct MachineOpNode : StmtNode {
+    static constexpr StmtKind kKind = StmtKind::MachineOp;
+    MachineOp op;
+    std::vector<int64_t> imm;
+    std::vector<Expr> dst;
+    std::vector<Expr> src;
+    MachineOpNode(MachineOp o, std::vector<int64_t> i, std::vector<Expr> d, std::vector<Expr> sr, SourceLoc l)
+        : StmtNode(kKind, l), op(o), imm(std::move(i)), dst(std::move(d)), src(std::move(sr)) {}
+};
+
 // ---------------------------------------------------------------------------------
 // Functions and modules
 
@@ -703,6 +740,8 @@ Stmt make_assert(Expr cond, std::string msg, SourceLoc loc = {});
 Stmt make_barrier(SourceLoc loc = {});
 Stmt make_full_write(Buffer buffer, Stmt body, SourceLoc loc = {});
 Stmt make_atomic_rmw(AtomicOp op, Buffer buffer, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
+Stmt make_machine_op(MachineOp op, std::vector<int64_t> imm, std::vector<Expr> dst, std::vector<Expr> src,
+                     SourceLoc loc = {});
 // True for an empty Seq (a no-op).
 bool is_no_op(const Stmt& s);
 

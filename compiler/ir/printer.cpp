@@ -367,6 +367,14 @@ public:
             return;
         }
         case StmtKind::Barrier: line(indent, "barrier()"); return;
+        case StmtKind::MachineOp: {
+            auto op = s->as<MachineOpNode>();
+            std::string imm;
+            for (int64_t v : op->imm) imm += (imm.empty() ? "" : ", ") + std::to_string(v);
+            line(indent, std::string("machine ") + machine_op_name(op->op) + "[" + imm + "] {" + exprs(op->dst) +
+                             "} = {" + exprs(op->src) + "}");
+            return;
+        }
         case StmtKind::AtomicRmw: {
             auto op = s->as<AtomicRmwNode>();
             line(indent, std::string("atomic_") + atomic_op_name(op->op) + " " + buffer_name(op->buffer) + "[" +

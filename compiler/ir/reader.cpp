@@ -20,6 +20,8 @@ using reader::Token;
 using reader::TokKind;
 
 constexpr ForKind kForKinds[] = {ForKind::Serial, ForKind::Unroll, ForKind::Parallel, ForKind::Pipelined};
+constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, MachineOp::CpAsync, MachineOp::CpAsyncCommit,
+                                     MachineOp::CpAsyncWait};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 
 // Statements and functions over ExprReader's expressions.
@@ -135,6 +137,35 @@ private:
             next();
             Buffer b = lookup_buffer(expect_name("a buffer after full_write"));
             return make_full_write(b, parse_braced_block("around the full_write body"), loc);
+        }
+        if (w == "machine") {  // thread level: machine OP[imm, ...] {dst, ...} = {src, ...}
+            next();
+            const Token& name = expect_name("a machine op name");
+            auto op = enum_by_name(kMachineOps, machine_op_name, name.text);
+            if (!op) fail(name, "unknown machine op '" + name.text + "'");
+            std::vector<int64_t> imm;
+            expect_punct("[", "before the machine op's immediates");
+            if (!accept_punct("]")) {
+                do imm.push_back(expect_int("an immediate"));
+                while (accept_punct(","));
+                expect_punct("]", "after the machine op's immediates");
+            }
+            auto list = [&](const char* what) {
+                std::vector<Expr> es;
+                expect_punct("{", what);
+                if (!accept_punct("}")) {
+                    do es.push_back(parse_expr());
+                    while (accept_punct(","));
+                    expect_punct("}", what);
+                }
+                return es;
+            };
+            auto dst = list("around the machine op's destinations");
+            for (const auto& e : dst)
+                if (!expr_as<LoadNode>(e)) fail(t, "a machine op destination must be a buffer element");
+            expect_punct("=", "between the machine op's destinations and operands");
+            auto src = list("around the machine op's operands");
+            return make_machine_op(*op, std::move(imm), std::move(dst), std::move(src), loc);
         }
         if (w == "atomic_add" && peek(1).kind == TokKind::Ident) {  // thread level: atomic_add B[i], v
             next();

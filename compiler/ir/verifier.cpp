@@ -368,6 +368,67 @@ private:
         check_writable(op->buffer, op->loc, "store");
     }
 
+    // ir.h, MachineOpNode: operand counts and types per op.
+    void visit_machine_op(const MachineOpNode* op) override {
+        IRVisitor::visit_machine_op(op);
+        std::string name = std::string("machine ") + machine_op_name(op->op);
+        if (f_.level != FuncLevel::Thread) error(op->loc, name + " in a function that is not thread level");
+        for (const auto& d : op->dst)
+            if (auto l = expr_as<LoadNode>(d)) check_writable(l->buffer, op->loc, "machine op");
+        auto counts = [&](size_t imm, size_t dst, size_t src) {
+            if (op->imm.size() == imm && op->dst.size() == dst && op->src.size() == src) return true;
+            error(op->loc, name + " takes " + std::to_string(imm) + " immediates, " + std::to_string(dst) +
+                               " destinations and " + std::to_string(src) + " operands");
+            return false;
+        };
+        auto scope_of = [](const Expr& e) { return expr_as<LoadNode>(e) ? expr_as<LoadNode>(e)->buffer->scope : Scope::Register; };
+        auto is16 = [](DataType t) { return (t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat; };
+        switch (op->op) {
+        case MachineOp::Ldmatrix: {
+            if (op->imm.size() != 2) return (void)counts(2, 0, 1);
+            int64_t num = op->imm[0];
+            if (num != 1 && num != 2 && num != 4) return error(op->loc, name + " of " + std::to_string(num) + " matrices");
+            if (!counts(2, 2 * num, 1)) return;
+            if (scope_of(op->src[0]) != Scope::Shared || !is16(op->src[0]->type))
+                error(op->loc, name + " reads a 16-bit shared buffer");
+            for (const auto& d : op->dst)
+                if (scope_of(d) != Scope::Register || d->type != op->src[0]->type)
+                    error(op->loc, name + " writes registers of its source's type");
+            return;
+        }
+        case MachineOp::Mma: {
+            if (!counts(3, 4, 16) || op->imm != std::vector<int64_t>{16, 8, 16}) {
+                if (op->imm.size() == 3) error(op->loc, name + ": only m16n8k16 (8 A, 4 B, 4 C elements) is modelled");
+                return;
+            }
+            DataType ab = op->src[0]->type;
+            if (!is16(ab)) error(op->loc, name + " of " + ab.str() + " operands");
+            for (size_t i = 0; i < 12; ++i)
+                if (op->src[i]->type != ab) error(op->loc, name + ": A and B elements of one type");
+            for (size_t i = 12; i < 16; ++i)
+                if (op->src[i]->type != DataType::f32()) error(op->loc, name + ": C elements are f32");
+            for (const auto& d : op->dst)
+                if (d->type != DataType::f32() || scope_of(d) != Scope::Register)
+                    error(op->loc, name + ": D elements are f32 registers");
+            return;
+        }
+        case MachineOp::CpAsync: {
+            if (!counts(1, 1, 2)) return;
+            int64_t bytes = op->imm[0];
+            if (bytes != 4 && bytes != 8 && bytes != 16) error(op->loc, name + " of " + std::to_string(bytes) + " bytes");
+            if (scope_of(op->dst[0]) != Scope::Shared || scope_of(op->src[0]) != Scope::Global)
+                error(op->loc, name + " copies global memory to shared memory");
+            if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
+            if (!op->src[1]->type.is_integer()) error(op->loc, name + ": the source byte count is an integer");
+            return;
+        }
+        case MachineOp::CpAsyncCommit: counts(0, 0, 0); return;
+        case MachineOp::CpAsyncWait:
+            if (counts(1, 0, 0) && op->imm[0] < 0) error(op->loc, name + " of a negative group count");
+            return;
+        }
+    }
+
     void visit_atomic_rmw(const AtomicRmwNode* op) override {
         check_buffer_live(op->buffer, op->loc);
         IRVisitor::visit_atomic_rmw(op);

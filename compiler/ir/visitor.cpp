@@ -46,6 +46,7 @@ void IRVisitor::visit(const Stmt& s) {
     case StmtKind::Barrier: return visit_barrier(s->as<BarrierNode>());
     case StmtKind::AtomicRmw: return visit_atomic_rmw(s->as<AtomicRmwNode>());
     case StmtKind::FullWrite: return visit_full_write(s->as<FullWriteNode>());
+    case StmtKind::MachineOp: return visit_machine_op(s->as<MachineOpNode>());
     }
 }
 
@@ -111,6 +112,10 @@ void IRVisitor::visit_atomic_rmw(const AtomicRmwNode* op) {
 void IRVisitor::visit_full_write(const FullWriteNode* op) {
     visit_buffer_use(op->buffer);
     visit(op->body);
+}
+void IRVisitor::visit_machine_op(const MachineOpNode* op) {
+    for (const auto& e : op->dst) visit(e);
+    for (const auto& e : op->src) visit(e);
 }
 void IRVisitor::visit_evaluate(const EvaluateNode* op) {
     visit(op->value);
@@ -189,6 +194,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Barrier: return mutate_barrier(s->as<BarrierNode>(), s);
     case StmtKind::AtomicRmw: return mutate_atomic_rmw(s->as<AtomicRmwNode>(), s);
     case StmtKind::FullWrite: return mutate_full_write(s->as<FullWriteNode>(), s);
+    case StmtKind::MachineOp: return mutate_machine_op(s->as<MachineOpNode>(), s);
     }
     return s;
 }
@@ -327,6 +333,13 @@ Stmt IRMutator::mutate_full_write(const FullWriteNode* op, const Stmt& self) {
     Stmt body = mutate(op->body);
     if (b == op->buffer && body == op->body) return self;
     return make_full_write(std::move(b), std::move(body), op->loc);
+}
+
+Stmt IRMutator::mutate_machine_op(const MachineOpNode* op, const Stmt& self) {
+    std::vector<Expr> dst, src;
+    bool d = mutate_exprs(op->dst, &dst), r = mutate_exprs(op->src, &src);
+    if (!d && !r) return self;
+    return make_machine_op(op->op, op->imm, d ? std::move(dst) : op->dst, r ? std::move(src) : op->src, op->loc);
 }
 
 Stmt IRMutator::mutate_evaluate(const EvaluateNode* op, const Stmt& self) {

@@ -55,6 +55,8 @@ protected:
     virtual void visit_barrier(const BarrierNode* /*op*/) {}
     virtual void visit_atomic_rmw(const AtomicRmwNode* op);
     virtual void visit_full_write(const FullWriteNode* op);
+    // Visits dst's Loads like src's: an analysis that tells reads from writes overrides it.
+    virtual void visit_machine_op(const MachineOpNode* op);
 };
 
 // Bottom-up rebuild. Each mutate_* receives the node and the handle that holds it
@@ -103,6 +105,7 @@ protected:
     virtual Stmt mutate_barrier(const BarrierNode* /*op*/, const Stmt& self) { return self; }
     virtual Stmt mutate_atomic_rmw(const AtomicRmwNode* /*op*/, const Stmt& self);
     virtual Stmt mutate_full_write(const FullWriteNode* /*op*/, const Stmt& self);
+    virtual Stmt mutate_machine_op(const MachineOpNode* /*op*/, const Stmt& self);
 };
 
 // Pointer-identity maps, for substitution and analyses.

@@ -234,6 +234,12 @@ private:
                 IRVisitor::visit_if(op);
                 divergent -= td;
             }
+            void visit_machine_op(const MachineOpNode* op) override {
+                for (auto& d : op->dst)
+                    if (auto l = expr_as<LoadNode>(d); l && l->buffer->scope == Scope::Register)
+                        changed |= self->varying_registers_.insert(l->buffer.get()).second;
+                IRVisitor::visit_machine_op(op);
+            }
             void visit_store(const StoreNode* op) override {
                 if (op->buffer->scope == Scope::Register) {
                     bool td = divergent > 0 || self->thread_dependent(op->value);
@@ -534,6 +540,23 @@ private:
         }
         case StmtKind::Evaluate: collect(s->as<EvaluateNode>()->value, out); return;
         case StmtKind::Barrier: return;
+        case StmtKind::MachineOp: {
+            // ldmatrix reads rows other lanes address, cp.async writes bytes beyond its
+            // first element: their shared operands count as the whole buffer, touched by
+            // every thread (no footprint). Registers are no memory here.
+            auto* m = s->as<MachineOpNode>();
+            auto whole = [&](const Expr& e, bool write) {
+                auto l = expr_as<LoadNode>(e);
+                if (!l) return collect(e, out);
+                for (auto& i : l->indices) collect(i, out);
+                bool exact = l->buffer->scope == Scope::Global;
+                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, false, l.get()))
+                    out.push_back(a);
+            };
+            for (auto& e : m->src) whole(e, false);
+            for (auto& e : m->dst) whole(e, true);
+            return;
+        }
         default: TILEC_ICE("barrier placement: a tile-level statement in thread-level IR");
         }
     }

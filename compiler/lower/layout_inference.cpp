@@ -11,15 +11,19 @@
 // between nodes (fragments, loops), and layouts flow along them to a fixed point,
 // by priority:
 //   1. ops (strict): reduce: dst = src.reduce_dim(dim), and src = dst.expand_dim(dim, n)
-//      when dst is known first; gemm's c takes any complete fragment without replicas
-//      (the CUDA-core lowering), so it proposes nothing;
+//      when dst is known first; gemm on tensor cores fixes c to the mma accumulator
+//      fragment of its warp partition (on CUDA cores c takes any complete fragment
+//      without replicas, so it proposes nothing);
 //   2. copies: a fragment <-> fragment copy of one shape: one layout (a copy between a
 //      fragment and global or shared memory is free: it follows the fragment);
 //   3. parallel loops: a fragment accessed at the loop's coordinates has the loop's
 //      layout; a fragment read at all the loop's coordinates but one (m[i] in
 //      `for i, j`) is the loop's layout reduced along that dimension, and the loop the
 //      fragment's expanded (Fragment::expand_dim: the replicas take chunks of the new
-//      dimension), so the read is a register of the reading thread.
+//      dimension), so the read is a register of the reading thread. Equalities flow
+//      before broadcasts: a loop that writes a fragment at its coordinates takes that
+//      fragment's layout rather than an expansion of a row vector it reads (which
+//      would then conflict with the fragment's).
 // Rules 1 and 2 are the ops' own: each op's home (compiler/ops/<op>.cpp) states them
 // through ops::LayoutConstraints, which this walker implements; rule 3 is the walker's.
 // When nothing flows, the first free node (reduce sources first, then fragments, then
@@ -59,10 +63,11 @@ struct Node {
     std::string origin_what;
 };
 
-enum class Rule { Reduce, Copy, Loop, LoopBroadcast };
+enum class Rule { Fixed, Reduce, Copy, Loop, LoopBroadcast };
 
 // a and b related by the rule: Copy/Loop: equal; Reduce: b = a.reduce_dim(dim, keep);
-// LoopBroadcast: b (fragment) = a (loop).reduce_dim(dim).
+// LoopBroadcast: b (fragment) = a (loop).reduce_dim(dim); Fixed: a = b = the node, laid
+// out as `fixed`.
 struct Constraint {
     Rule rule;
     size_t a, b;
@@ -70,6 +75,7 @@ struct Constraint {
     bool keep = false;
     SourceLoc loc;
     std::string use;  // "reduce of 's' into 'm'" ...
+    std::optional<layout::Fragment> fixed;
 };
 
 struct Conflict {
@@ -162,15 +168,24 @@ private:
     }
 
     // The ops' constraints (ops::LayoutConstraints).
+    const target::GpuTarget& gpu_target() const override { return target_; }
+    int64_t threads() const override { return f_.threads; }
+    std::string attr(const std::string& name) const override { return ops::func_attr(f_, name); }
     void reduced(const Buffer& src, const Buffer& dst, size_t dim, bool keep, SourceLoc loc,
                  std::string use) override {
         size_t a = buffer_node(src.get()), b = buffer_node(dst.get());
         reduce_sources_.push_back(a);
-        constraints_.push_back({Rule::Reduce, a, b, dim, keep, loc, std::move(use)});
+        constraints_.push_back({Rule::Reduce, a, b, dim, keep, loc, std::move(use), std::nullopt});
+    }
+    void fixed(const Buffer& b, layout::Fragment F, SourceLoc loc, std::string use) override {
+        size_t n = buffer_node(b.get());
+        Constraint c{Rule::Fixed, n, n, 0, false, loc, std::move(use), std::nullopt};
+        c.fixed = std::move(F);
+        constraints_.push_back(std::move(c));
     }
     void same(const Buffer& a, const Buffer& b, SourceLoc loc, std::string use) override {
         size_t na = buffer_node(a.get()), nb = buffer_node(b.get());
-        constraints_.push_back({Rule::Copy, na, nb, 0, false, loc, std::move(use)});
+        constraints_.push_back({Rule::Copy, na, nb, 0, false, loc, std::move(use), std::nullopt});
     }
 
     // A parallel loop nest: its node and the constraints of its fragment accesses.
@@ -207,7 +222,7 @@ private:
                     auto v = expr_as<VarNode>(idx[d]);
                     same = v && v.get() == vars[d];
                 }
-                if (same) constraints_.push_back({Rule::Loop, loop, buffer_node(b.get()), 0, false, loc, use});
+                if (same) constraints_.push_back({Rule::Loop, loop, buffer_node(b.get()), 0, false, loc, use, std::nullopt});
                 return;
             }
             if (write || idx.size() + 1 != vars.size()) return;
@@ -223,7 +238,7 @@ private:
                 }
             }
             if (missing < vars.size())
-                constraints_.push_back({Rule::LoopBroadcast, loop, buffer_node(b.get()), missing, false, loc, use});
+                constraints_.push_back({Rule::LoopBroadcast, loop, buffer_node(b.get()), missing, false, loc, use, std::nullopt});
         };
         struct Accesses : IRVisitor {
             std::function<void(const Buffer&, const std::vector<Expr>&, SourceLoc, bool)> fn;
@@ -245,6 +260,9 @@ private:
         const Node& A = nodes_[c.a];
         const Node& B = nodes_[c.b];
         switch (c.rule) {
+        case Rule::Fixed:
+            if (!A.frag) return std::make_pair(c.a, c.fixed);
+            return std::nullopt;
         case Rule::Copy:
         case Rule::Loop:
             if (A.frag && !B.frag) return std::make_pair(c.b, A.frag);
@@ -266,7 +284,7 @@ private:
         const Node& A = nodes_[c.a];
         const Node& B = nodes_[c.b];
         if (!A.frag || !B.frag) return std::nullopt;
-        std::optional<layout::Fragment> want = A.frag;
+        std::optional<layout::Fragment> want = c.rule == Rule::Fixed ? c.fixed : A.frag;
         if (c.rule == Rule::Reduce || c.rule == Rule::LoopBroadcast) want = A.frag->reduce_dim(c.dim, c.keep);
         if (!want || want->same_slots(*B.frag)) return std::nullopt;
         return want->name();
@@ -274,7 +292,8 @@ private:
 
     // Flows layouts to a fixed point, ops first, then copies, then loops.
     std::optional<Conflict> flow() {
-        const std::vector<std::vector<Rule>> tiers = {{Rule::Reduce}, {Rule::Copy}, {Rule::Loop, Rule::LoopBroadcast}};
+        const std::vector<std::vector<Rule>> tiers = {
+            {Rule::Fixed, Rule::Reduce}, {Rule::Copy}, {Rule::Loop}, {Rule::LoopBroadcast}};
         bool changed = true;
         while (changed) {
             changed = false;
@@ -289,7 +308,8 @@ private:
                     n.origin = c.loc;
                     n.origin_what = c.use;
                     size_t other = p->first == c.a ? c.b : c.a;
-                    n.reduced = nodes_[other].reduced || c.rule == Rule::Reduce || c.rule == Rule::LoopBroadcast;
+                    n.reduced = c.rule != Rule::Fixed &&
+                                (nodes_[other].reduced || c.rule == Rule::Reduce || c.rule == Rule::LoopBroadcast);
                     changed = true;
                 }
                 if (changed) break;

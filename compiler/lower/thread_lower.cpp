@@ -165,6 +165,7 @@ Stmt ThreadLowering::lower_inner(const Stmt& s) {
     case StmtKind::Barrier: return s;
     case StmtKind::AtomicRmw: TILEC_ICE("thread-level lowering: an atomic in tile-level IR");
     case StmtKind::FullWrite: TILEC_ICE("thread-level lowering: a full_write in tile-level IR");
+    case StmtKind::MachineOp: TILEC_ICE("thread-level lowering: a machine op in tile-level IR");
     // Tile ops: each op's home (compiler/ops/<op>.cpp).
     case StmtKind::Copy:
     case StmtKind::Fill:

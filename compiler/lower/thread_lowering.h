@@ -81,6 +81,7 @@ public:
     const target::GpuTarget& gpu_target() const override { return target_; }
     int64_t threads() const override { return f_.threads; }
     ir::Var thread_idx() const override { return tx_; }
+    std::string attr(const std::string& name) const override { return ops::func_attr(f_, name); }
     const Registers& registers(const ir::Buffer& fragment) const override {
         auto it = frags_.find(fragment.get());
         if (it == frags_.end()) TILEC_ICE("thread-level lowering: fragment '" + fragment->name + "' not allocated");

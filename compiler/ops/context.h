@@ -86,11 +86,19 @@ public:
 class LayoutConstraints {
 public:
     virtual ~LayoutConstraints() = default;
+    // What the op's choice may depend on: the target, the block's threads, and a kernel
+    // annotation's value (PrimFunc::attrs, e.g. "warp_policy"; "" when absent).
+    virtual const target::GpuTarget& gpu_target() const = 0;
+    virtual int64_t threads() const = 0;
+    virtual std::string attr(const std::string& name) const = 0;
     // Strict: `dst` is laid out as `src` reduced along `dim` (Fragment::reduce_dim, `dim`
     // kept as 1 with `keep`), and `src` as `dst` expanded when `dst` is known first.
     // `src` is also among the first nodes to get a default layout.
     virtual void reduced(const ir::Buffer& src, const ir::Buffer& dst, size_t dim, bool keep, SourceLoc loc,
                          std::string use) = 0;
+    // Strict: `b` is laid out as `F` (an op whose instructions decide where each element
+    // lives, e.g. gemm's accumulator on tensor cores).
+    virtual void fixed(const ir::Buffer& b, layout::Fragment F, SourceLoc loc, std::string use) = 0;
     // Common: `a` and `b` have one layout. `use` words the use for conflict messages.
     virtual void same(const ir::Buffer& a, const ir::Buffer& b, SourceLoc loc, std::string use) = 0;
 };
@@ -116,6 +124,8 @@ public:
     };
     virtual const target::GpuTarget& gpu_target() const = 0;
     virtual int64_t threads() const = 0;  // per block
+    // A kernel annotation's value (PrimFunc::attrs); "" when absent.
+    virtual std::string attr(const std::string& name) const = 0;
     virtual ir::Var thread_idx() const = 0;
     // The registers of a fragment in scope (an internal error if it is not allocated).
     virtual const Registers& registers(const ir::Buffer& fragment) const = 0;

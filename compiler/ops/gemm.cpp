@@ -1,6 +1,9 @@
 // The home of gemm (see gemm.h): the shape and type rules of the call, and its
-// thread-level lowering on CUDA cores.
+// thread-level lowering: on tensor cores where the target and types allow it
+// (gemm_mma.cpp), on CUDA cores otherwise.
 #include "ops/gemm.h"
+
+#include "ops/gemm_mma.h"
 
 #include "ops/elab_util.h"
 #include "ops/lower_util.h"
@@ -94,7 +97,10 @@ Stmt elab_gemm(ElabContext& ctx) {
     return make_gemm(full_region(A), full_region(B), full_region(C), flags[0], flags[1], flags[2], ctx.loc());
 }
 
-void gemm_layout(const GemmNode&, LayoutConstraints&) {}
+void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
+    if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy")))
+        lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
+}
 
 // ---- gemm on CUDA cores -----------------------------------------------------------
 // c (+)= op(a) @ op(b) with a and b whole shared tiles and c a whole fragment: each
@@ -132,6 +138,25 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     if (cb->scope != Scope::Fragment) unsupported(loc, "gemm into a " + std::string(scope_name(cb->scope)) + " buffer");
     Buffer ab = stage(g.a.buffer);
     Buffer bb = stage(g.b.buffer);
+    auto finish = [&](Stmt out) {
+        if (staged.empty()) return out;
+        stores.push_back(out);
+        out = make_seq(stores, loc);
+        for (auto& b : staged) out = make_allocate(b, out, loc);
+        return out;
+    };
+    if (auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+        plan && lc.registers(cb).frag.same_slots(plan->c)) {
+        Stmt mma = lower_gemm_mma(g, *plan, ab, bb, lc);
+        if (g.clear) {
+            const LowerContext::Registers& c = lc.registers(cb);
+            Stmt zero = lc.register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+                return make_store(c.regs, {r}, make_zero(cb->dtype), loc);
+            });
+            mma = make_seq({zero, mma}, loc);
+        }
+        return finish(mma);
+    }
     auto as = *const_shape(ab->shape), bs = *const_shape(bb->shape), cs = *const_shape(cb->shape);
     if (as.size() != 2 || bs.size() != 2 || cs.size() != 2) unsupported(loc, "gemm of tiles other than 2-D");
     int64_t M = g.trans_a ? as[1] : as[0], K = g.trans_a ? as[0] : as[1];
@@ -159,11 +184,7 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         });
         out = make_seq({zero, loop}, loc);
     }
-    if (staged.empty()) return out;
-    stores.push_back(out);
-    out = make_seq(stores, loc);
-    for (auto& b : staged) out = make_allocate(b, out, loc);
-    return out;
+    return finish(out);
 }
 
 }  // namespace tilec::ops

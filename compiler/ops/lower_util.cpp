@@ -65,6 +65,12 @@ Expr region_in_bounds(const Region& g) {
     return c ? c : make_bool(true);
 }
 
+std::string func_attr(const PrimFunc& f, const std::string& name) {
+    for (const auto& [k, v] : f.attrs)
+        if (k == name) return v;
+    return "";
+}
+
 Stmt guard_replica(const Expr& rep, Stmt s) {
     if (is_const_int(rep, 0)) return s;
     return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/ir.h"
@@ -23,6 +24,10 @@ std::vector<ir::Expr> global_indices(const ir::Region& g, const std::vector<int6
                                      const std::vector<ir::Expr>& coord);
 ir::Expr in_bounds(const ir::Buffer& b, const std::vector<ir::Expr>& idx);
 ir::Expr region_in_bounds(const ir::Region& g);
+
+// The value of the kernel annotation `name` (PrimFunc::attrs: "rasterize", "warp_policy"),
+// "" when the kernel has none.
+std::string func_attr(const ir::PrimFunc& f, const std::string& name);
 
 // A store to memory all threads see, done by replica 0 only (`rep` from a register
 // loop; unchanged when it is the constant 0).

@@ -12,8 +12,10 @@ void Executor::flush() {
     if (accesses_.empty() || unroll_depth_ > 0) return;
     // Group by node (the accesses of one node are contiguous per thread order, but
     // different nodes interleave), then by warp.
-    std::stable_sort(accesses_.begin(), accesses_.end(), [](const MemAccess& a, const MemAccess& b) {
-        return a.node < b.node || (a.node == b.node && a.thread < b.thread);
+    std::stable_sort(accesses_.begin(), accesses_.end(), [w = warp_](const MemAccess& a, const MemAccess& b) {
+        if (a.node != b.node) return a.node < b.node;
+        if (a.thread / w != b.thread / w) return a.thread < b.thread;
+        return a.phase < b.phase || (a.phase == b.phase && a.thread < b.thread);
     });
     size_t k = 0;
     std::vector<int64_t> units;
@@ -22,7 +24,7 @@ void Executor::flush() {
         const MemAccess& first = accesses_[k];
         int warp = first.thread / warp_;
         while (end < accesses_.size() && accesses_[end].node == first.node &&
-               accesses_[end].thread / warp_ == warp)
+               accesses_[end].thread / warp_ == warp && accesses_[end].phase == first.phase)
             ++end;
         CounterKey key{first.loc.file, first.loc.line, first.shared, first.store};
         auto [it, fresh] = counters_.try_emplace(key);
@@ -32,7 +34,7 @@ void Executor::flush() {
             c.shared = first.shared;
             c.store = first.store;
         }
-        ++c.requests;
+        if (first.phase == 0) ++c.requests;  // a pass after the first is the same request
         c.lanes += static_cast<int64_t>(end - k);
         units.clear();
         if (first.shared) {

@@ -133,6 +133,9 @@ struct MemAccess {
     int32_t thread;
     int64_t addr;
     int bytes;
+    // The hardware's pass over the warp's request this access belongs to: ldmatrix
+    // serves one 8x8 matrix (8 rows of 16 bytes) per pass, so its banks count per pass.
+    int phase = 0;
 };
 
 struct CounterKey {
@@ -193,6 +196,15 @@ private:
     void exec_atomic_rmw(const ir::AtomicRmwNode* op, const Active& act);
     void exec_allocate(const ir::AllocateNode* op, const Active& act);
     void barrier(const ir::BarrierNode* op, const Active& act);
+
+    // ---- target instructions (machine_ops.cpp) ---------------------------------------
+    void exec_machine_op(const ir::MachineOpNode* op, const Active& act);
+    void exec_ldmatrix(const ir::MachineOpNode* op, const Active& act);
+    void exec_mma(const ir::MachineOpNode* op, const Active& act);
+    // Calls fn(first, end) for each warp's part act[first..end).
+    void per_warp(const Active& act, const std::function<void(size_t, size_t)>& fn) const;
+    // Writes `v` (of the element's type) to the register element `dst` names, for thread t.
+    void set_register(const ir::Expr& dst, int t, Value v, SourceLoc loc);
 
     // ---- warp shuffles (collectives.cpp) --------------------------------------------
     // The results of the shuffles of the statement being executed, per thread; eval()

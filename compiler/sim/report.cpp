@@ -19,6 +19,9 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::ShuffleSource: return "shuffle source";
     case IssueKind::ShuffleOperand: return "shuffle operand";
     case IssueKind::SharedOverlap: return "overlapping shared buffers";
+    case IssueKind::WarpCollective: return "divergent warp instruction";
+    case IssueKind::MatrixAddress: return "ldmatrix address";
+    case IssueKind::AsyncCopy: return "async copy";
     }
     return "?";
 }

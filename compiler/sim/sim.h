@@ -121,6 +121,10 @@ enum class IssueKind : uint8_t {
     // A shared buffer read after a store through another buffer overwrote bytes it had
     // stored: the two share arena bytes while both are live (a wrong shared plan).
     SharedOverlap,
+    // Target instructions (ir.h, MachineOpNode) outside what the PTX ISA defines:
+    WarpCollective,  // ldmatrix / mma not executed by every lane of the warp
+    MatrixAddress,   // an ldmatrix row address misaligned or outside shared memory
+    AsyncCopy,       // cp.async: a read or write of its destination before the wait that completes it, a bad size
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 

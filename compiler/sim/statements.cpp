@@ -94,6 +94,7 @@ void Executor::exec(const Stmt& s, const Active& act) {
     case StmtKind::Barrier: barrier(static_cast<const BarrierNode*>(s.get()), act); return;
     case StmtKind::AtomicRmw: exec_atomic_rmw(static_cast<const AtomicRmwNode*>(s.get()), act); return;
     case StmtKind::FullWrite: exec(static_cast<const FullWriteNode*>(s.get())->body, act); return;  // a mark only
+    case StmtKind::MachineOp: exec_machine_op(static_cast<const MachineOpNode*>(s.get()), act); return;
     case StmtKind::Print:
     case StmtKind::Assert:
     case StmtKind::Copy:

@@ -463,14 +463,15 @@ void check_same(const ir::PrimFunc& f, const std::function<interp::RunArgs()>& a
     auto r1 = interp::run(f, want);
     INFO(r1.str());
     REQUIRE(r1.ok);
-    // Warp shuffles (reductions) need the warp: those run in the simulator, whose f32
-    // arithmetic rounds per operation, hence a tolerance.
+    // Warp shuffles (reductions) and tensor-core instructions (gemm) need the warp: those
+    // run in the simulator, whose f32 arithmetic rounds per operation, hence a tolerance.
     struct HasShuffle : ir::IRVisitor {
         bool found = false;
         void visit_call(const ir::CallNode* op) override {
             found |= ir::is_warp_shuffle(op->op);
             ir::IRVisitor::visit_call(op);
         }
+        void visit_machine_op(const ir::MachineOpNode*) override { found = true; }
     } hs;
     hs.visit(low.body);
     if (hs.found) {

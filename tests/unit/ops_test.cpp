@@ -21,8 +21,20 @@ ir::Buffer tile(const char* name, ir::Scope scope, std::vector<int64_t> shape) {
     return ir::make_buffer(name, ir::DataType::f32(), dims, scope);
 }
 
-// Records the constraints an op states.
+// Records the constraints an op states (for a block of 128 threads on `target`).
 struct Recorder : ops::LayoutConstraints {
+    explicit Recorder(const char* target = "sm_80") : target_(*target::find_gpu_target(target)) {}
+    const target::GpuTarget& gpu_target() const override { return target_; }
+    int64_t threads() const override { return 128; }
+    std::string attr(const std::string& name) const override { return name == "warp_policy" ? policy : ""; }
+    void fixed(const ir::Buffer& b, layout::Fragment F, SourceLoc, std::string use) override {
+        calls.push_back("fixed " + b->name + " " + F.name() + " " + std::to_string(F.thread_count()) + "x" +
+                        std::to_string(F.registers_per_thread()) + ": " + use);
+        fixed_layouts.push_back(std::move(F));
+    }
+    const target::GpuTarget& target_;
+    std::string policy;
+    std::vector<layout::Fragment> fixed_layouts;
     std::vector<std::string> calls;
     void reduced(const ir::Buffer& src, const ir::Buffer& dst, size_t dim, bool keep, SourceLoc,
                  std::string use) override {
@@ -39,6 +51,7 @@ struct NoLowering : ops::LowerContext {
     const target::GpuTarget& gpu_target() const override { FAIL("gpu_target"); throw 0; }
     int64_t threads() const override { return 128; }
     ir::Var thread_idx() const override { return nullptr; }
+    std::string attr(const std::string&) const override { return ""; }
     const Registers& registers(const ir::Buffer&) const override { FAIL("registers"); throw 0; }
     std::optional<layout::Fragment> default_fragment(const std::vector<int64_t>&) const override {
         return std::nullopt;
@@ -109,6 +122,48 @@ TEST_CASE("ops: a reduce states a strict constraint with its dimension and wheth
     ops::infer_layout(*ir::make_reduce(ir::ReduceKind::Sum, ir::full_region(s), ir::full_region(k), 1), r);
     REQUIRE(r.calls == std::vector<std::string>{"reduced s m dim 1: the reduce of 's' into 'm'",
                                                 "reduced s k dim 1 keep: the reduce of 's' into 'k'"});
+}
+
+namespace {
+ir::Buffer tile_of(const char* name, ir::Scope scope, std::vector<int64_t> shape, ir::DataType t) {
+    std::vector<ir::Expr> dims;
+    for (int64_t d : shape) dims.push_back(ir::make_int(d));
+    return ir::make_buffer(name, t, dims, scope);
+}
+}  // namespace
+
+TEST_CASE("ops: a gemm on tensor cores fixes its accumulator to the mma.sync fragment of its warp split") {
+    auto a = tile_of("a", ir::Scope::Shared, {128, 32}, ir::DataType::f16());
+    auto b = tile_of("b", ir::Scope::Shared, {32, 64}, ir::DataType::f16());
+    auto c = tile("c", ir::Scope::Fragment, {128, 64});
+    auto gemm = ir::make_gemm(ir::full_region(a), ir::full_region(b), ir::full_region(c));
+    SECTION("square: 2 x 2 warps of 64 x 32") {
+        Recorder r;
+        ops::infer_layout(*gemm, r);
+        REQUIRE(r.calls == std::vector<std::string>{"fixed c mma_m16n8k16_c 128x64: the tensor-core gemm into 'c'"});
+        auto want = layout::Fragment::mma_m16n8k16_c(128, 64, 2, 2);
+        CHECK(r.fixed_layouts[0].same_slots(*want));
+    }
+    SECTION("full_row: 4 x 1 warps of 32 x 64") {
+        Recorder r;
+        r.policy = "full_row";
+        ops::infer_layout(*gemm, r);
+        REQUIRE(r.fixed_layouts.size() == 1);
+        CHECK(r.fixed_layouts[0].same_slots(*layout::Fragment::mma_m16n8k16_c(128, 64, 4, 1)));
+    }
+    SECTION("no mma.sync on AMD, none for f32 operands, none when K is not a multiple of 16") {
+        Recorder amd("gfx942");
+        ops::infer_layout(*gemm, amd);
+        CHECK(amd.calls.empty());
+        auto af = tile("af", ir::Scope::Shared, {128, 32});
+        auto bf = tile("bf", ir::Scope::Shared, {32, 64});
+        Recorder r;
+        ops::infer_layout(*ir::make_gemm(ir::full_region(af), ir::full_region(bf), ir::full_region(c)), r);
+        auto a8 = tile_of("a8", ir::Scope::Shared, {128, 8}, ir::DataType::f16());
+        auto b8 = tile_of("b8", ir::Scope::Shared, {8, 64}, ir::DataType::f16());
+        ops::infer_layout(*ir::make_gemm(ir::full_region(a8), ir::full_region(b8), ir::full_region(c)), r);
+        CHECK(r.calls.empty());
+    }
 }
 
 TEST_CASE("ops: the registry knows the tile ops only, and print's and assert's lowerings refuse them") {

@@ -1,0 +1,139 @@
+// gemm on NVIDIA tensor cores: the warp partition (plan_mma) and the lowering to
+// ldmatrix + mma.sync (lower_gemm_mma). The fragment formulas are the PTX ISA's
+// (section 9.7.14.5.8, m16n8k16), as layout/fragment.h builds them; the simulator checks
+// the instructions against its own models of the document (sim/warp_mma.h), so a
+// mistake here shows as a wrong result there, not as a shared assumption.
+#include "ops/gemm_mma.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "ops/lower_util.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+namespace {
+
+std::optional<target::ElemType> mma_elem(DataType t) {
+    if (t.kind == TypeKind::Float && t.bits == 16) return target::ElemType::F16;
+    if (t.kind == TypeKind::BFloat) return target::ElemType::BF16;
+    return std::nullopt;
+}
+
+// warps_m x warps_n = warps with M and N divisible into the atoms: full_row puts every
+// warp on its own rows (warps_n = 1), full_col on its own columns; square (the default)
+// takes the split whose warp tile is closest to square (fewest operand loads per mma).
+std::optional<std::pair<int64_t, int64_t>> warp_split(int64_t m, int64_t n, int64_t warps, const std::string& policy) {
+    auto fits = [&](int64_t wm, int64_t wn) { return m % (16 * wm) == 0 && n % (8 * wn) == 0; };
+    if (policy == "full_row" && fits(warps, 1)) return std::make_pair(warps, int64_t{1});
+    if (policy == "full_col" && fits(1, warps)) return std::make_pair(int64_t{1}, warps);
+    std::optional<std::pair<int64_t, int64_t>> best;
+    int64_t best_cost = std::numeric_limits<int64_t>::max();
+    for (int64_t wm = 1; wm <= warps; ++wm) {
+        if (warps % wm != 0 || !fits(wm, warps / wm)) continue;
+        int64_t cost = std::abs(m / wm - n / (warps / wm));
+        if (cost < best_cost) best_cost = cost, best = std::make_pair(wm, warps / wm);
+    }
+    return best;
+}
+
+}  // namespace
+
+std::optional<MmaPlan> plan_mma(const GemmNode& g, const target::GpuTarget& t, int64_t threads,
+                                const std::string& policy) {
+    const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+    if (!t.ldmatrix.available || threads % 32 != 0 || t.warp_size != 32) return std::nullopt;
+    if (A->dtype != B->dtype || C->dtype != DataType::f32() || C->scope != Scope::Fragment) return std::nullopt;
+    auto ab = mma_elem(A->dtype);
+    if (!ab || !target::find_mma(t, target::MatrixOp::MmaSync, 16, 8, 16, *ab, *ab, target::ElemType::F32))
+        return std::nullopt;
+    for (const Buffer& X : {A, B})
+        if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
+    auto sa = const_shape(A->shape), sb = const_shape(B->shape);
+    if (!sa || !sb || sa->size() != 2 || sb->size() != 2) return std::nullopt;
+    int64_t m = g.trans_a ? (*sa)[1] : (*sa)[0];
+    int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
+    int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
+    if (k % 16 != 0) return std::nullopt;
+    auto split = warp_split(m, n, threads / 32, policy);
+    if (!split) return std::nullopt;
+    auto c = layout::Fragment::mma_m16n8k16_c(m, n, split->first, split->second);
+    if (!c) return std::nullopt;
+    return MmaPlan{m, n, k, split->first, split->second, *c};
+}
+
+Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const Buffer& b, LowerContext& lc) {
+    SourceLoc loc = g.loc;
+    const LowerContext::Registers& c = lc.registers(g.c.buffer);
+    DataType t = a->dtype;
+    const int64_t wtile_m = p.m / p.warps_m, wtile_n = p.n / p.warps_n;
+    const int64_t atoms_m = wtile_m / 16, atoms_n = wtile_n / 8, steps_k = p.k / 16;
+
+    // Per lane: its warp's place in the partition, and the row of an 8x8 matrix whose
+    // address it supplies to ldmatrix (lanes 8q..8q+7: rows 0..7 of matrix q).
+    Expr tx = lc.thread_idx();
+    Var warp_m = make_let_var("warp_m", DataType::index(), loc), warp_n = make_let_var("warp_n", DataType::index(), loc);
+    Var mat = make_let_var("mat", DataType::index(), loc), row = make_let_var("mat_row", DataType::index(), loc);
+    Expr warp = floordiv(tx, make_int(32));
+    Expr lane = floormod(tx, make_int(32));
+
+    Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * 8)}, Scope::Register, loc);
+    Buffer bf = make_buffer(g.c.buffer->name + "_b", t, {make_int(atoms_n * 4)}, Scope::Register, loc);
+    auto regs = [&](const Buffer& r, int64_t first, int64_t count) {
+        std::vector<Expr> out;
+        for (int64_t i = 0; i < count; ++i) out.push_back(make_load(r, {make_int(first + i)}, loc));
+        return out;
+    };
+    Var kk = make_loop_var("kk", loc);
+    Expr k0 = mul(Expr(kk), make_int(16));
+    // An 8x8 matrix of op(X) at (r0 + mr, c0 + mc) where mr, mc are the lane's matrix's
+    // offsets: the element of the stored tile its row starts at. Stored transposed
+    // (`trans`), op(X)'s rows are the stored columns.
+    auto row_start = [&](const Buffer& s, bool trans, Expr r0, Expr c0, Expr mr, Expr mc) {
+        Expr r = add(r0, mr), cc = add(c0, mc);
+        if (!trans) return make_load(s, {add(r, Expr(row)), cc}, loc);
+        return make_load(s, {add(cc, Expr(row)), r}, loc);
+    };
+    std::vector<Stmt> step;
+    // A atom (16 x 16) mi: matrices q = 0..3 at rows 8 * (q % 2), columns 8 * (q / 2):
+    // registers a0a1, a2a3, a4a5, a6a7 (ISA 9.7.14.5.8).
+    for (int64_t mi = 0; mi < atoms_m; ++mi) {
+        Expr r0 = add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * 16));
+        Expr src = row_start(a, g.trans_a, r0, k0, mul(floormod(Expr(mat), make_int(2)), make_int(8)),
+                             mul(floordiv(Expr(mat), make_int(2)), make_int(8)));
+        step.push_back(make_machine_op(MachineOp::Ldmatrix, {4, g.trans_a ? 1 : 0}, regs(af, mi * 8, 8), {src}, loc));
+    }
+    // B atoms (16 x 8) ni, ni + 1: matrices q at k rows 8 * (q % 2), atom ni + q / 2:
+    // registers b0b1, b2b3 of ni, then of ni + 1. B is K x N; stored row-major (k rows)
+    // its columns are the n the lanes need: .trans.
+    for (int64_t ni = 0; ni < atoms_n; ni += 2) {
+        int64_t num = ni + 1 < atoms_n ? 4 : 2;
+        Expr q = num == 4 ? Expr(mat) : floormod(Expr(mat), make_int(2));
+        Expr n0 = add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * 8));
+        // op(B)'s rows are k: row_start with (k, n) as (row, column) of op(B).
+        Expr src = row_start(b, g.trans_b, k0, n0, mul(floormod(q, make_int(2)), make_int(8)),
+                             mul(floordiv(q, make_int(2)), make_int(8)));
+        // Stored row-major, a row of op(B) = a stored row, but the lanes want columns.
+        step.push_back(
+            make_machine_op(MachineOp::Ldmatrix, {num, g.trans_b ? 0 : 1}, regs(bf, ni * 4, num * 2), {src}, loc));
+    }
+    for (int64_t mi = 0; mi < atoms_m; ++mi)
+        for (int64_t ni = 0; ni < atoms_n; ++ni) {
+            int64_t c0 = 4 * (mi * atoms_n + ni);
+            std::vector<Expr> src = regs(af, mi * 8, 8);
+            for (auto& e : regs(bf, ni * 4, 4)) src.push_back(e);
+            for (auto& e : regs(c.regs, c0, 4)) src.push_back(e);
+            step.push_back(make_machine_op(MachineOp::Mma, {16, 8, 16}, regs(c.regs, c0, 4), std::move(src), loc));
+        }
+    Stmt body = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, make_seq(step, loc), loc);
+    body = make_allocate(af, make_allocate(bf, body, loc), loc);
+    body = make_let(row, floormod(lane, make_int(8)), body, loc);
+    body = make_let(mat, floordiv(lane, make_int(8)), body, loc);
+    body = make_let(warp_n, floormod(warp, make_int(p.warps_n)), body, loc);
+    body = make_let(warp_m, floordiv(warp, make_int(p.warps_n)), body, loc);
+    return body;
+}
+
+}  // namespace tilec::ops
