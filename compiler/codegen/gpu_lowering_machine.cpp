@@ -1,5 +1,5 @@
-// GpuLowering's target instructions (ir.h, MachineOpNode): ldmatrix and mma.sync as the
-// NVVM intrinsics LLVM's NVPTX backend selects to those instructions. Register operands
+// GpuLowering's target instructions (ir.h, MachineOpNode): ldmatrix, mma.sync and
+// cp.async (+ commit / wait_group) as the NVVM intrinsics LLVM's NVPTX backend selects to those instructions. Register operands
 // are elements of register arrays (f16 / bf16 held as f32 values, rounded exactly back
 // to their storage type here), packed two to a 32-bit register as the PTX ISA's fragments
 // hold them (element 2j in the low half).
@@ -66,7 +66,24 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         for (unsigned i = 0; i < 4; ++i) store_element(m.dst.at(i), b_.CreateExtractValue(d, {i}));
         return;
     }
-    default: break;
+    case ir::MachineOp::CpAsync: {
+        // The .s form takes src-size: the bytes past it are zero-filled (ragged edges).
+        int bytes = static_cast<int>(m.imm.at(0));
+        llvm::Intrinsic::ID id = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+                                 : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                                              : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
+        auto* dl = m.dst.at(0)->as<ir::LoadNode>();
+        auto* sl = m.src.at(0)->as<ir::LoadNode>();
+        llvm::Value* dst = element_ptr(buffer(dl->buffer), dl->indices);
+        llvm::Value* src = element_ptr(buffer(sl->buffer), sl->indices);
+        llvm::Value* n = b_.CreateSExtOrTrunc(expr(m.src.at(1)), b_.getInt32Ty());
+        b_.CreateIntrinsic(id, {}, {dst, src, n});
+        return;
+    }
+    case ir::MachineOp::CpAsyncCommit: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); return;
+    case ir::MachineOp::CpAsyncWait:
+        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(m.imm.at(0)))});
+        return;
     }
     TILEC_ICE(who_ + ": machine " + ir::machine_op_name(m.op) + " is not lowered yet");
 }

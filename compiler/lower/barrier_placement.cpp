@@ -274,7 +274,7 @@ private:
 
     // ---- accesses ----------------------------------------------------------------
     const MemAccess* access(const Buffer& b, const std::vector<Expr>& indices, bool write, bool atomic,
-                            const void* node) {
+                            const void* node, int64_t span = 1) {
         if (b->scope != Scope::Shared && b->scope != Scope::Global) return nullptr;
         // The same node under the same binders is the same access (walks repeat).
         std::vector<uintptr_t> key{reinterpret_cast<uintptr_t>(node), uintptr_t(write)};
@@ -286,7 +286,7 @@ private:
         a->shared = b->scope == Scope::Shared;
         a->write = write || atomic;
         a->atomic = atomic;
-        if (a->shared) footprint(*a, b, indices);
+        if (a->shared) footprint(*a, b, indices, span);
         const MemAccess* out = a.get();
         cache_.emplace(std::move(key), std::move(a));
         return out;
@@ -322,7 +322,9 @@ private:
         return true;
     }
 
-    void footprint(MemAccess& a, const Buffer& b, const std::vector<Expr>& indices) {
+    // `span`: the access covers that many elements from the indexed one on (a cp.async's
+    // 16-byte chunk).
+    void footprint(MemAccess& a, const Buffer& b, const std::vector<Expr>& indices, int64_t span = 1) {
         int64_t elem = (b->dtype.bits + 7) / 8;
         std::vector<int64_t> shape;
         int64_t size = 1;
@@ -347,9 +349,26 @@ private:
         // The binders the index depends on; then the conditions around the access
         // that can be evaluated with binders too (masks, replica and leader guards),
         // which narrow the footprint.
+        // A dimension whose index cannot be enumerated (the stage of a multi-buffered
+        // buffer, (k + 2) % 3 in a loop of run-time length) is a wildcard: the access
+        // counts at every value of it, owned as the other dimensions say. Two threads
+        // then conflict on an element position in any stage, one thread never with
+        // itself (program order), which is what the software pipeline's stages need.
+        std::vector<bool> wild(indices.size(), false);
+        std::vector<Expr> exact;
+        for (size_t d = 0; d < indices.size(); ++d) {
+            std::vector<bool> u(ctx_.size(), false);
+            const VarNode* t = nullptr;
+            bool ok = binders_of({indices[d]}, ctx_.size(), u, t);
+            for (size_t k = 0; ok && k < ctx_.size(); ++k)
+                if (u[k] && ctx_[k].kind == Binder::Loop && !as_const_int(ctx_[k].b)) ok = false;
+            wild[d] = !ok;
+            if (ok) exact.push_back(indices[d]);
+        }
+        if (exact.empty()) return;
         std::vector<bool> used(ctx_.size(), false);
         const VarNode* tx = nullptr;
-        if (!binders_of(indices, ctx_.size(), used, tx)) return;
+        if (!binders_of(exact, ctx_.size(), used, tx)) return;
         for (size_t k = 0; k < ctx_.size(); ++k) {
             if (ctx_[k].kind != Binder::Cond) continue;
             std::vector<bool> more(ctx_.size(), false);
@@ -380,8 +399,15 @@ private:
                 return;
             }
             if (k == binders.size()) {
-                int64_t lin = 0;
+                std::vector<int64_t> lins{0};
                 for (size_t d = 0; d < indices.size(); ++d) {
+                    std::vector<int64_t> next;
+                    if (wild[d]) {
+                        for (int64_t l : lins)
+                            for (int64_t v = 0; v < shape[d]; ++v) next.push_back(l * shape[d] + v);
+                        lins = std::move(next);
+                        continue;
+                    }
                     auto v = eval(indices[d], env);
                     if (!v) {
                         ok = false;
@@ -391,13 +417,21 @@ private:
                         ok = false;
                         return;
                     }
-                    lin = lin * shape[d] + *v;
+                    for (int64_t& l : lins) l = l * shape[d] + *v;
                 }
-                int32_t& o = owner[static_cast<size_t>(lin)];
-                if (o == MemAccess::kNone)
-                    o = t;
-                else if (o != t)
-                    o = MemAccess::kSeveral;
+                for (int64_t lin : lins) {
+                    if (lin + span > size) {
+                        ok = false;
+                        return;
+                    }
+                    for (int64_t e = lin; e < lin + span; ++e) {
+                        int32_t& o = owner[static_cast<size_t>(e)];
+                        if (o == MemAccess::kNone)
+                            o = t;
+                        else if (o != t)
+                            o = MemAccess::kSeveral;
+                    }
+                }
                 return;
             }
             const Binder& c = *binders[k];
@@ -550,7 +584,14 @@ private:
                 if (!l) return collect(e, out);
                 for (auto& i : l->indices) collect(i, out);
                 bool exact = l->buffer->scope == Scope::Global;
-                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, false, l.get()))
+                // A cp.async writes its chunk only, from its own thread.
+                int64_t span = 1;
+                if (m->op == MachineOp::CpAsync && write) {
+                    exact = true;
+                    span = m->imm.at(0) / ((l->buffer->dtype.bits + 7) / 8);
+                }
+                if (auto* a =
+                        access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, false, l.get(), span))
                     out.push_back(a);
             };
             for (auto& e : m->src) whole(e, false);

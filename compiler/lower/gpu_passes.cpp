@@ -101,6 +101,24 @@ Pass plan_shared(const target::GpuTarget& target) {
                 }};
 }
 
+Pass async_waits() {
+    return Pass{"insert-async-waits", [](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "insert-async-waits", FuncLevel::Thread, "lower-tile-ops")) return f;
+                    PrimFunc out = f;
+                    out.body = insert_async_waits(f.body);
+                    return out;
+                }};
+}
+
+Pass pipeline() {
+    return Pass{"software-pipeline", [](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "software-pipeline", FuncLevel::Thread, "lower-tile-ops")) return f;
+                    PrimFunc out = f;
+                    out.body = software_pipeline(f.body);
+                    return out;
+                }};
+}
+
 Pass barriers() {
     return Pass{"place-barriers", [](const PrimFunc& f, PassContext& ctx) {
                     if (!expect_level(f, ctx, "place-barriers", FuncLevel::Thread, "lower-tile-ops")) return f;
@@ -133,10 +151,10 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
     return {
         slot("tensorize"),
         layout_inference(target),
-        slot("software-pipeline"),
         lower_tile_ops(target),
+        async_waits(),
+        pipeline(),
         plan_shared(target),
-        slot("insert-async-waits"),
         barriers(),
         verify(),
     };

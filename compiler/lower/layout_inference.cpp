@@ -123,7 +123,7 @@ public:
                 plan.loops.emplace(n.loop, *n.frag);
             }
         }
-        for (const auto& [b, shape] : shared_) plan.shared.emplace(b, layout::Layout::row_major(shape));
+        for (const auto& [b, shape] : shared_) plan.shared.emplace(b, shared_layout_of(*b, shape));
         return plan;
     }
 
@@ -182,6 +182,9 @@ private:
         Constraint c{Rule::Fixed, n, n, 0, false, loc, std::move(use), std::nullopt};
         c.fixed = std::move(F);
         constraints_.push_back(std::move(c));
+    }
+    void shared_layout(const Buffer& b, layout::Layout L, SourceLoc, std::string) override {
+        shared_wanted_.emplace(b.get(), std::move(L));
     }
     void same(const Buffer& a, const Buffer& b, SourceLoc loc, std::string use) override {
         size_t na = buffer_node(a.get()), nb = buffer_node(b.get());
@@ -331,8 +334,27 @@ private:
         return std::nullopt;
     }
 
+    // A shared buffer's layout: its @layout annotation's (swizzle: the widest mode its
+    // shape takes; padded: 16 bytes more per row), else what an op reading it wants,
+    // else row-major.
+    layout::Layout shared_layout_of(const BufferNode& b, const std::vector<int64_t>& shape) const {
+        auto row_major = layout::Layout::row_major(shape);
+        int bits = b.dtype.bits;
+        if (b.layout_hint == "row_major") return row_major;
+        if (b.layout_hint == "padded" && shape.size() == 2 && bits >= 8 && 128 % bits == 0)
+            return layout::Layout::padded(shape, 128 / bits);
+        if (b.layout_hint == "swizzle" && shape.size() == 2) {
+            auto mode = layout::Layout::widest_swizzle(shape[0], shape[1], bits);
+            if (auto L = layout::Layout::swizzled(shape[0], shape[1], bits, mode)) return *L;
+            return row_major;
+        }
+        auto it = shared_wanted_.find(&b);
+        return it != shared_wanted_.end() ? it->second : row_major;
+    }
+
     const PrimFunc& f_;
     const target::GpuTarget& target_;
+    std::unordered_map<const BufferNode*, layout::Layout> shared_wanted_;
     std::vector<Node> nodes_;
     std::unordered_map<const BufferNode*, size_t> buffer_nodes_;
     std::vector<Constraint> constraints_;

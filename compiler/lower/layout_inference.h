@@ -25,7 +25,8 @@ struct LayoutPlan : ir::LayoutAnnotation {
     std::unordered_map<const ir::BufferNode*, layout::Fragment> fragments;
     // Every parallel loop nest, keyed by its outermost loop.
     std::unordered_map<const ir::ForNode*, layout::Fragment> loops;
-    // Every shared buffer: row-major for now (a Layout, so swizzles can come later).
+    // Every shared buffer's layout (element offsets): row-major, or a swizzle / padding
+    // an op or an @layout asked for, which lower-tile-ops applies to every access.
     std::unordered_map<const ir::BufferNode*, layout::Layout> shared;
     // Fragments whose layout came from a reduction (theirs or a relative's): they may
     // hold replicas by design (a row's result in every thread that held the row).

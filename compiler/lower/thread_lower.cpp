@@ -69,7 +69,7 @@ PrimFunc ThreadLowering::run() {
                                 std::to_string(target_.max_threads_per_block) + ")");
     check_gpu_types(f_.body);
     PrimFunc out = f_;
-    out.body = lower(f_.body);
+    out.body = apply_shared_layouts(lower(f_.body), plan_);
     out.level = FuncLevel::Thread;
     out.layouts = nullptr;  // consumed: the registers are laid out
     return out;
@@ -137,9 +137,9 @@ Stmt ThreadLowering::lower_inner(const Stmt& s) {
     case StmtKind::For: {
         auto* f = s->as<ForNode>();
         if (f->for_kind == ForKind::Parallel) return lower_parallel(*f);
-        // Pipelined loops run in order until software pipelining exists.
-        ForKind kind = f->for_kind == ForKind::Pipelined ? ForKind::Serial : f->for_kind;
-        return make_for(f->var, uniform(f->min), uniform(f->extent), kind, lower(f->body), s->loc);
+        // Pipelined loops stay so for software-pipeline (which makes them serial).
+        return make_for(f->var, uniform(f->min), uniform(f->extent), f->for_kind, lower(f->body), s->loc,
+                        f->stages);
     }
     case StmtKind::If: {
         auto* i = s->as<IfNode>();

@@ -61,6 +61,14 @@ std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shap
 // index, or a register that differs between threads).
 ir::Stmt place_barriers(const ir::Stmt& body, int64_t threads);
 
+// insert-async-waits (async_waits.cpp, right after lower-tile-ops): a
+// cp.async.wait_group 0 before the first access of shared bytes a cp.async issued
+// before it may still be writing.
+ir::Stmt insert_async_waits(const ir::Stmt& body);
+// software-pipeline (software_pipeline.cpp, after insert-async-waits): the cp.async
+// fills of a pipelined loop issued stages - 1 iterations ahead into multi-buffered
+// shared buffers, with its own commit / wait_group; other loops of kind pipelined serial.
+ir::Stmt software_pipeline(const ir::Stmt& body);
 // Thread-level invariants beyond ir::verify (verify_thread_level.cpp), what the
 // backends may rely on after the last pass: level thread, the shared-memory plan made
 // (shared_bytes set, every shared buffer at an arena offset, no full_write left), no

@@ -62,6 +62,10 @@ struct FullWritesOf {
 };
 FullWritesOf take_full_writes(const ir::Stmt& body);
 
+// Every shared buffer whose planned layout is not row-major made a 1-d buffer of the
+// layout's codomain, each access at the layout's offset (shared_layouts.cpp).
+ir::Stmt apply_shared_layouts(const ir::Stmt& body, const LayoutPlan& plan);
+
 // Shapes and global regions (ops/lower_util.h).
 using ops::const_shape;
 using ops::global_indices;

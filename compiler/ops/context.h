@@ -99,6 +99,10 @@ public:
     // Strict: `b` is laid out as `F` (an op whose instructions decide where each element
     // lives, e.g. gemm's accumulator on tensor cores).
     virtual void fixed(const ir::Buffer& b, layout::Fragment F, SourceLoc loc, std::string use) = 0;
+    // A shared buffer's layout wanted by the op reading it (a swizzle that keeps its
+    // ldmatrix reads free of bank conflicts); the first op to ask decides, an @layout
+    // annotation on the buffer overrides it.
+    virtual void shared_layout(const ir::Buffer& b, layout::Layout L, SourceLoc loc, std::string use) = 0;
     // Common: `a` and `b` have one layout. `use` words the use for conflict messages.
     virtual void same(const ir::Buffer& a, const ir::Buffer& b, SourceLoc loc, std::string use) = 0;
 };

@@ -3,6 +3,7 @@
 // an unmasked path, and only the ragged last block pays for a mask per element.
 #include "ops/copy.h"
 
+#include "ir/visitor.h"
 #include "layout/index_expr.h"
 #include "ops/elab_util.h"
 #include "ops/lower_util.h"
@@ -72,6 +73,85 @@ Stmt write(LowerContext& lc, const Side& s, const std::vector<int64_t>& tile, co
     if (s.global) return guard_replica(rep, make_store(b, global_indices(*s.region, tile, coord), v, loc));
     if (b->scope == Scope::Fragment) return make_store(lc.registers(b).regs, {r}, v, loc);
     return guard_replica(rep, make_store(b, coord, v, loc));
+}
+
+// `s` with its unrolled loops made serial: a copy whose loads cannot be vectors anyway
+// keeps few values in registers (the unrolled form would hold them all at once).
+Stmt rolled(const Stmt& s) {
+    struct Rolled : IRMutator {
+        Stmt mutate_for(const ForNode* op, const Stmt& self) override {
+            Stmt body = mutate(op->body);
+            if (op->for_kind != ForKind::Unroll && body == op->body) return self;
+            ForKind k = op->for_kind == ForKind::Unroll ? ForKind::Serial : op->for_kind;
+            return make_for(op->var, op->min, op->extent, k, body, op->loc, op->stages);
+        }
+    } r;
+    return r.mutate(s);
+}
+
+// A global tile into a whole shared buffer with cp.async (16-byte .cg copies), where the
+// target has it: the tile's last dimension contiguous in the tensor, in 16-byte chunks
+// spread over the threads like a copy's vectors (consecutive threads, consecutive chunks:
+// coalesced). A chunk past the tensor's edge reads fewer bytes (src-size) and the
+// hardware zero-fills the rest: no masked path. The copies are committed as one group;
+// insert-async-waits puts the wait before the first read. nullopt where it does not
+// apply, and the caller's synchronous copy runs instead; at run time too, when a chunk
+// would not be 16-byte aligned in the tensor (a row length or start that is not a
+// multiple of the chunk).
+std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const Stmt& sync) {
+    const Region& g = c.src;
+    const Buffer& dst = c.dst.buffer;
+    const Buffer& t = g.buffer;
+    if (!lc.gpu_target().cp_async.available || t->scope != Scope::Global || dst->scope != Scope::Shared ||
+        !is_full_region(c.dst) || t->dtype != dst->dtype || (c.pad && !is_const_int(c.pad, 0) &&
+                                                             !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0)))
+        return std::nullopt;
+    const int64_t eb = (t->dtype.bits + 7) / 8;
+    if (t->dtype.bits % 8 != 0 || 16 % eb != 0) return std::nullopt;
+    const int64_t V = 16 / eb;
+    auto tile = const_shape(dst->shape);
+    if (!tile || tile->empty()) return std::nullopt;
+    const size_t rank = t->shape.size(), last = rank - 1;
+    // The tile's last dimension is the tensor's last, contiguous in memory.
+    if (rank == 0 || tile->back() % V != 0 || !is_const_int(g.extent[last], tile->back())) return std::nullopt;
+    if (!t->strides.empty() && !is_const_int(t->strides[last], 1)) return std::nullopt;
+    std::vector<int64_t> chunks = *tile;
+    chunks.back() /= V;
+    auto F = layout::Fragment::parallel(chunks, lc.threads(), 1);
+    if (!F) return std::nullopt;
+    // Every chunk 16-byte aligned: the tensor's other strides and the tile's start in the
+    // last dimension multiples of the chunk (the base pointer is 16-byte aligned).
+    Expr aligned = eq(floormod(g.start[last], make_int(V)), make_int(0));
+    for (size_t d = 0; d + 1 < rank; ++d) {
+        Expr stride = t->strides.empty() ? Expr() : t->strides[d];
+        if (!stride) {
+            stride = t->shape[last];
+            for (size_t e = d + 1; e < last; ++e) stride = mul(stride, t->shape[e]);
+        }
+        aligned = logical_and(aligned, eq(floormod(stride, make_int(V)), make_int(0)));
+    }
+    SourceLoc loc = c.loc;
+    Stmt copies = lc.register_loop(*F, loc, [&](const Var&, const std::vector<Expr>& chunk, const Expr& rep) {
+        std::vector<Expr> coord = chunk;
+        coord.back() = mul(coord.back(), make_int(V));
+        std::vector<Expr> gi = global_indices(g, *tile, coord);
+        // Bytes of this chunk inside the tensor: none outside its rows, else up to the
+        // row's end.
+        std::vector<Expr> rows(gi.begin(), gi.end() - 1);
+        Expr rows_in = in_bounds_dims(t, gi, last);
+        Expr left = maximum(make_int(0), minimum(make_int(V), sub(t->shape[last], gi.back())));
+        Expr src_bytes = make_select(rows_in, mul(left, make_int(eb)), make_int(0), loc);
+        // Nothing is read at src-size 0, but the address stays inside the tensor.
+        std::vector<Expr> at;
+        Expr inside = logical_and(rows_in, gt(left, make_int(0)));
+        for (auto& i : gi) at.push_back(make_select(inside, i, make_int(0), loc));
+        return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {16}, {make_load(dst, coord, loc)},
+                                                  {make_load(t, at, loc), src_bytes}, loc));
+    });
+    Stmt async = make_seq({copies, make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc)}, loc);
+    // The fallback (misaligned rows) is rare: its element loops stay loops rather than
+    // unrolled loads, so it does not raise the kernel's register count.
+    return make_if(aligned, async, rolled(sync), loc);
 }
 
 }  // namespace
@@ -175,7 +255,14 @@ Stmt lower_copy(const CopyNode& c, LowerContext& lc) {
             }
             return make_if(inside, plain(r, coord, rep), nullptr, c.loc);
         });
-    return make_if(region_in_bounds(*g->region), fast, masked, c.loc);
+    Stmt sync = make_if(region_in_bounds(*g->region), fast, masked, c.loc);
+    if (auto async = lower_copy_async(c, lc, sync)) return *async;
+    // Global memory into shared memory along a dimension that is not contiguous in the
+    // tensor (a transposed operand): element loads that cannot become vectors.
+    const Buffer& t = g->region->buffer;
+    bool contiguous = t->strides.empty() || is_const_int(t->strides.back(), 1);
+    if (src.global && dst.region->buffer->scope == Scope::Shared && !contiguous) return rolled(sync);
+    return sync;
 }
 
 }  // namespace tilec::ops

@@ -98,8 +98,19 @@ Stmt elab_gemm(ElabContext& ctx) {
 }
 
 void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
-    if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy")))
-        lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
+    auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+    if (!p) return;
+    lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
+    // ldmatrix reads 8 rows of 16 bytes at one column: the XOR swizzle of the row's
+    // 16-byte chunks puts them in 8 different bank groups.
+    for (const Buffer& X : {g.a.buffer, g.b.buffer}) {
+        if (X->scope != Scope::Shared) continue;
+        auto s = const_shape(X->shape);
+        if (!s || s->size() != 2) continue;
+        auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], X->dtype.bits);
+        if (auto L = layout::Layout::swizzled((*s)[0], (*s)[1], X->dtype.bits, mode))
+            lc.shared_layout(X, *L, g.loc, "the ldmatrix reads of the tensor-core gemm");
+    }
 }
 
 // ---- gemm on CUDA cores -----------------------------------------------------------
@@ -136,7 +147,13 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         return copy;
     };
     if (cb->scope != Scope::Fragment) unsupported(loc, "gemm into a " + std::string(scope_name(cb->scope)) + " buffer");
-    Buffer ab = stage(g.a.buffer);
+    // Tensor cores with A already in its threads' registers: no staging of A.
+    auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+    if (plan && !lc.registers(cb).frag.same_slots(plan->c)) plan.reset();
+    std::optional<std::vector<std::vector<std::vector<int64_t>>>> a_regs;
+    if (plan && g.a.buffer->scope == Scope::Fragment)
+        a_regs = direct_a_registers(lc.registers(g.a.buffer).frag, g, *plan);
+    Buffer ab = a_regs ? g.a.buffer : stage(g.a.buffer);
     Buffer bb = stage(g.b.buffer);
     auto finish = [&](Stmt out) {
         if (staged.empty()) return out;
@@ -145,9 +162,8 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         for (auto& b : staged) out = make_allocate(b, out, loc);
         return out;
     };
-    if (auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
-        plan && lc.registers(cb).frag.same_slots(plan->c)) {
-        Stmt mma = lower_gemm_mma(g, *plan, ab, bb, lc);
+    if (plan) {
+        Stmt mma = lower_gemm_mma(g, *plan, ab, bb, lc, a_regs ? &*a_regs : nullptr);
         if (g.clear) {
             const LowerContext::Registers& c = lc.registers(cb);
             Stmt zero = lc.register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "ir/visitor.h"
 #include "ops/lower_util.h"
 
 namespace tilec::ops {
@@ -64,7 +65,37 @@ std::optional<MmaPlan> plan_mma(const GemmNode& g, const target::GpuTarget& t, i
     return MmaPlan{m, n, k, split->first, split->second, *c};
 }
 
-Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const Buffer& b, LowerContext& lc) {
+std::optional<std::vector<std::vector<std::vector<int64_t>>>> direct_a_registers(const layout::Fragment& F,
+                                                                                 const GemmNode& g,
+                                                                                 const MmaPlan& p) {
+    if (g.trans_a || F.rank() != 2 || F.shape() != std::vector<int64_t>{p.m, p.k}) return std::nullopt;
+    const int64_t threads = 32 * p.warps_m * p.warps_n;
+    if (F.thread_count() != threads) return std::nullopt;
+    const int64_t wtile_m = p.m / p.warps_m, atoms_m = wtile_m / 16, steps_k = p.k / 16;
+    std::vector<std::vector<std::vector<int64_t>>> regs(
+        steps_k, std::vector<std::vector<int64_t>>(atoms_m, std::vector<int64_t>(8, -1)));
+    for (int64_t t = 0; t < threads; ++t) {
+        int64_t warp_m = t / 32 / p.warps_n, lane = t % 32, group = lane / 4, in_group = lane % 4;
+        for (int64_t kk = 0; kk < steps_k; ++kk)
+            for (int64_t mi = 0; mi < atoms_m; ++mi)
+                for (int64_t i = 0; i < 8; ++i) {
+                    // PTX ISA 9.7.14.5.8: a_i at row groupID + 8 * ((i >> 1) & 1), column
+                    // threadID_in_group * 2 + (i & 1) + 8 * (i >> 2).
+                    int64_t row = warp_m * wtile_m + mi * 16 + group + 8 * ((i >> 1) & 1);
+                    int64_t col = kk * 16 + in_group * 2 + (i & 1) + 8 * (i >> 2);
+                    int64_t reg = -1;
+                    for (const auto& slot : F.owners({row, col}))
+                        if (slot.thread == t) reg = slot.reg;
+                    int64_t& want = regs[kk][mi][i];
+                    if (reg < 0 || (want >= 0 && want != reg)) return std::nullopt;
+                    want = reg;
+                }
+    }
+    return regs;
+}
+
+Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const Buffer& b, LowerContext& lc,
+                    const std::vector<std::vector<std::vector<int64_t>>>* a_regs) {
     SourceLoc loc = g.loc;
     const LowerContext::Registers& c = lc.registers(g.c.buffer);
     DataType t = a->dtype;
@@ -96,10 +127,13 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
         if (!trans) return make_load(s, {add(r, Expr(row)), cc}, loc);
         return make_load(s, {add(cc, Expr(row)), r}, loc);
     };
+    // One k-step; `kstep` is the constant step when A comes from registers (their
+    // indices depend on it: the steps are unrolled so the registers stay registers).
+    auto k_step = [&](int64_t kstep) {
     std::vector<Stmt> step;
     // A atom (16 x 16) mi: matrices q = 0..3 at rows 8 * (q % 2), columns 8 * (q / 2):
     // registers a0a1, a2a3, a4a5, a6a7 (ISA 9.7.14.5.8).
-    for (int64_t mi = 0; mi < atoms_m; ++mi) {
+    for (int64_t mi = 0; mi < atoms_m && !a_regs; ++mi) {
         Expr r0 = add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * 16));
         Expr src = row_start(a, g.trans_a, r0, k0, mul(floormod(Expr(mat), make_int(2)), make_int(8)),
                              mul(floordiv(Expr(mat), make_int(2)), make_int(8)));
@@ -122,13 +156,33 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
     for (int64_t mi = 0; mi < atoms_m; ++mi)
         for (int64_t ni = 0; ni < atoms_n; ++ni) {
             int64_t c0 = 4 * (mi * atoms_n + ni);
-            std::vector<Expr> src = regs(af, mi * 8, 8);
+            std::vector<Expr> src;
+            if (a_regs) {
+                const Buffer& held = lc.registers(g.a.buffer).regs;
+                for (int64_t i = 0; i < 8; ++i)
+                    src.push_back(make_load(held, {make_int((*a_regs)[kstep][mi][i])}, loc));
+            } else {
+                src = regs(af, mi * 8, 8);
+            }
             for (auto& e : regs(bf, ni * 4, 4)) src.push_back(e);
             for (auto& e : regs(c.regs, c0, 4)) src.push_back(e);
             step.push_back(make_machine_op(MachineOp::Mma, {16, 8, 16}, regs(c.regs, c0, 4), std::move(src), loc));
         }
-    Stmt body = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, make_seq(step, loc), loc);
-    body = make_allocate(af, make_allocate(bf, body, loc), loc);
+    return make_seq(step, loc);
+    };
+    Stmt body;
+    if (a_regs) {
+        std::vector<Stmt> steps;
+        for (int64_t s = 0; s < steps_k; ++s) {
+            VarMap at;
+            at[kk.get()] = make_int(s);
+            steps.push_back(substitute(k_step(s), at));
+        }
+        body = make_allocate(bf, make_seq(steps, loc), loc);
+    } else {
+        body = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, k_step(0), loc);
+        body = make_allocate(af, make_allocate(bf, body, loc), loc);
+    }
     body = make_let(row, floormod(lane, make_int(8)), body, loc);
     body = make_let(mat, floordiv(lane, make_int(8)), body, loc);
     body = make_let(warp_n, floormod(warp, make_int(p.warps_n)), body, loc);

@@ -30,7 +30,21 @@ std::optional<MmaPlan> plan_mma(const ir::GemmNode& g, const target::GpuTarget& 
 // shared copies), c's registers laid out as plan.c: per k-step of 16, ldmatrix.x4
 // loads of each warp's A atoms (.trans for a transposed a) and B atom pairs (.trans
 // for a row-major b), then one mma.sync per (A atom, B atom).
+//
+// With `a_regs` (an A fragment whose registers already hold, in each thread, the
+// elements the thread's A fragments need: a_regs[k][m][i] is the register of element i
+// of A atom m at k-step k, the same in every thread; see direct_a_registers), A is read
+// from those registers instead (FlashAttention's P = softmax(S) kept in the layout of
+// the mma accumulator S: no round trip through shared memory); `a` is then unused.
 ir::Stmt lower_gemm_mma(const ir::GemmNode& g, const MmaPlan& plan, const ir::Buffer& a, const ir::Buffer& b,
-                        LowerContext& lc);
+                        LowerContext& lc, const std::vector<std::vector<std::vector<int64_t>>>* a_regs = nullptr);
+
+// For a fragment A operand laid out as `F`: per k-step, A atom and element i < 8 of the
+// m16n8k16 A fragment, the register of F that holds it in every thread that needs it,
+// if each thread holds all of its own elements at registers that do not depend on the
+// thread; nullopt otherwise (the operand is then staged through shared memory).
+std::optional<std::vector<std::vector<std::vector<int64_t>>>> direct_a_registers(const layout::Fragment& F,
+                                                                                 const ir::GemmNode& g,
+                                                                                 const MmaPlan& plan);
 
 }  // namespace tilec::ops

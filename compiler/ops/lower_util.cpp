@@ -46,9 +46,11 @@ std::vector<Expr> global_indices(const Region& g, const std::vector<int64_t>& ti
     return out;
 }
 
-Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) {
+Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx) { return in_bounds_dims(b, idx, idx.size()); }
+
+Expr in_bounds_dims(const Buffer& b, const std::vector<Expr>& idx, size_t n) {
     Expr c;
-    for (size_t d = 0; d < idx.size(); ++d) {
+    for (size_t d = 0; d < n; ++d) {
         Expr ok = logical_and(ge(idx[d], make_int(0)), lt(idx[d], b->shape[d]));
         c = c ? logical_and(c, ok) : ok;
     }

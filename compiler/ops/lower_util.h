@@ -23,6 +23,8 @@ bool whole_tile(const ir::Region& r);
 std::vector<ir::Expr> global_indices(const ir::Region& g, const std::vector<int64_t>& tile,
                                      const std::vector<ir::Expr>& coord);
 ir::Expr in_bounds(const ir::Buffer& b, const std::vector<ir::Expr>& idx);
+// The same test over dimensions [0, n) only.
+ir::Expr in_bounds_dims(const ir::Buffer& b, const std::vector<ir::Expr>& idx, size_t n);
 ir::Expr region_in_bounds(const ir::Region& g);
 
 // The value of the kernel annotation `name` (PrimFunc::attrs: "rasterize", "warp_policy"),

@@ -22,6 +22,7 @@
 #include "ir/ir.h"
 #include "scalar/scalar.h"
 #include "sim/sim.h"
+#include "sim/warp_mma.h"
 
 namespace tilec::sim::detail {
 
@@ -72,6 +73,8 @@ struct ByteShadow {
 struct SharedArena {
     std::vector<uint8_t> bytes;
     std::vector<ByteShadow> shadow;
+    // Per byte: how many issued cp.async copies to it have not completed (landed) yet.
+    std::vector<int32_t> pending;
     void ensure(int64_t n);
     // A new block: nothing written, no accesses; the bytes read as NaN until written.
     void reset();
@@ -201,6 +204,23 @@ private:
     void exec_machine_op(const ir::MachineOpNode* op, const Active& act);
     void exec_ldmatrix(const ir::MachineOpNode* op, const Active& act);
     void exec_mma(const ir::MachineOpNode* op, const Active& act);
+    void exec_cp_async(const ir::MachineOpNode* op, const Active& act);
+    // Each thread's cp.async state (the PTX ISA model) and, per destination address of a
+    // copy in flight, what the shadow needs when it lands.
+    struct AsyncCopy {
+        ir::Buffer buffer;
+        int64_t off = 0;
+        int64_t elems = 0;
+        SourceLoc loc;
+        const void* node = nullptr;
+    };
+    std::vector<std::unique_ptr<isa::CpAsyncThread>> async_;
+    std::vector<std::unordered_map<uint32_t, AsyncCopy>> async_copies_;
+    isa::CpAsyncThread& async_thread(int t);
+    void report_async(const isa::CpAsyncThread& m, size_t& seen, int t, SourceLoc loc);
+    std::vector<size_t> async_seen_;
+    // A read or write of shared bytes whose cp.async has not completed: reported.
+    void check_pending(const Storage& s, int64_t off, int t, SourceLoc loc, bool write);
     // Calls fn(first, end) for each warp's part act[first..end).
     void per_warp(const Active& act, const std::function<void(size_t, size_t)>& fn) const;
     // Writes `v` (of the element's type) to the register element `dst` names, for thread t.

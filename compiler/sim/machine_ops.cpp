@@ -38,7 +38,17 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
     switch (op->op) {
     case MachineOp::Ldmatrix: exec_ldmatrix(op, act); return;
     case MachineOp::Mma: exec_mma(op, act); return;
-    default: break;
+    case MachineOp::CpAsync: exec_cp_async(op, act); return;
+    case MachineOp::CpAsyncCommit:
+        for (int32_t t : act) async_thread(t).commit_group();
+        return;
+    case MachineOp::CpAsyncWait:
+        for (int32_t t : act) {
+            auto& m = async_thread(t);
+            m.wait_group(static_cast<int>(op->imm.at(0)));
+            report_async(m, async_seen_[t], t, at(op->loc));
+        }
+        return;
     }
     fatal(at(op->loc), std::string("machine ") + machine_op_name(op->op) + " is not simulated");
 }
@@ -174,6 +184,97 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
             }
         }
     });
+}
+
+isa::CpAsyncThread& Executor::async_thread(int t) {
+    if (async_.empty()) async_.resize(static_cast<size_t>(threads_));
+    auto& m = async_[static_cast<size_t>(t)];
+    if (!m) {
+        m = std::make_unique<isa::CpAsyncThread>(arena_.bytes);
+        // A copy lands: its bytes become the thread's write (the shadow's races and
+        // initialisation see it now, not at the issue), and stop being in flight.
+        m->on_complete = [this, t](uint32_t dst, uint32_t size) {
+            for (uint32_t b = 0; b < size; ++b) --arena_.pending[dst + b];
+            auto& copies = async_copies_[static_cast<size_t>(t)];
+            auto it = copies.find(dst);
+            if (it == copies.end()) return;
+            const AsyncCopy& c = it->second;
+            Storage& s = storage(c.buffer, c.loc);
+            for (int64_t e = 0; e < c.elems; ++e) shared_write(s, c.off + e, t, c.loc, c.node);
+            copies.erase(it);
+        };
+    }
+    return *m;
+}
+
+void Executor::report_async(const isa::CpAsyncThread& m, size_t& seen, int t, SourceLoc loc) {
+    for (; seen < m.issues().size(); ++seen) {
+        const isa::CpAsyncIssue& is = m.issues()[seen];
+        issue(IssueKind::AsyncCopy, loc, t, [&] {
+            const char* what = "";
+            switch (is.problem) {
+            case isa::CpAsyncProblem::BadCpSize: what = "cp.async of a size other than 4, 8 or 16 bytes (16 for .cg)"; break;
+            case isa::CpAsyncProblem::SrcSizeTooLarge: what = "cp.async with a source size above its copy size"; break;
+            case isa::CpAsyncProblem::DstMisaligned: what = "cp.async destination not aligned to its size"; break;
+            case isa::CpAsyncProblem::DstOutOfBounds: what = "cp.async destination outside shared memory"; break;
+            case isa::CpAsyncProblem::SameDstInGroup: what = "two cp.async copies of one group to the same bytes"; break;
+            case isa::CpAsyncProblem::ReadBeforeWait: what = "read of a cp.async destination before its wait"; break;
+            case isa::CpAsyncProblem::WriteBeforeWait: what = "write of a cp.async destination before its wait"; break;
+            case isa::CpAsyncProblem::BadWaitN: what = "cp.async.wait_group with a negative count"; break;
+            }
+            return std::string(what) + " (shared byte " + std::to_string(is.addr) + ", thread " + std::to_string(t) + ")";
+        });
+    }
+}
+
+// cp.async: the source bytes are read at the issue (global memory, counted in sectors),
+// the destination's in flight until the wait that completes its group.
+void Executor::exec_cp_async(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    const int bytes = static_cast<int>(op->imm.at(0));
+    auto* dl = static_cast<const LoadNode*>(op->dst.at(0).get());
+    auto* sl = static_cast<const LoadNode*>(op->src.at(0).get());
+    Storage& d = storage(dl->buffer, loc);
+    Storage& g = storage(sl->buffer, loc);
+    if (d.scope != Scope::Shared || !d.arena || g.scope != Scope::Global || d.dtype != g.dtype)
+        fatal(loc, "cp.async from '" + g.name() + "' into '" + d.name() + "': global to shared of one type only");
+    begin_statement();
+    for (const auto& i : dl->indices) prepare(i, act);
+    for (const auto& i : sl->indices) prepare(i, act);
+    prepare(op->src.at(1), act);
+    const int eb = d.elem_bytes;
+    for (int32_t t : act) {
+        int64_t doff = offset_of(d, dl->indices, loc, t, true);
+        int64_t src_size = eval_int(op->src.at(1), t);
+        if (doff < 0) continue;
+        std::vector<uint8_t> src;
+        if (src_size > 0) {
+            int64_t goff = offset_of(g, sl->indices, loc, t, false);
+            if (goff < 0) continue;
+            int64_t n = (std::min<int64_t>(src_size, bytes) + eb - 1) / eb;
+            if (goff + n > g.size) {
+                issue(IssueKind::OutOfBounds, loc, t, [&] {
+                    return "cp.async reads past the end of '" + g.name() + "' (" + std::to_string(src_size) +
+                           " bytes from element " + std::to_string(goff) + ")";
+                });
+                continue;
+            }
+            src.resize(static_cast<size_t>(n * eb));
+            for (int64_t e = 0; e < n; ++e) encode(src.data() + e * eb, g.get(goff + e), g.dtype);
+            accesses_.push_back({sl, loc, false, false, t, g.base + goff * eb, static_cast<int>(n * eb)});
+        }
+        uint32_t dst = static_cast<uint32_t>(d.base + doff * eb);
+        auto& m = async_thread(t);
+        size_t before = m.uncommitted_copies();
+        m.cp_async(dst, src, bytes, static_cast<int>(std::min<int64_t>(src_size, 1 << 30)), false, bytes == 16);
+        report_async(m, async_seen_[t], t, loc);
+        if (static_cast<size_t>(m.uncommitted_copies()) == before) continue;  // refused
+        for (int b = 0; b < bytes; ++b) ++arena_.pending[dst + b];
+        async_copies_[static_cast<size_t>(t)][dst] =
+            AsyncCopy{dl->buffer, doff, std::min<int64_t>(bytes / eb, d.size - doff), loc, op};
+        accesses_.push_back({op, loc, true, true, t, dst, bytes, (t % warp_) * bytes / 128});
+    }
+    flush();
 }
 
 }  // namespace tilec::sim::detail

@@ -90,6 +90,7 @@ void Executor::bind_tensors(interp::RunArgs& args, std::vector<std::unique_ptr<S
             st->f = arg.data.data();
             scalar::round_tensor_data(arg.data, st->dtype);
         }
+        st->size = have;  // the elements the array holds (a cp.async reads a range of them)
         res_.written[ti].assign(static_cast<size_t>(have), 0);
         st->written = &res_.written[ti];
         // Each tensor in its own 2^40-byte window: 256-byte aligned, never adjacent.
@@ -152,6 +153,9 @@ void Executor::run(interp::RunArgs& args) {
                     epoch_ = 1;
                     shared_top_ = 0;
                     arena_.reset();
+                    async_.clear();
+                    async_copies_.assign(static_cast<size_t>(threads_), {});
+                    async_seen_.assign(static_cast<size_t>(threads_), 0);
                     instances_.assign(1, Instance{nullptr, 0, 1});
                     exec(f_.body, all_);
                     flush();

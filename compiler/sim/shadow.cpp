@@ -33,7 +33,22 @@ std::string Executor::element_at(int32_t inst, int64_t byte) const {
 // alloc (never written: uninitialised; written through another buffer: a stale read
 // through a reused slot, or, where this buffer had stored the byte before, a clobber of
 // a live buffer by another the plan put on the same bytes).
+void Executor::check_pending(const Storage& s, int64_t off, int t, SourceLoc loc, bool write) {
+    const int64_t first = s.base + off * s.elem_bytes;
+    for (int b = 0; b < s.elem_bytes; ++b)
+        if (arena_.pending[static_cast<size_t>(first + b)] > 0) {
+            issue(IssueKind::AsyncCopy, loc, t, [&] {
+                return std::string(write ? "write of '" : "read of '") + s.name() + "' element " +
+                       std::to_string(off) +
+                       " while a cp.async into it is in flight (no cp.async.wait_group completed its copy"
+                       " before this access)";
+            });
+            return;
+        }
+}
+
 void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {
+    check_pending(s, off, t, loc, false);
     const int64_t first = s.base + off * s.elem_bytes;
     ByteShadow* sh = arena_.shadow.data() + first;
     if (opt_.check_races) {
@@ -97,6 +112,7 @@ void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, 
 }
 
 void Executor::shared_write(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {
+    check_pending(s, off, t, loc, true);
     const int64_t first = s.base + off * s.elem_bytes;
     ByteShadow* sh = arena_.shadow.data() + first;
     uint32_t me = site(node, loc, s.buffer);

@@ -107,11 +107,13 @@ void SharedArena::ensure(int64_t n) {
     if (n <= static_cast<int64_t>(bytes.size())) return;
     bytes.resize(static_cast<size_t>(n), 0xff);  // all-ones: NaN in every float format
     shadow.resize(static_cast<size_t>(n));
+    pending.resize(static_cast<size_t>(n), 0);
 }
 
 void SharedArena::reset() {
     std::fill(bytes.begin(), bytes.end(), uint8_t{0xff});
     std::fill(shadow.begin(), shadow.end(), ByteShadow{});
+    std::fill(pending.begin(), pending.end(), 0);
 }
 
 void Storage::allocate_own(int64_t n) {

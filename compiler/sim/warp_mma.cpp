@@ -285,8 +285,10 @@ void CpAsyncThread::commit_group() {
 }
 
 void CpAsyncThread::complete(const std::vector<Copy>& group) {
-    for (const Copy& c : group)
+    for (const Copy& c : group) {
         for (std::size_t i = 0; i < c.bytes.size(); ++i) smem_[c.dst + i] = c.bytes[i];
+        if (on_complete) on_complete(c.dst, static_cast<uint32_t>(c.bytes.size()));
+    }
 }
 
 void CpAsyncThread::wait_group(int n) {

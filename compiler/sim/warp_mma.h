@@ -25,6 +25,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -232,6 +233,9 @@ public:
     void write(uint32_t addr, std::span<const uint8_t> bytes);
 
     int committed_pending_groups() const { return static_cast<int>(groups_.size()); }
+    // Called for each copy as its bytes land in the view (at the wait that completes its
+    // group), so a user of the model can follow when the destination becomes readable.
+    std::function<void(uint32_t dst, uint32_t size)> on_complete;
     int uncommitted_copies() const { return static_cast<int>(open_.size()); }
     const std::vector<CpAsyncIssue>& issues() const { return issues_; }
 

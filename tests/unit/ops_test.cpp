@@ -32,6 +32,9 @@ struct Recorder : ops::LayoutConstraints {
                         std::to_string(F.registers_per_thread()) + ": " + use);
         fixed_layouts.push_back(std::move(F));
     }
+    void shared_layout(const ir::Buffer& b, layout::Layout L, SourceLoc, std::string) override {
+        calls.push_back("shared " + b->name + " " + L.name());
+    }
     const target::GpuTarget& target_;
     std::string policy;
     std::vector<layout::Fragment> fixed_layouts;
@@ -140,7 +143,9 @@ TEST_CASE("ops: a gemm on tensor cores fixes its accumulator to the mma.sync fra
     SECTION("square: 2 x 2 warps of 64 x 32") {
         Recorder r;
         ops::infer_layout(*gemm, r);
-        REQUIRE(r.calls == std::vector<std::string>{"fixed c mma_m16n8k16_c 128x64: the tensor-core gemm into 'c'"});
+        // a: 64-byte rows (32B... 64B mode); b: 128-byte rows (128B mode).
+        REQUIRE(r.calls == std::vector<std::string>{"fixed c mma_m16n8k16_c 128x64: the tensor-core gemm into 'c'",
+                                                    "shared a swizzle64B<b16>", "shared b swizzle128B<b16>"});
         auto want = layout::Fragment::mma_m16n8k16_c(128, 64, 2, 2);
         CHECK(r.fixed_layouts[0].same_slots(*want));
     }
@@ -149,6 +154,7 @@ TEST_CASE("ops: a gemm on tensor cores fixes its accumulator to the mma.sync fra
         r.policy = "full_row";
         ops::infer_layout(*gemm, r);
         REQUIRE(r.fixed_layouts.size() == 1);
+        CHECK(r.calls.size() == 3);
         CHECK(r.fixed_layouts[0].same_slots(*layout::Fragment::mma_m16n8k16_c(128, 64, 4, 1)));
     }
     SECTION("no mma.sync on AMD, none for f32 operands, none when K is not a multiple of 16") {

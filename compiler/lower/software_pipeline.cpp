@@ -1,0 +1,323 @@
+// software-pipeline (thread level, after insert-async-waits, before the shared-memory
+// plan): a `pipelined(n, stages = S)` loop whose body fills shared buffers from global
+// memory with cp.async (the lowered copies: a full_write around cp.asyncs) issues the
+// fills of iteration j + S - 1 while iteration j computes, as the hardware's
+// asynchronous copies allow:
+//
+//   for s in 0 .. S-2:  if s < n { fills(s) };  commit          (prologue)
+//   for j in 0 .. n:
+//       wait_group S-2                     fills(j) have landed (S-2 newer groups may not)
+//       if j + S - 1 < n { fills(j + S - 1) };  commit
+//       the rest of the body for j
+//   wait_group 0
+//
+// Every filled buffer X gets S copies, X'[s, ...] (a stage per iteration modulo S); the
+// fills of iteration i write X'[i % S] and the rest of iteration i reads X'[i % S]. One
+// commit per step, empty or not, keeps "the S-2 newest groups" meaning "the fills of the
+// S-2 iterations after j". The waits insert-async-waits put in the body are dropped:
+// these replace them. Barriers are place-barriers' (after the plan): the fill of stage
+// (j - 1) % S must wait for iteration j - 1's reads of it, and iteration j's reads for
+// the other threads' landed fills.
+//
+// A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
+// the loop variable, lets at the top of the body (pure index arithmetic) and values
+// defined outside the loop, and no other statement of the body writes a filled buffer.
+// Anything else runs in order (a serial loop), as does a loop without fills.
+#include <algorithm>
+#include <unordered_set>
+
+#include "ir/visitor.h"
+#include "lower/thread_lower.h"
+
+namespace tilec::lower {
+
+using namespace ir;
+
+namespace {
+
+bool has_load(const Expr& e) {
+    struct V : IRVisitor {
+        bool found = false;
+        void visit_load(const LoadNode*) override { found = true; }
+    } v;
+    v.visit(e);
+    return v.found;
+}
+
+// A fill: full_write X { ... cp.async into X ... }.
+const BufferNode* filled_buffer(const Stmt& s) {
+    auto* fw = s->as<FullWriteNode>();
+    if (!fw || fw->buffer->scope != Scope::Shared) return nullptr;
+    struct V : IRVisitor {
+        const BufferNode* x;
+        bool async = false;
+        void visit_machine_op(const MachineOpNode* op) override {
+            if (op->op == MachineOp::CpAsync && op->dst.at(0)->as<LoadNode>()->buffer.get() == x) async = true;
+        }
+    } v;
+    v.x = fw->buffer.get();
+    v.visit(fw->body);
+    return v.async ? fw->buffer.get() : nullptr;
+}
+
+bool is_wait(const Stmt& s) {
+    auto* m = s->as<MachineOpNode>();
+    return m && m->op == MachineOp::CpAsyncWait;
+}
+
+// How many accesses (loads, stores, target-instruction operands) name `b` in `s`.
+int64_t uses_of(const Stmt& s, const BufferNode* b) {
+    struct V : IRVisitor {
+        const BufferNode* b;
+        int64_t n = 0;
+        void visit_load(const LoadNode* op) override {
+            n += op->buffer.get() == b;
+            IRVisitor::visit_load(op);
+        }
+        void visit_store(const StoreNode* op) override {
+            n += op->buffer.get() == b;
+            IRVisitor::visit_store(op);
+        }
+    } v;
+    v.b = b;
+    v.visit(s);
+    return v.n;
+}
+
+// `s` with a new variable for every let and loop it binds (a statement placed twice
+// must not bind one variable twice).
+Stmt with_fresh_binders(const Stmt& s) {
+    struct R : IRMutator {
+        VarMap map;
+        Expr mutate_var(const VarNode* op, const Expr& self) override {
+            auto it = map.find(op);
+            return it == map.end() ? self : it->second;
+        }
+        Var fresh(const Var& v) {
+            Var n = make_var(v->name, v->type, v->var_kind, v->loc, v->dim);
+            map[v.get()] = n;
+            return n;
+        }
+        Stmt mutate_let(const LetStmtNode* op, const Stmt&) override {
+            Expr value = mutate(op->value);
+            Var v = fresh(op->var);
+            return make_let(v, value, mutate(op->body), op->loc);
+        }
+        Stmt mutate_for(const ForNode* op, const Stmt&) override {
+            Expr mn = mutate(op->min), ext = mutate(op->extent);
+            Var v = fresh(op->var);
+            return make_for(v, mn, ext, op->for_kind, mutate(op->body), op->loc, op->stages);
+        }
+    } r;
+    return r.mutate(s);
+}
+
+class Pipeliner : public IRMutator {
+public:
+    explicit Pipeliner(Stmt root) : root_(std::move(root)) {}
+
+    Stmt mutate_for(const ForNode* op, const Stmt& self) override {
+        Stmt body = mutate(op->body);
+        if (op->for_kind != ForKind::Pipelined)
+            return body == op->body ? self : make_for(op->var, op->min, op->extent, op->for_kind, body, op->loc, op->stages);
+        if (auto p = pipeline(*op, body)) return *p;
+        return make_for(op->var, op->min, op->extent, ForKind::Serial, body, op->loc);
+    }
+
+    // Multi-buffered copies of the filled buffers, for the allocations to take.
+    std::unordered_map<const BufferNode*, Buffer> staged;
+
+    Stmt mutate_allocate(const AllocateNode* op, const Stmt& self) override {
+        Stmt body = mutate(op->body);
+        auto it = staged.find(op->buffer.get());
+        if (it != staged.end()) return make_allocate(it->second, body, op->loc);
+        return body == op->body ? self : make_allocate(op->buffer, body, op->loc);
+    }
+
+private:
+    std::optional<Stmt> pipeline(const ForNode& loop, const Stmt& body) {
+        const int64_t S = loop.stages;
+        if (S < 2) return std::nullopt;
+        // The lets at the top: index arithmetic the fills may use.
+        std::vector<std::pair<Var, Expr>> lets;
+        Stmt rest = body;
+        while (auto* l = rest->as<LetStmtNode>()) {
+            if (has_load(l->value)) break;
+            lets.emplace_back(l->var, l->value);
+            rest = l->body;
+        }
+        std::vector<Stmt> items;
+        if (auto* seq = rest->as<SeqNode>())
+            items = seq->stmts;
+        else
+            items = {rest};
+        std::vector<Stmt> fills, others;
+        std::unordered_set<const BufferNode*> filled;
+        for (auto& it : items) {
+            if (const BufferNode* x = filled_buffer(it)) {
+                fills.push_back(it);
+                filled.insert(x);
+            } else if (!is_wait(it)) {
+                others.push_back(it);
+            }
+        }
+        if (fills.empty()) return std::nullopt;
+        // A filled buffer used outside the loop keeps one copy (its value is not per stage).
+        Stmt whole_loop = make_for(loop.var, loop.min, loop.extent, ForKind::Serial, body, loop.loc);
+        for (auto* x : filled)
+            if (uses_of(root_, x) != uses_of(whole_loop, x)) return std::nullopt;
+        // The fills may use the loop variable, the top lets and what the loop does not bind.
+        std::unordered_set<const VarNode*> allowed{loop.var.get()};
+        for (auto& [v, e] : lets) allowed.insert(v.get());
+        std::unordered_set<const VarNode*> bound_inside;
+        struct Binders : IRVisitor {
+            std::unordered_set<const VarNode*>* out;
+            void visit_let(const LetStmtNode* op) override {
+                out->insert(op->var.get());
+                IRVisitor::visit_let(op);
+            }
+            void visit_for(const ForNode* op) override {
+                out->insert(op->var.get());
+                IRVisitor::visit_for(op);
+            }
+        } binders;
+        binders.out = &bound_inside;
+        for (auto& o : others) binders.visit(o);
+        for (auto& f : fills) {
+            std::unordered_set<const VarNode*> own;
+            binders.out = &own;
+            binders.visit(f);
+            struct Free : IRVisitor {
+                const std::unordered_set<const VarNode*>* inside;
+                const std::unordered_set<const VarNode*>* own;
+                bool bad = false;
+                void visit_var(const VarNode* v) override {
+                    if (inside->count(v) && !own->count(v)) bad = true;
+                }
+            } free;
+            free.inside = &bound_inside;
+            free.own = &own;
+            free.visit(f);
+            if (free.bad) return std::nullopt;
+        }
+        // No other statement writes a filled buffer.
+        struct Writes : IRVisitor {
+            const std::unordered_set<const BufferNode*>* filled;
+            bool found = false;
+            void visit_store(const StoreNode* op) override {
+                if (filled->count(op->buffer.get())) found = true;
+                IRVisitor::visit_store(op);
+            }
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op == MachineOp::CpAsync && filled->count(op->dst.at(0)->as<LoadNode>()->buffer.get()))
+                    found = true;
+            }
+        } writes;
+        writes.filled = &filled;
+        for (auto& o : others) writes.visit(o);
+        if (writes.found) return std::nullopt;
+
+        // S copies of each filled buffer.
+        std::unordered_map<const BufferNode*, Buffer> stage_of;
+        struct Find : IRVisitor {
+            const std::unordered_set<const BufferNode*>* filled;
+            std::unordered_map<const BufferNode*, Buffer> found;
+            void visit_buffer_use(const Buffer& b) override {
+                if (filled->count(b.get())) found.emplace(b.get(), b);
+            }
+            void visit_load(const LoadNode* op) override {
+                visit_buffer_use(op->buffer);
+                IRVisitor::visit_load(op);
+            }
+        } find;
+        find.filled = &filled;
+        for (auto& f : fills) find.visit(f);
+        for (auto& [node, b] : find.found) {
+            BufferNode n = *b;
+            n.shape.insert(n.shape.begin(), make_int(S));
+            n.strides.clear();
+            Buffer m = make_buffer(std::move(n));
+            stage_of[node] = m;
+            staged[node] = m;
+        }
+        // A statement of iteration `iter` on its stage of every filled buffer.
+        struct Restage : IRMutator {
+            const std::unordered_map<const BufferNode*, Buffer>* stage_of;
+            Expr stage;
+            const Buffer* find(const Buffer& b) const {
+                auto it = stage_of->find(b.get());
+                return it == stage_of->end() ? nullptr : &it->second;
+            }
+            Expr mutate_load(const LoadNode* op, const Expr& self) override {
+                const Buffer* m = find(op->buffer);
+                if (!m) return IRMutator::mutate_load(op, self);
+                std::vector<Expr> idx{stage};
+                for (auto& i : op->indices) idx.push_back(mutate(i));
+                return make_load(*m, idx, op->loc);
+            }
+            Stmt mutate_store(const StoreNode* op, const Stmt& self) override {
+                const Buffer* m = find(op->buffer);
+                if (!m) return IRMutator::mutate_store(op, self);
+                std::vector<Expr> idx{stage};
+                for (auto& i : op->indices) idx.push_back(mutate(i));
+                return make_store(*m, idx, mutate(op->value), op->loc);
+            }
+            // The stage is not a whole write of the multi-buffered buffer: no mark.
+            Stmt mutate_full_write(const FullWriteNode* op, const Stmt&) override { return mutate(op->body); }
+            // One commit per pipeline step, placed by the pipeline.
+            Stmt mutate_machine_op(const MachineOpNode* op, const Stmt& self) override {
+                if (op->op == MachineOp::CpAsyncCommit) return make_seq({}, op->loc);
+                return IRMutator::mutate_machine_op(op, self);
+            }
+        };
+        // The statements as iteration `iter` runs them, on its stage of every filled
+        // buffer. The fills (no lets) see the lets' values inlined: they run at another
+        // iteration than the lets'.
+        auto at_iteration = [&](const std::vector<Stmt>& stmts, const Expr& iter, bool with_lets) {
+            Stmt seq = make_seq(stmts, loop.loc);
+            if (!with_lets) {
+                VarMap map;
+                map[loop.var.get()] = iter;
+                for (auto& [v, e] : lets) map[v.get()] = substitute(e, map);
+                seq = with_fresh_binders(substitute(seq, map));
+            }
+            Restage rs;
+            rs.stage_of = &stage_of;
+            rs.stage = floormod(iter, make_int(S));
+            seq = rs.mutate(seq);
+            if (with_lets)
+                for (size_t k = lets.size(); k-- > 0;) seq = make_let(lets[k].first, lets[k].second, seq, loop.loc);
+            return seq;
+        };
+        SourceLoc loc = loop.loc;
+        Expr n = loop.extent, mn = loop.min;
+        auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
+        auto wait = [&](int64_t k) { return make_machine_op(MachineOp::CpAsyncWait, {k}, {}, {}, loc); };
+        std::vector<Stmt> out;
+        for (int64_t s = 0; s + 1 < S; ++s) {
+            out.push_back(make_if(lt(make_int(s), n), at_iteration(fills, add(mn, make_int(s)), false), nullptr, loc));
+            out.push_back(commit());
+        }
+        Var j = loop.var;
+        Expr ahead = add(Expr(j), make_int(S - 1));
+        std::vector<Stmt> step;
+        step.push_back(wait(S - 2));
+        step.push_back(make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc));
+        step.push_back(commit());
+        step.push_back(at_iteration(others, Expr(j), true));
+        out.push_back(make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc));
+        out.push_back(wait(0));
+        return make_seq(out, loc);
+    }
+
+    Stmt root_;
+};
+
+}  // namespace
+
+Stmt software_pipeline(const Stmt& body) {
+    Pipeliner p(body);
+    return p.mutate(body);
+}
+
+}  // namespace tilec::lower
