@@ -272,6 +272,18 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     auto thread = lower::lower_to_thread_level(f, gpu, &diags);  // verify-thread-level included
     if (!thread || diags.has_errors()) return 1;
     if (options.sim_drop_barriers) *thread = sim::drop_barriers(*thread);
+    if (!options.sim_drop_sync.empty()) {
+        const std::string& d = options.sim_drop_sync;
+        bool barrier = d.rfind("barrier:", 0) == 0;
+        auto dropped = sim::drop_sync(*thread, barrier ? sim::SyncKind::Barrier : sim::SyncKind::AsyncWait,
+                                      std::stoll(d.substr(d.find(':') + 1)));
+        if (!dropped) {
+            std::cerr << "tilec run: error: --sim-drop-sync=" << d << ": '" << f.name << "' has no such "
+                      << (barrier ? "barrier" : "cp_async_wait") << " for " << gpu.name << "\n";
+            return 1;
+        }
+        *thread = *dropped;
+    }
     double lower_seconds = std::chrono::duration<double>(Clock::now() - l0).count();
 
     interp::RunArgs sa;
@@ -371,6 +383,15 @@ int run_kernel(const RunOptions& options) {
     }
     if (options.profile && !sim_target)
         return option_error("--profile needs the simulator (--target=sim:ARCH, e.g. sim:sm_80)");
+    if (!options.sim_drop_sync.empty()) {
+        if (!sim_target) return option_error("--sim-drop-sync needs the simulator (--target=sim:ARCH)");
+        const std::string& d = options.sim_drop_sync;
+        size_t colon = d.find(':');
+        std::string kind = d.substr(0, colon), n = colon == std::string::npos ? "" : d.substr(colon + 1);
+        bool digits = !n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos;
+        if ((kind != "barrier" && kind != "wait") || !digits)
+            return option_error("--sim-drop-sync takes barrier:N or wait:N (N a count from 0), not '" + d + "'");
+    }
     if (options.sim_drop_barriers && !sim_target)
         return option_error("--sim-drop-barriers needs the simulator (--target=sim:ARCH)");
     if (options.sim_blocks != 0 && !sim_target)

@@ -26,6 +26,7 @@ struct RunOptions {
     bool color = false;
     bool profile = false;            // sim: memory counters per source line
     bool sim_drop_barriers = false;  // sim: run without barriers (tests of the race check)
+    std::string sim_drop_sync;       // sim: "barrier:N" / "wait:N", drop that one (debug)
     int64_t sim_blocks = 0;          // sim: run this many blocks of the grid, spread over it (0: all)
     unsigned error_limit = 20;
 };

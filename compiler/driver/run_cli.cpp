@@ -111,6 +111,12 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
         ->type_name("N");
     // For tests of the simulator's race check: the lowering's barriers removed.
     app.add_flag("--sim-drop-barriers", o.sim_drop_barriers, "")->group("");
+    app.add_option("--sim-drop-sync", o.sim_drop_sync,
+                   "With sim:ARCH, a debug aid: lower, then drop one synchronisation statement,\n"
+                   "barrier:N (the N-th barrier(), from 0, as --print-after=verify-thread-level\n"
+                   "prints them) or wait:N (the N-th cp_async_wait), and run: the simulator\n"
+                   "should report the race or the read of bytes still in flight")
+        ->type_name("KIND:N");
     app.add_option("-D", defines, "Override a compile-time default, e.g. -D BM=64 (as for tilec)")
         ->type_name("NAME=VALUE");
     app.add_option("-I", o.include_dirs, "Add DIR to the import search path")->type_name("DIR");

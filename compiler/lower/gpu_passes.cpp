@@ -55,12 +55,6 @@ bool expect_level(const PrimFunc& f, PassContext& ctx, const char* pass, FuncLev
     return false;
 }
 
-// A named place in the list for a stage that is not written yet: the IR passes through
-// unchanged, and --print-after / --time-passes / tilec opt already know the name.
-Pass slot(std::string name) {
-    return Pass{std::move(name), [](const PrimFunc& f, PassContext&) { return f; }};
-}
-
 Pass layout_inference(const target::GpuTarget& target) {
     return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
                     if (!expect_level(f, ctx, "layout-inference", FuncLevel::Tile, nullptr)) return f;
@@ -149,7 +143,6 @@ Pass verify() {
 
 std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
     return {
-        slot("tensorize"),
         layout_inference(target),
         lower_tile_ops(target),
         async_waits(),

@@ -3,17 +3,20 @@
 // function, used by `tilec`, `tilec run`, `tilec opt` and the tests, so every stage can
 // be printed (--print-after=NAME), timed (--time-passes) and tested alone (tilec opt).
 //
-//   tensorize            slot: each gemm's instruction and warp partition from the
-//                        target's table (tensor cores; no-op today)
 //   layout-inference     fragments, parallel loops and shared buffers get their layouts,
-//                        kept on the function (PrimFunc::layouts)
-//   software-pipeline    slot: multi-buffering and the stage schedule of `pipelined`
-//                        loops (no-op today: they run in order)
+//                        kept on the function (PrimFunc::layouts); a gemm the target's
+//                        tensor cores take (ops/gemm_mma.cpp) fixes its accumulator to
+//                        the mma fragment of its warp split and swizzles its operands
 //   lower-tile-ops       every tile op and parallel loop to what one thread does, by the
-//                        layouts (level thread; whole-buffer writes marked full_write)
+//                        layouts (level thread; whole-buffer writes marked full_write;
+//                        gemm to ldmatrix + mma.sync, global->shared copies to cp.async
+//                        where the target has them; swizzled shared buffers flattened)
+//   insert-async-waits   cp.async.wait_group 0 before the first touch of bytes in flight
+//   software-pipeline    `pipelined` loops: their cp.async fills issued stages - 1
+//                        iterations ahead into multi-buffered shared buffers, with
+//                        wait_group stages - 2; other pipelined loops run in order
 //   plan-shared-memory   every shared buffer its bytes in the block's arena (liveness-
 //                        based sharing); PrimFunc::shared_bytes / dynamic_shared
-//   insert-async-waits   slot: cp.async commit / wait placement (no-op today)
 //   place-barriers       block barriers where shared- or global-memory hazards need them
 //   verify-thread-level  the thread-level invariants (a failure is an internal error)
 #pragma once

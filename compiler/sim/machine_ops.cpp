@@ -269,9 +269,13 @@ void Executor::exec_cp_async(const MachineOpNode* op, const Active& act) {
         m.cp_async(dst, src, bytes, static_cast<int>(std::min<int64_t>(src_size, 1 << 30)), false, bytes == 16);
         report_async(m, async_seen_[t], t, loc);
         if (static_cast<size_t>(m.uncommitted_copies()) == before) continue;  // refused
+        // The copy may write its bytes at any moment until its wait: an access of them by
+        // another thread since the last barrier races with it now (and until it lands,
+        // any access of them is one of bytes in flight).
+        int64_t elems = std::min<int64_t>(bytes / eb, d.size - doff);
+        for (int64_t e = 0; e < elems; ++e) shared_write(d, doff + e, t, loc, op);
         for (int b = 0; b < bytes; ++b) ++arena_.pending[dst + b];
-        async_copies_[static_cast<size_t>(t)][dst] =
-            AsyncCopy{dl->buffer, doff, std::min<int64_t>(bytes / eb, d.size - doff), loc, op};
+        async_copies_[static_cast<size_t>(t)][dst] = AsyncCopy{dl->buffer, doff, elems, loc, op};
         accesses_.push_back({op, loc, true, true, t, dst, bytes, (t % warp_) * bytes / 128});
     }
     flush();

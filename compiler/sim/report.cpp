@@ -56,6 +56,31 @@ ir::PrimFunc drop_barriers(const ir::PrimFunc& f) {
     return out;
 }
 
+std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index) {
+    struct Drop : ir::IRMutator {
+        SyncKind kind;
+        int64_t index, seen = 0;
+        bool dropped = false;
+        ir::Stmt hit(const ir::Stmt& self) {
+            if (seen++ != index) return self;
+            dropped = true;
+            return ir::make_seq({}, self->loc);
+        }
+        ir::Stmt mutate_barrier(const ir::BarrierNode*, const ir::Stmt& self) override {
+            return kind == SyncKind::Barrier ? hit(self) : self;
+        }
+        ir::Stmt mutate_machine_op(const ir::MachineOpNode* op, const ir::Stmt& self) override {
+            return kind == SyncKind::AsyncWait && op->op == ir::MachineOp::CpAsyncWait ? hit(self) : self;
+        }
+    } drop;
+    drop.kind = kind;
+    drop.index = index;
+    ir::PrimFunc out = f;
+    out.body = drop.mutate(f.body);
+    if (!drop.dropped) return std::nullopt;
+    return out;
+}
+
 std::string format_counters(const Result& r, const SourceManager* sources) {
     std::string out = "memory counters per source line (warp " + std::to_string(r.warp_size) + ", " +
                       std::to_string(r.blocks_run) + (r.blocks_run == 1 ? " block" : " blocks") + "):\n";

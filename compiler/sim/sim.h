@@ -86,6 +86,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,13 @@ Result run(const ir::PrimFunc& f, interp::RunArgs& args, const Options& opt = {}
 // `f` without its barriers: for tests that the race check fires (tilec run
 // --sim-drop-barriers).
 ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
+
+// `f` without one synchronisation statement: the `index`-th (from 0, in the order the
+// IR prints) barrier() or cp_async_wait; nullopt if `f` has no such one. For tests that
+// the simulator catches a dropped barrier (a race) or wait (a read of bytes in flight):
+// tilec run --sim-drop-sync=barrier:N / wait:N.
+enum class SyncKind { Barrier, AsyncWait };
+std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index);
 
 // The counters as a table, one line per source line and kind (--profile).
 std::string format_counters(const Result& r, const SourceManager* sources = nullptr);

@@ -5,7 +5,8 @@ For each `export ... as NAME;` of stdlib/kernels/*.tile this runs
 
     tilec run FILE --kernel NAME --size SIZES --target=sim:ARCH
 
-for a warp of 32 (sm_80) and of 64 (gfx942), on the ragged sizes of SIZES below (seeded
+for a warp of 32 (sm_80: tensor cores, cp.async, software pipelining; sm_89 likewise) and
+of 64 (gfx942), on the ragged sizes of SIZES below (seeded
 random inputs, poisoned outputs), and requires PASS: the simulator's results match the
 float64 reference interpreter within the output type's tolerance, and its checks (races,
 out-of-bounds, uninitialised reads, divergent barriers) found nothing, since any finding
@@ -35,13 +36,15 @@ SIZES = {
     "softmax.tile": ["--size", "M=37,N=1000"],
     "rmsnorm.tile": ["--size", "M=5,N=777", "--scalar", "eps=1e-5"],
     "layernorm.tile": ["--size", "M=5,N=777", "--scalar", "eps=1e-5"],
-    "gemm.tile": ["--size", "M=100,N=70,K=45"],
+    # K: 6 steps of BK = 32, so the 3-stage pipeline reaches its steady state (prefetch
+    # in the loop) and its ragged last step.
+    "gemm.tile": ["--size", "M=100,N=70,K=170"],
     "gemm_splitk.tile": ["--size", "M=70,N=90,K=200"],
     "cumsum.tile": ["--size", "M=9,N=2100"],
     "flash_attn.tile": ["--size", "B=1,H=2,S=100", "--scalar", "scale=0.125"],
 }
 
-ARCHS = ("sm_80", "gfx942")
+ARCHS = ("sm_80", "sm_89", "gfx942")
 
 
 
