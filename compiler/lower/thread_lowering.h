@@ -86,6 +86,10 @@ public:
     int64_t threads() const override { return f_.threads; }
     ir::Var thread_idx() const override { return tx_; }
     std::string attr(const std::string& name) const override { return ops::func_attr(f_, name); }
+    const layout::Layout* shared_layout(const ir::Buffer& b) const override {
+        auto it = plan_.shared.find(b.get());
+        return it == plan_.shared.end() ? nullptr : &it->second;
+    }
     const Registers& registers(const ir::Buffer& fragment) const override {
         auto it = frags_.find(fragment.get());
         if (it == frags_.end()) TILEC_ICE("thread-level lowering: fragment '" + fragment->name + "' not allocated");

@@ -130,6 +130,9 @@ public:
     virtual int64_t threads() const = 0;  // per block
     // A kernel annotation's value (PrimFunc::attrs); "" when absent.
     virtual std::string attr(const std::string& name) const = 0;
+    // The layout layout inference gave a shared buffer (element offsets of its
+    // coordinates; lower-tile-ops applies it to every access afterwards), null if none.
+    virtual const layout::Layout* shared_layout(const ir::Buffer& b) const = 0;
     virtual ir::Var thread_idx() const = 0;
     // The registers of a fragment in scope (an internal error if it is not allocated).
     virtual const Registers& registers(const ir::Buffer& fragment) const = 0;

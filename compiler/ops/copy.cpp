@@ -14,6 +14,30 @@ using namespace ir;
 
 namespace {
 
+// The tile dimension a global region's copy reads contiguously: the one mapped to the
+// tensor's unit-stride dimension (the last, unless strides say otherwise); nullopt if
+// none is.
+std::optional<size_t> contiguous_tile_dim(const Region& g, const std::vector<int64_t>& tile) {
+    const Buffer& t = g.buffer;
+    std::optional<size_t> unit;
+    if (t->strides.empty()) {
+        unit = t->shape.size() - 1;
+    } else {
+        for (size_t d = 0; d < t->strides.size(); ++d)
+            if (is_const_int(t->strides[d], 1)) unit = d;
+    }
+    if (!unit || is_const_int(g.extent[*unit], 1)) return std::nullopt;
+    // global_indices: the tile's non-unit dims in order are the region's non-unit dims.
+    size_t live = 0;
+    for (size_t d = 0; d < *unit; ++d) live += !is_const_int(g.extent[d], 1);
+    for (size_t d = 0, k = 0; d < tile.size(); ++d) {
+        if (tile[d] == 1) continue;
+        if (k++ == live) return d;
+    }
+    return std::nullopt;
+}
+
+
 // The side of a copy that should carry the start index: a global tensor, else the
 // tile with more elements (the smaller whole tile then gives the extent).
 const Buffer& larger_side(const Buffer& a, const Buffer& b) {
@@ -111,35 +135,79 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
     const int64_t V = 16 / eb;
     auto tile = const_shape(dst->shape);
     if (!tile || tile->empty()) return std::nullopt;
-    const size_t rank = t->shape.size(), last = rank - 1;
-    // The tile's last dimension is the tensor's last, contiguous in memory.
-    if (rank == 0 || tile->back() % V != 0 || !is_const_int(g.extent[last], tile->back())) return std::nullopt;
-    if (!t->strides.empty() && !is_const_int(t->strides[last], 1)) return std::nullopt;
+    const size_t rank = t->shape.size();
+    // The tile dimension `cd` read contiguously from the tensor's unit-stride dimension
+    // `last`, in chunks of V elements that are contiguous in the shared layout too.
+    auto cd_opt = contiguous_tile_dim(g, *tile);
+    if (rank == 0 || !cd_opt) return std::nullopt;
+    const size_t cd = *cd_opt;
+    size_t last = rank - 1;
+    if (!t->strides.empty())
+        for (size_t d = 0; d < rank; ++d)
+            if (is_const_int(t->strides[d], 1)) last = d;
+    if ((*tile)[cd] % V != 0 || !is_const_int(g.extent[last], (*tile)[cd])) return std::nullopt;
+    const layout::Layout* L = lc.shared_layout(dst);
+    auto offset = [&](std::vector<int64_t> c) {
+        if (L) return L->offset(c);
+        int64_t o = 0;
+        for (size_t d = 0; d < c.size(); ++d) o = o * (*tile)[d] + c[d];
+        return o;
+    };
+    {
+        // Every chunk contiguous and 16-byte aligned in shared memory (by enumeration).
+        std::vector<int64_t> c(tile->size(), 0);
+        int64_t total = 1;
+        for (int64_t e : *tile) total *= e;
+        for (int64_t n = 0; n < total; ++n) {
+            int64_t rest = n;
+            for (size_t d = tile->size(); d-- > 0;) c[d] = rest % (*tile)[d], rest /= (*tile)[d];
+            if (c[cd] % V != 0) continue;
+            int64_t base = offset(c);
+            if (base % V != 0) return std::nullopt;
+            for (int64_t e = 1; e < V; ++e) {
+                auto x = c;
+                x[cd] += e;
+                if (offset(x) != base + e) return std::nullopt;
+            }
+        }
+    }
     std::vector<int64_t> chunks = *tile;
-    chunks.back() /= V;
-    auto F = layout::Fragment::parallel(chunks, lc.threads(), 1);
+    chunks[cd] /= V;
+    // Chunks along `cd` fastest, so consecutive threads take consecutive chunks of one
+    // contiguous run (coalesced): the fragment runs over the chunk shape with `cd` moved last.
+    std::vector<int64_t> order_shape;
+    std::vector<size_t> order;
+    for (size_t d = 0; d < chunks.size(); ++d)
+        if (d != cd) order.push_back(d);
+    order.push_back(cd);
+    for (size_t d : order) order_shape.push_back(chunks[d]);
+    auto F = layout::Fragment::parallel(order_shape, lc.threads(), 1);
     if (!F) return std::nullopt;
     // Every chunk 16-byte aligned: the tensor's other strides and the tile's start in the
-    // last dimension multiples of the chunk (the base pointer is 16-byte aligned).
+    // contiguous dimension multiples of the chunk (the base pointer is 16-byte aligned).
     Expr aligned = eq(floormod(g.start[last], make_int(V)), make_int(0));
-    for (size_t d = 0; d + 1 < rank; ++d) {
+    for (size_t d = 0; d < rank; ++d) {
+        if (d == last) continue;
         Expr stride = t->strides.empty() ? Expr() : t->strides[d];
         if (!stride) {
-            stride = t->shape[last];
-            for (size_t e = d + 1; e < last; ++e) stride = mul(stride, t->shape[e]);
+            stride = t->shape[rank - 1];
+            for (size_t e = d + 1; e + 1 < rank; ++e) stride = mul(stride, t->shape[e]);
         }
         aligned = logical_and(aligned, eq(floormod(stride, make_int(V)), make_int(0)));
     }
     SourceLoc loc = c.loc;
-    Stmt copies = lc.register_loop(*F, loc, [&](const Var&, const std::vector<Expr>& chunk, const Expr& rep) {
-        std::vector<Expr> coord = chunk;
-        coord.back() = mul(coord.back(), make_int(V));
+    Stmt copies = lc.register_loop(*F, loc, [&](const Var&, const std::vector<Expr>& ordered, const Expr& rep) {
+        std::vector<Expr> coord(tile->size());
+        for (size_t k = 0; k < order.size(); ++k) coord[order[k]] = ordered[k];
+        coord[cd] = mul(coord[cd], make_int(V));
         std::vector<Expr> gi = global_indices(g, *tile, coord);
-        // Bytes of this chunk inside the tensor: none outside its rows, else up to the
-        // row's end.
-        std::vector<Expr> rows(gi.begin(), gi.end() - 1);
-        Expr rows_in = in_bounds_dims(t, gi, last);
-        Expr left = maximum(make_int(0), minimum(make_int(V), sub(t->shape[last], gi.back())));
+        // Bytes of this chunk inside the tensor: none outside its other dimensions, else
+        // up to the end of the contiguous one.
+        Expr rows_in = make_bool(true);
+        for (size_t d = 0; d < rank; ++d)
+            if (d != last)
+                rows_in = logical_and(rows_in, logical_and(ge(gi[d], make_int(0)), lt(gi[d], t->shape[d])));
+        Expr left = maximum(make_int(0), minimum(make_int(V), sub(t->shape[last], gi[last])));
         Expr src_bytes = make_select(rows_in, mul(left, make_int(eb)), make_int(0), loc);
         // Nothing is read at src-size 0, but the address stays inside the tensor.
         std::vector<Expr> at;
@@ -199,6 +267,24 @@ Stmt elab_copy(ElabContext& ctx) {
 void copy_layout(const CopyNode& op, LayoutConstraints& lc) {
     const Buffer& s = op.src.buffer;
     const Buffer& d = op.dst.buffer;
+    // A 2-d shared tile filled from a tensor whose contiguous dimension is the tile's
+    // first (a transposed gemm operand): stored transposed (and swizzled) so the fill is
+    // 16-byte cp.async chunks along that dimension; its readers follow the layout.
+    if (s->scope == Scope::Global && d->scope == Scope::Shared && lc.gpu_target().cp_async.available &&
+        is_full_region(op.dst) && s->dtype == d->dtype) {
+        auto tile = const_shape(d->shape);
+        if (tile && tile->size() == 2 && contiguous_tile_dim(op.src, *tile) == size_t{0}) {
+            int64_t rows = (*tile)[0], cols = (*tile)[1];
+            auto mode = layout::Layout::widest_swizzle(cols, rows, d->dtype.bits);
+            if (auto phys = layout::Layout::swizzled(cols, rows, d->dtype.bits, mode)) {
+                auto transpose = layout::Layout::from_exprs(
+                    "transpose", {rows, cols}, {cols, rows},
+                    [](const std::vector<Var>& v) { return std::vector<Expr>{v[1], v[0]}; },
+                    [](const std::vector<Var>& v) { return std::vector<Expr>{v[1], v[0]}; });
+                lc.shared_layout(d, phys->compose(transpose), op.loc, "the fill of '" + d->name + "' along its first dimension");
+            }
+        }
+    }
     if (s->scope == Scope::Fragment && d->scope == Scope::Fragment && whole_tile(op.src) && whole_tile(op.dst) &&
         positive_shape(s->shape) == positive_shape(d->shape) && positive_shape(s->shape))
         lc.same(s, d, op.loc, "the copy of '" + s->name + "' into '" + d->name + "'");

@@ -119,14 +119,25 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
     };
     Var kk = make_loop_var("kk", loc);
     Expr k0 = mul(Expr(kk), make_int(16));
-    // An 8x8 matrix of op(X) at (r0 + mr, c0 + mc) where mr, mc are the lane's matrix's
-    // offsets: the element of the stored tile its row starts at. Stored transposed
-    // (`trans`), op(X)'s rows are the stored columns.
-    auto row_start = [&](const Buffer& s, bool trans, Expr r0, Expr c0, Expr mr, Expr mc) {
-        Expr r = add(r0, mr), cc = add(c0, mc);
-        if (!trans) return make_load(s, {add(r, Expr(row)), cc}, loc);
-        return make_load(s, {add(cc, Expr(row)), r}, loc);
+    // The 16-byte run a lane addresses for the 8x8 matrix of op(X) at (R, C) (op(X)'s
+    // coordinates), and whether ldmatrix needs .trans. The runs lie along the buffer's
+    // contiguous dimension (the last, or the first when its layout stores it
+    // transposed: `phys`), which is along op(X)'s columns when trans_x == phys. A lane
+    // receives elements of one run's row (plain) or column (.trans): A's fragments want
+    // op(A)'s rows in the lanes, B's op(B)'s columns.
+    auto run_start = [&](const Buffer& s, bool trans_x, bool phys, bool want_rows, Expr R, Expr C) {
+        bool along_cols = trans_x == phys;
+        Expr r = along_cols ? add(R, Expr(row)) : R;
+        Expr c = along_cols ? C : add(C, Expr(row));
+        Expr at = trans_x ? make_load(s, {c, r}, loc) : make_load(s, {r, c}, loc);
+        return std::make_pair(at, want_rows ? !along_cols : along_cols);
     };
+    // Whether a shared buffer's layout stores its first dimension contiguously.
+    auto transposed = [&](const Buffer& s) {
+        const layout::Layout* L = lc.shared_layout(s);
+        return L && L->rank() == 2 && L->shape()[0] > 1 && L->offset({1, 0}) == L->offset({0, 0}) + 1;
+    };
+    const bool pa = transposed(a), pb = transposed(b);
     // One k-step; `kstep` is the constant step when A comes from registers (their
     // indices depend on it: the steps are unrolled so the registers stay registers).
     auto k_step = [&](int64_t kstep) {
@@ -135,9 +146,9 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
     // registers a0a1, a2a3, a4a5, a6a7 (ISA 9.7.14.5.8).
     for (int64_t mi = 0; mi < atoms_m && !a_regs; ++mi) {
         Expr r0 = add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * 16));
-        Expr src = row_start(a, g.trans_a, r0, k0, mul(floormod(Expr(mat), make_int(2)), make_int(8)),
-                             mul(floordiv(Expr(mat), make_int(2)), make_int(8)));
-        step.push_back(make_machine_op(MachineOp::Ldmatrix, {4, g.trans_a ? 1 : 0}, regs(af, mi * 8, 8), {src}, loc));
+        auto [src, trans] = run_start(a, g.trans_a, pa, true, add(r0, mul(floormod(Expr(mat), make_int(2)), make_int(8))),
+                                      add(k0, mul(floordiv(Expr(mat), make_int(2)), make_int(8))));
+        step.push_back(make_machine_op(MachineOp::Ldmatrix, {4, trans ? 1 : 0}, regs(af, mi * 8, 8), {src}, loc));
     }
     // B atoms (16 x 8) ni, ni + 1: matrices q at k rows 8 * (q % 2), atom ni + q / 2:
     // registers b0b1, b2b3 of ni, then of ni + 1. B is K x N; stored row-major (k rows)
@@ -146,12 +157,10 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
         int64_t num = ni + 1 < atoms_n ? 4 : 2;
         Expr q = num == 4 ? Expr(mat) : floormod(Expr(mat), make_int(2));
         Expr n0 = add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * 8));
-        // op(B)'s rows are k: row_start with (k, n) as (row, column) of op(B).
-        Expr src = row_start(b, g.trans_b, k0, n0, mul(floormod(q, make_int(2)), make_int(8)),
-                             mul(floordiv(q, make_int(2)), make_int(8)));
-        // Stored row-major, a row of op(B) = a stored row, but the lanes want columns.
+        auto [src, trans] = run_start(b, g.trans_b, pb, false, add(k0, mul(floormod(q, make_int(2)), make_int(8))),
+                                      add(n0, mul(floordiv(q, make_int(2)), make_int(8))));
         step.push_back(
-            make_machine_op(MachineOp::Ldmatrix, {num, g.trans_b ? 0 : 1}, regs(bf, ni * 4, num * 2), {src}, loc));
+            make_machine_op(MachineOp::Ldmatrix, {num, trans ? 1 : 0}, regs(bf, ni * 4, num * 2), {src}, loc));
     }
     for (int64_t mi = 0; mi < atoms_m; ++mi)
         for (int64_t ni = 0; ni < atoms_n; ++ni) {

@@ -55,6 +55,7 @@ struct NoLowering : ops::LowerContext {
     int64_t threads() const override { return 128; }
     ir::Var thread_idx() const override { return nullptr; }
     std::string attr(const std::string&) const override { return ""; }
+    const layout::Layout* shared_layout(const ir::Buffer&) const override { return nullptr; }
     const Registers& registers(const ir::Buffer&) const override { FAIL("registers"); throw 0; }
     std::optional<layout::Fragment> default_fragment(const std::vector<int64_t>&) const override {
         return std::nullopt;
