@@ -2,6 +2,8 @@
 // kernel's signature and parameter binding, the pre-O3 vectorisation, and running the
 // external tools (ptxas, ld.lld).
 #include "codegen/gpu_lowering.h"
+#include "lower/rasterize.h"
+#include "ops/lower_util.h"
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/module_output.h"
@@ -75,6 +77,18 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
     for (size_t i = 0; i < f.params.size(); ++i)
         if (f.params[i].kind == ir::ParamKind::Tensor)
             low.bind_tensor(f.params[i].buffer, fn->getArg(static_cast<unsigned>(i)));
+    // @rasterize(panel = P): the tile a block computes follows the grouped launch order
+    // (lower/rasterize.h); the IR keeps block.x / block.y as the tile indices.
+    std::string panel = ops::func_attr(f, "rasterize");
+    if (!panel.empty() && f.grid.size() >= 2 && std::stoll(panel) > 1) {
+        ir::Var hw[2];
+        for (int d = 0; d < 2; ++d) {
+            hw[d] = ir::make_var(d == 0 ? "launch_x" : "launch_y", DataType::index(), ir::VarKind::Let);
+            low.bind(hw[d], b.CreateZExt(hooks.hardware_index(b, false, d), b.getInt64Ty()));
+        }
+        auto tile = lower::rasterized_block(f.grid, std::stoll(panel), hw[0], hw[1]);
+        for (int d = 0; d < 2; ++d) low.set_block_index(d, low.expr(tile[d]));
+    }
     low.stmt(f.body);
     low.finish();
     return fn;

@@ -86,6 +86,9 @@ public:
     // sized by the launch.
     void set_shared_arena(int64_t bytes, bool dynamic);
     void bind(const ir::Var& v, llvm::Value* value) { vars_[v.get()] = value; }
+    // The value block.x / .y / .z (dim 0..2) read as, instead of the hardware's index
+    // (block rasterization); set before the body is lowered.
+    void set_block_index(int dim, llvm::Value* v) { sregs_[dim] = v; }
     void bind_tensor(const ir::Buffer& buf, llvm::Value* base);
 
     // ---- types ---------------------------------------------------------------------

@@ -340,10 +340,12 @@ private:
     layout::Layout shared_layout_of(const BufferNode& b, const std::vector<int64_t>& shape) const {
         auto row_major = layout::Layout::row_major(shape);
         int bits = b.dtype.bits;
-        if (b.layout_hint == "row_major") return row_major;
-        if (b.layout_hint == "padded" && shape.size() == 2 && bits >= 8 && 128 % bits == 0)
+        std::string hint = ops::func_attr(f_, "layout(" + b.name + ")");  // @layout(b, KIND)
+        if (hint.empty()) hint = b.layout_hint;
+        if (hint == "row_major") return row_major;
+        if (hint == "padded" && shape.size() == 2 && bits >= 8 && 128 % bits == 0)
             return layout::Layout::padded(shape, 128 / bits);
-        if (b.layout_hint == "swizzle" && shape.size() == 2) {
+        if (hint == "swizzle" && shape.size() == 2) {
             auto mode = layout::Layout::widest_swizzle(shape[0], shape[1], bits);
             if (auto L = layout::Layout::swizzled(shape[0], shape[1], bits, mode)) return *L;
             return row_major;

@@ -155,7 +155,7 @@ TEST_CASE("lower: flash attention's alpha[BM] rescales o[BM, D] from the reducin
         for (const char* n : {"s", "o", "m", "l", "alpha"}) REQUIRE(by_name.count(n));
         const auto &s = *by_name["s"], &o = *by_name["o"], &alpha = *by_name["alpha"], &m = *by_name["m"];
         INFO("s " << s.str() << "\no " << o.str() << "\nalpha " << alpha.str());
-        CHECK(s.shape() != o.shape());
+        if (std::string(name) == "attn_fwd") CHECK(s.shape() != o.shape());  // [64, 64] and [64, 128]
         CHECK(s.reduce_dim(1)->same_slots(m));
         CHECK(alpha.same_slots(m));
         // o's rows are where alpha's are: its reduction over D is alpha's layout.

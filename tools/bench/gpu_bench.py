@@ -104,15 +104,19 @@ def main():
     torch.manual_seed(0)
     h = torch.float16
 
-    # GEMM f16, C = A @ B, row-major (gemm_f16_cuda(stream, A, B, C, M, K, N)).
-    gemm = entry("gemm_f16_cuda", P, P, P, I64, I64, I64)
-    for (M, N, K) in ([(1024, 1024, 1024)] if args.quick else [(2048, 2048, 2048), (4096, 4096, 4096), (4000, 3000, 1000)]):
-        A = torch.randn(M, K, device="cuda", dtype=h)
-        B = torch.randn(K, N, device="cuda", dtype=h)
-        C = torch.empty(M, N, device="cuda", dtype=h)
-        run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K: gemm(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
-        run.out = C
-        case(f"gemm_f16 {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", 1e-2)
+    # GEMM f16 and bf16, C = A @ B, row-major (gemm_T_cuda(stream, A, B, C, M, K, N)), at the
+    # sizes of issue 11: square 4096 and 8192, and a short K (M = N = 8192, K = 512).
+    gemm_sizes = [(1024, 1024, 1024)] if args.quick else [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 512)]
+    for tname, dt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        gemm = entry(f"gemm_{tname}_cuda", P, P, P, I64, I64, I64)
+        for (M, N, K) in gemm_sizes:
+            A = torch.randn(M, K, device="cuda", dtype=dt)
+            B = torch.randn(K, N, device="cuda", dtype=dt)
+            C = torch.empty(M, N, device="cuda", dtype=dt)
+            run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K, gemm=gemm: gemm(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
+            run.out = C
+            case(f"gemm_{tname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s",
+                 1e-2 if tname == "f16" else 2e-2)
 
     # Softmax f16 along rows (softmax_f16_cuda(stream, X, Y, M, N)).
     softmax = entry("softmax_f16_cuda", P, P, I64, I64)
@@ -123,20 +127,23 @@ def main():
         run.out = Y
         case(f"softmax_f16 {M}x{N}", run, lambda X=X: torch.softmax(X, dim=-1), 2.0 * M * N * 2, "GB/s", 1e-2)
 
-    # Flash attention f16, [B, H, S, D] (attn_fwd_cuda / attn_fwd_causal_cuda(stream, Q, K, V, O, B, H, S, scale)).
-    for causal in (False, True):
-        attn = entry("attn_fwd_causal_cuda" if causal else "attn_fwd_cuda", P, P, P, P, I64, I64, I64, F32)
-        for (Bn, H, S, D) in ([(1, 4, 512, 128)] if args.quick else [(2, 16, 2048, 128), (1, 16, 4096, 128)]):
-            q, k, v = (torch.randn(Bn, H, S, D, device="cuda", dtype=h) for _ in range(3))
-            o = torch.empty_like(q)
-            scale = 1.0 / math.sqrt(D)
-            run = lambda s, q=q, k=k, v=v, o=o, Bn=Bn, H=H, S=S, scale=scale, attn=attn: attn(
-                s, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), Bn, H, S, scale)
-            run.out = o
-            ref = lambda q=q, k=k, v=v, scale=scale, causal=causal: F.scaled_dot_product_attention(
-                q, k, v, is_causal=causal, scale=scale)
-            flops = 4.0 * Bn * H * S * S * D * (0.5 if causal else 1.0)
-            case(f"attn_fwd{'_causal' if causal else ''} B={Bn} H={H} S={S} D={D}", run, ref, flops, "TFLOP/s", 2e-2)
+    # Flash attention f16 forward, [B, H, S, D] (attn_fwd[_causal][_d64]_cuda(stream, Q, K, V, O,
+    # B, H, S, scale)) at issue 11's B = 8, H = 16, S = 4096, D = 64 and 128, causal and not.
+    for D in (64, 128):
+        for causal in (False, True):
+            name = "attn_fwd" + ("_causal" if causal else "") + ("_d64" if D == 64 else "")
+            attn = entry(name + "_cuda", P, P, P, P, I64, I64, I64, F32)
+            for (Bn, H, S) in ([(1, 4, 512)] if args.quick else [(8, 16, 4096)]):
+                q, k, v = (torch.randn(Bn, H, S, D, device="cuda", dtype=h) for _ in range(3))
+                o = torch.empty_like(q)
+                scale = 1.0 / math.sqrt(D)
+                run = lambda s, q=q, k=k, v=v, o=o, Bn=Bn, H=H, S=S, scale=scale, attn=attn: attn(
+                    s, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), Bn, H, S, scale)
+                run.out = o
+                ref = lambda q=q, k=k, v=v, scale=scale, causal=causal: F.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal, scale=scale)
+                flops = 4.0 * Bn * H * S * S * D * (0.5 if causal else 1.0)
+                case(f"{name} B={Bn} H={H} S={S} D={D}", run, ref, flops, "TFLOP/s", 2e-2)
 
     print(f"gpu bench: {'FAILED ' + str(failed) if failed else 'done'}")
     return 1 if failed else 0
