@@ -50,6 +50,10 @@ struct CpuOptions {
 std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                        DiagnosticEngine& diags);
 
+// Reports an LLVM fatal error through the handler every backend installs (an internal
+// compiler error, exit status 2); for the test of that handler (--debug-llvm-fatal-error).
+[[noreturn]] void debug_llvm_fatal_error();
+
 // The entry-point symbol of an export for the CPU backend: NAME_cpu.
 std::string cpu_entry_name(const ir::PrimFunc& f);
 

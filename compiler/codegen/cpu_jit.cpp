@@ -20,6 +20,7 @@
 #include <mutex>
 
 #include "codegen/cpu_backend.h"
+#include "codegen/module_output.h"
 #include "tile/runtime.h"
 
 namespace tilec::codegen {
@@ -69,6 +70,7 @@ llvm::Type* c_arg_type(llvm::LLVMContext& ctx, ir::DataType t) {
 }  // namespace
 
 std::unique_ptr<CpuJit> CpuJit::load(const std::string& object, std::string& error) {
+    install_llvm_fatal_error_handler();
     static std::once_flag init;
     std::call_once(init, [] {
         llvm::InitializeNativeTarget();

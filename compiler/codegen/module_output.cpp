@@ -7,8 +7,16 @@
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/ErrorHandling.h>
+#include <llvm/Support/Signals.h>
 #include <llvm/Support/raw_ostream.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "codegen/cpu_backend.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
@@ -22,8 +30,41 @@ void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context) {
     static_cast<std::string*>(context)->append(text + "\n");
 }
 
+namespace {
+
+// LLVM's fatal errors ("LLVM ERROR: ...", then exit(1) or abort) are tilec's bugs, never
+// the input's: they are reported as internal errors with exit status 2. The handler must
+// not return, and cannot throw InternalError through LLVM's frames (built without
+// exceptions), so it leaves the process itself.
+void on_llvm_fatal_error(void*, const char* reason, bool) {
+    std::fflush(nullptr);
+    std::string text = std::string("tilec: internal compiler error: LLVM: ") + reason +
+                       "\nThis is a bug in tilec, not in your kernel; please report it with the input.\n";
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    llvm::sys::RunInterruptHandlers();  // removes the files LLVM was writing
+    std::_Exit(2);
+}
+
+}  // namespace
+
+void install_llvm_fatal_error_handler() {
+    static std::once_flag once;
+    std::call_once(once, [] { llvm::install_fatal_error_handler(on_llvm_fatal_error, nullptr); });
+}
+
+void debug_llvm_fatal_error() {
+    install_llvm_fatal_error_handler();
+    llvm::report_fatal_error("deliberate fatal error (--debug-llvm-fatal-error)");
+}
+
 BackendModule::BackendModule(const std::string& name, const std::string& triple, const llvm::TargetMachine& tm)
     : module(name, context) {
+    install_llvm_fatal_error_handler();
     context.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
     module.setSourceFileName(name);
     module.setTargetTriple(triple);

@@ -21,6 +21,11 @@ namespace tilec::codegen {
 // backend's LLVM errors are its bugs: checked with check_llvm_errors.
 void on_llvm_diagnostic(const llvm::DiagnosticInfo* info, void* context);
 
+// From the first call on, an LLVM fatal error prints an internal compiler error (no
+// source location: it is tilec's bug) and exits with status 2 instead of LLVM's exit 1
+// or abort. BackendModule calls it; code that uses LLVM without one calls it first.
+void install_llvm_fatal_error_handler();
+
 // One compilation's LLVM context and module, set up for `tm`: the module named after the
 // source (`name`), with `triple` and tm's data layout; LLVM's error diagnostics go to
 // llvm_errors (on_llvm_diagnostic). Never copied or moved: the context's handler holds

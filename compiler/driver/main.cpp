@@ -10,6 +10,9 @@
 #include <iostream>
 #include <sstream>
 
+#ifdef TILEC_WITH_LLVM
+#include "codegen/cpu_backend.h"
+#endif
 #include "driver/opt.h"
 #include "driver/pipeline.h"
 #include "driver/run.h"
@@ -134,6 +137,7 @@ struct Args {
     bool time_passes = false;
     bool no_verify = false;
     bool debug_ice = false;
+    bool debug_llvm_fatal = false;
     std::vector<std::string> ptxas_args;
     bool verbose_resources = false;
 };
@@ -222,6 +226,8 @@ int run(int argc, char** argv) {
     app.add_flag("--no-verify", a.no_verify, "Skip the IR verifier between passes (for debugging the compiler)");
     // Hidden: makes a pass raise an internal error, to test how tilec reports its own bugs.
     app.add_flag("--debug-internal-error", a.debug_ice)->group("");
+    // Hidden: makes LLVM report a fatal error, to test that it is an internal error too.
+    app.add_flag("--debug-llvm-fatal-error", a.debug_llvm_fatal)->group("");
     app.set_version_flag("--version", std::string("tilec ") + TILEC_VERSION);
     app.footer("Exit status: 0 success, 1 errors in the input, 2 internal compiler error.\n"
                "Docs: docs/cli.md (options), docs/language.md (the language).");
@@ -294,6 +300,10 @@ int run(int argc, char** argv) {
                   << "Run 'tilec --help' for the options.\n";
         return 1;
     }
+
+#ifdef TILEC_WITH_LLVM
+    if (a.debug_llvm_fatal) tilec::codegen::debug_llvm_fatal_error();
+#endif
 
     tilec::driver::Options opt;
     opt.inputs = a.inputs;
