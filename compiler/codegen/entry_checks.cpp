@@ -12,6 +12,7 @@
 
 #include "codegen/int_arith.h"
 #include "ir/printer.h"
+#include "ir/size_rules.h"
 #include "ir/visitor.h"
 
 namespace tilec::codegen {
@@ -30,20 +31,6 @@ llvm::Type* entry_arg_type(llvm::LLVMContext& ctx, DataType t) {
     if (t.is_integer()) return llvm::Type::getIntNTy(ctx, t.bits == 4 ? 8 : t.bits);
     if (t.kind == ir::TypeKind::Float && t.bits == 64) return llvm::Type::getDoubleTy(ctx);
     return llvm::Type::getFloatTy(ctx);
-}
-
-// The floor divisions inside a shape expression, innermost first (so each one's operands
-// are checked before they are used).
-void collect_divisions(const ir::Expr& e, std::vector<const ir::BinaryNode*>& out) {
-    if (auto* bin = e->as<ir::BinaryNode>()) {
-        collect_divisions(bin->a, out);
-        collect_divisions(bin->b, out);
-        if (bin->op == ir::BinaryOp::FloorDiv) out.push_back(bin);
-    } else if (auto* u = e->as<ir::UnaryNode>()) {
-        collect_divisions(u->a, out);
-    } else if (auto* c = e->as<ir::CastNode>()) {
-        collect_divisions(c->value, out);
-    }
 }
 
 // Size arithmetic as an entry point evaluates it: in i64, every +, - and * checked for
@@ -233,7 +220,7 @@ CheckedArguments emit_argument_checks(ModuleState& ms, FunctionLowering& fl, llv
             std::string why = " (dimension " + std::to_string(d) + " of " + p.buffer->name + " is " +
                               escape_percent(ir::print(e)) + ")";
             std::vector<const ir::BinaryNode*> divs;
-            if (derived) collect_divisions(e, divs);
+            if (derived) divs = ir::floor_divisions(e);
             for (auto* div : divs) {
                 std::string num_text = escape_percent(ir::print(div->a));
                 llvm::Value* num = checked_size(div->a, num_text, why);

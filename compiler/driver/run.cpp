@@ -26,6 +26,9 @@
 #include "frontend/frontend.h"
 #include "interp/interp.h"
 #include "ir/pass.h"
+#include "ir/printer.h"
+#include "ir/size_rules.h"
+#include "scalar/scalar.h"
 #include "support/diagnostics.h"
 #include "transform/simplify.h"
 #ifdef TILEC_WITH_LLVM
@@ -88,6 +91,136 @@ std::optional<int64_t> eval_index(const ir::Expr& e, const transform::RangeMap& 
     auto b = transform::bound_of(e, known);
     if (b.is_point()) return b.min;
     return ir::as_const_int(transform::simplify(e, known));
+}
+
+// A size expression's value in int64 as an entry point computes it: whether some step
+// overflowed or divided by zero, or (known = false) whether it is not a function of the
+// sizes at all.
+struct SizeValue {
+    int64_t value = 0;
+    bool overflow = false;
+    bool zero_divisor = false;
+    bool known = true;
+};
+
+SizeValue eval_size(const ir::Expr& e, const std::map<const ir::VarNode*, int64_t>& sizes,
+                    const transform::RangeMap& known) {
+    SizeValue out;
+    auto* bin = e->as<ir::BinaryNode>();
+    if (auto* v = e->as<ir::VarNode>(); v && sizes.count(v)) {
+        out.value = sizes.at(v);
+    } else if (auto c = ir::as_const_int(e)) {
+        out.value = *c;
+    } else if (bin && e->type.is_int() && e->type.bits == 64) {
+        SizeValue a = eval_size(bin->a, sizes, known), b = eval_size(bin->b, sizes, known);
+        out.known = a.known && b.known;
+        out.overflow = a.overflow || b.overflow;
+        out.zero_divisor = a.zero_divisor || b.zero_divisor;
+        switch (bin->op) {
+        case ir::BinaryOp::Add: out.overflow |= __builtin_add_overflow(a.value, b.value, &out.value); break;
+        case ir::BinaryOp::Sub: out.overflow |= __builtin_sub_overflow(a.value, b.value, &out.value); break;
+        case ir::BinaryOp::Mul: out.overflow |= __builtin_mul_overflow(a.value, b.value, &out.value); break;
+        case ir::BinaryOp::FloorDiv:
+        case ir::BinaryOp::FloorMod:
+            if (b.value == 0) {
+                out.zero_divisor = true;
+            } else if (a.value == INT64_MIN && b.value == -1) {
+                out.overflow |= bin->op == ir::BinaryOp::FloorDiv;
+            } else {
+                out.value = bin->op == ir::BinaryOp::FloorDiv
+                                ? scalar::floor_div_i64(a.value, b.value)
+                                : a.value - scalar::floor_div_i64(a.value, b.value) * b.value;
+            }
+            break;
+        default: {
+            auto v = eval_index(e, known);
+            out.known = v.has_value();
+            out.value = v.value_or(0);
+        }
+        }
+    } else {
+        auto v = eval_index(e, known);
+        out.known = v.has_value();
+        out.value = v.value_or(0);
+    }
+    return out;
+}
+
+// The rules about sizes that NAME_cpu checks before running (codegen/entry_checks.h, in
+// its order and words), checked before the tensors are allocated: the simulator runs no
+// entry point, and neither can allocate what they refuse. Each error is at the tensor's
+// or the kernel's declaration.
+bool check_entry_sizes(const ir::PrimFunc& f, const std::map<const ir::VarNode*, int64_t>& sizes,
+                       const transform::RangeMap& known, DiagnosticEngine& diags) {
+    auto value = [&](const ir::Expr& e, const std::string& what, const std::string& why, SourceLoc loc,
+                     int64_t& v) {
+        SizeValue r = eval_size(e, sizes, known);
+        if (!r.known)
+            diags.error(loc, "cannot evaluate " + what + why + " from the sizes given");
+        else if (r.zero_divisor)
+            diags.error(loc, what + " divides by zero" + why);
+        else if (r.overflow)
+            diags.error(loc, what + " overflows int64" + why);
+        v = r.value;
+        return r.known && !r.zero_divisor && !r.overflow;
+    };
+    for (auto& p : f.params) {
+        if (p.kind != ir::ParamKind::Tensor) continue;
+        const ir::BufferNode& buf = *p.buffer;
+        std::vector<int64_t> dims;
+        for (size_t d = 0; d < buf.rank(); ++d) {
+            const ir::Expr& e = buf.shape[d];
+            std::string text = ir::print(e);
+            std::string why = " (dimension " + std::to_string(d) + " of " + buf.name + " is " + text + ")";
+            for (const ir::BinaryNode* div : ir::floor_divisions(e)) {
+                std::string num_text = ir::print(div->a), den_text = ir::print(div->b);
+                int64_t num = 0, den = 0;
+                if (!value(div->a, num_text, why, buf.loc, num) ||
+                    !value(div->b, den_text, why, buf.loc, den))
+                    return false;
+                std::string multiple =
+                    num_text + " = " + std::to_string(num) + " must be a multiple of " +
+                    (ir::as_const_int(div->b) ? den_text : den_text + " = " + std::to_string(den));
+                if (den <= 0) {
+                    diags.error(buf.loc, den_text + " = " + std::to_string(den) + " must be positive" + why);
+                    return false;
+                }
+                if (num % den != 0) {
+                    diags.error(buf.loc, multiple + why);
+                    return false;
+                }
+            }
+            int64_t v = 0;
+            if (!value(e, text, why, buf.loc, v)) return false;
+            if (v < 0) {
+                diags.error(buf.loc, text + " = " + std::to_string(v) + " is negative" + why);
+                return false;
+            }
+            dims.push_back(v);
+        }
+        int64_t bytes = std::max(1, buf.dtype.bits / 8);
+        bool overflow = false, empty = false;
+        for (int64_t d : dims) {
+            overflow |= __builtin_mul_overflow(bytes, d, &bytes);
+            empty |= d == 0;
+        }
+        if (overflow && !empty) {
+            diags.error(buf.loc, "tensor " + buf.name + " " + shape_str(buf.dtype, dims) +
+                                     " has more bytes than int64 can count");
+            return false;
+        }
+    }
+    static const char* axis[3] = {"x", "y", "z"};
+    for (size_t d = 0; d < f.grid.size() && d < 3; ++d) {
+        std::string what = std::string("the grid's ") + axis[d] + " extent (" + ir::print(f.grid[d]) + ")";
+        int64_t v = 0;
+        if (!value(f.grid[d], what, "", f.loc, v)) return false;
+        if (v < 0) {
+            diags.error(f.loc, what + " = " + std::to_string(v) + " is negative");
+            return false;
+        }
+    }
+    return true;
 }
 
 bool is_var(const ir::Expr& e, const ir::VarNode* v) {
@@ -521,6 +654,11 @@ int run_kernel(const RunOptions& options) {
     }
 
     // 4. Tensors: shapes and strides from the sizes, seeded contents; outputs poisoned.
+    {
+        std::map<const ir::VarNode*, int64_t> by_var;
+        for (size_t i = 0; i < size_params.size(); ++i) by_var[size_params[i]->var.get()] = size_values[i];
+        if (!check_entry_sizes(f, by_var, known, diags)) return 1;
+    }
     std::vector<BoundTensor> tensors;
     SplitMix64 rng(options.seed);
     for (auto* p : tensor_params) {
