@@ -133,8 +133,7 @@ void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::stri
         llvm::Value* st = b.CreateCall(ms.tile_cpu_check_options(), {fn->getArg(0), ms.c_string(entry_name)});
         auto* fail = llvm::BasicBlock::Create(ctx, "bad_options", fn);
         auto* cont = llvm::BasicBlock::Create(ctx, "options_ok", fn);
-        b.CreateCondBr(b.CreateICmpEQ(st, b.getInt32(0)), cont, fail,
-                       llvm::MDBuilder(ctx).createLikelyBranchWeights());
+        b.CreateCondBr(b.CreateICmpEQ(st, b.getInt32(0)), cont, fail, llvm::MDBuilder(ctx).createLikelyBranchWeights());
         b.SetInsertPoint(fail);
         b.CreateRet(st);
         b.SetInsertPoint(cont);

@@ -79,13 +79,11 @@ void verify_module(llvm::Module& m, const std::string& who) {
 }
 
 void check_llvm_errors(const std::string& llvm_errors, const std::string& stage, const std::string& who) {
-    if (!llvm_errors.empty())
-        TILEC_ICE("LLVM failed to " + stage + " the " + who + " module: " + llvm_errors);
+    if (!llvm_errors.empty()) TILEC_ICE("LLVM failed to " + stage + " the " + who + " module: " + llvm_errors);
 }
 
 std::string emit_module(llvm::Module& m, llvm::TargetMachine& tm, std::optional<llvm::CodeGenFileType> kind,
-                        const std::string& who, const std::string& cannot_emit,
-                        const std::string& llvm_errors) {
+                        const std::string& who, const std::string& cannot_emit, const std::string& llvm_errors) {
     std::string out;
     if (!kind) {
         llvm::raw_string_ostream os(out);

@@ -38,8 +38,7 @@ PrimFunc reporting(const PrimFunc& f, const target::GpuTarget& target, PassConte
     try {
         return step();
     } catch (const detail::Unsupported& u) {
-        return report(f, ctx, u.loc,
-                      u.what + " is not supported for GPU targets yet (--target=" + target.name + ")");
+        return report(f, ctx, u.loc, u.what + " is not supported for GPU targets yet (--target=" + target.name + ")");
     } catch (const detail::UserError& e) {
         return report(f, ctx, e.loc, e.message);
     }
@@ -138,26 +137,25 @@ Pass layout_inference(const target::GpuTarget& target) {
 }
 
 Pass lower_tile_ops(const target::GpuTarget& target) {
-    return Pass{
-        "lower-tile-ops", [target](const PrimFunc& f, PassContext& ctx) {
-            if (!expect_level(f, ctx, "lower-tile-ops", FuncLevel::Tile, nullptr)) return f;
-            auto* plan = dynamic_cast<const LayoutPlan*>(f.layouts.get());
-            if (!plan)
-                return report(
-                    f, ctx, f.loc,
-                    "lower-tile-ops needs the layouts of '" + f.name + "' (run layout-inference first)");
-            return reporting(f, target, ctx, [&] { return detail::ThreadLowering(f, target, *plan).run(); });
-        }};
+    return Pass{"lower-tile-ops", [target](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, "lower-tile-ops", FuncLevel::Tile, nullptr)) return f;
+                    auto* plan = dynamic_cast<const LayoutPlan*>(f.layouts.get());
+                    if (!plan)
+                        return report(f, ctx, f.loc,
+                                      "lower-tile-ops needs the layouts of '" + f.name +
+                                          "' (run layout-inference first)");
+                    return reporting(f, target, ctx,
+                                     [&] { return detail::ThreadLowering(f, target, *plan).run(); });
+                }};
 }
 
 Pass plan_shared(const target::GpuTarget& target) {
     return Pass{"plan-shared-memory", [target](const PrimFunc& f, PassContext& ctx) {
-                    if (!expect_level(f, ctx, "plan-shared-memory", FuncLevel::Thread, "lower-tile-ops"))
-                        return f;
+                    if (!expect_level(f, ctx, "plan-shared-memory", FuncLevel::Thread, "lower-tile-ops")) return f;
                     return reporting(f, target, ctx, [&] {
                         detail::FullWritesOf writes = detail::take_full_writes(f.body);
-                        detail::SharedPlan plan = detail::plan_shared_memory(writes.body, writes.full_writes,
-                                                                             target, f.name, f.loc);
+                        detail::SharedPlan plan =
+                            detail::plan_shared_memory(writes.body, writes.full_writes, target, f.name, f.loc);
                         PrimFunc out = f;
                         out.body = plan.body;
                         out.shared_bytes = plan.bytes;
@@ -169,8 +167,7 @@ Pass plan_shared(const target::GpuTarget& target) {
 
 Pass barriers() {
     return Pass{"place-barriers", [](const PrimFunc& f, PassContext& ctx) {
-                    if (!expect_level(f, ctx, "place-barriers", FuncLevel::Thread, "lower-tile-ops"))
-                        return f;
+                    if (!expect_level(f, ctx, "place-barriers", FuncLevel::Thread, "lower-tile-ops")) return f;
                     // Hazards are between byte ranges of the arena, which the plan decides.
                     if (!f.shared_bytes)
                         return report(f, ctx, f.loc,
