@@ -19,7 +19,6 @@
 #include <memory>
 #include <set>
 #include <sstream>
-#include <unordered_set>
 
 #include "driver/pipeline.h"
 #include "driver/run_tensors.h"
@@ -49,6 +48,11 @@ using Clock = std::chrono::steady_clock;
 constexpr double kSlowReferenceSeconds = 10.0;
 // Tensors larger than this are refused (the reference keeps 8 bytes per element too).
 constexpr double kMaxTensorBytes = 16.0 * (1ull << 30);
+// tile_cpu_launch's limit on a grid's blocks (runtime/src/cpu_launch.cpp).
+constexpr int64_t kMaxGridBlocks = int64_t{1} << 62;
+// The most blocks the simulator and the reference interpreter run one by one (the
+// interpreter's limit, interp.cpp); beyond it, --sim-blocks samples them.
+constexpr int64_t kMaxBlocksOneByOne = int64_t{1} << 31;
 
 int option_error(const std::string& message) {
     std::cerr << "tilec: error: " << message << "\n";
@@ -373,20 +377,25 @@ int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const st
 }
 #endif
 
-using BlockFilter = std::function<bool(int64_t x, int64_t y, int64_t z)>;
+using BlockList = std::vector<std::array<int64_t, 3>>;
 
 // --sim-blocks N: N blocks spread over the grid in linear order (x fastest): the first,
 // the last and evenly spaced ones between, so both edges of a ragged grid are seen.
-// Null when every block runs (N is 0 or covers the grid).
-BlockFilter sample_blocks(const std::array<int64_t, 3>& dims, int64_t n) {
-    const int64_t total = dims[0] * dims[1] * dims[2];
-    if (n <= 0 || n >= total) return nullptr;
-    auto picked = std::make_shared<std::unordered_set<int64_t>>();
-    for (int64_t k = 0; k < n; ++k)
-        picked->insert(n == 1 ? 0
-                              : static_cast<int64_t>(static_cast<__int128>(k) * (total - 1) / (n - 1)));
-    const int64_t gx = dims[0], gy = dims[1];
-    return [picked, gx, gy](int64_t x, int64_t y, int64_t z) { return picked->count(x + gx * (y + gy * z)) > 0; };
+// Empty when every block runs (N is 0 or covers the grid). A list, not a filter asked
+// about every block, so that the cost does not grow with the grid. `total` is the
+// product of `dims` (the caller checked it).
+BlockList sample_blocks(const std::array<int64_t, 3>& dims, int64_t total, int64_t n) {
+    if (n <= 0 || n >= total) return {};
+    BlockList picked;
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t linear = n == 1 ? 0 : static_cast<int64_t>(static_cast<__int128>(k) * (total - 1) / (n - 1));
+        if (!picked.empty()) {
+            auto& last = picked.back();
+            if (last[0] + dims[0] * (last[1] + dims[1] * last[2]) == linear) continue;
+        }
+        picked.push_back({linear % dims[0], linear / dims[0] % dims[1], linear / (dims[0] * dims[1])});
+    }
+    return picked;
 }
 
 #ifdef TILEC_WITH_LLVM
@@ -399,7 +408,7 @@ BlockFilter sample_blocks(const std::array<int64_t, 3>& dims, int64_t n) {
 int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const RunOptions& options,
                      const SourceManager& sources, DiagnosticEngine& diags, const std::vector<BoundTensor>& tensors,
                      const std::vector<int64_t>& size_values, const std::vector<BoundScalar>& scalars,
-                     const BlockFilter& sampled, int64_t grid_blocks, std::vector<HostTensor>& results,
+                     const BlockList& sampled, int64_t grid_blocks, std::vector<HostTensor>& results,
                      std::vector<std::string>& problems) {
     auto l0 = Clock::now();
     auto thread = lower::lower_to_thread_level(f, gpu, &diags);  // verify-thread-level included
@@ -413,7 +422,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     for (auto& s : scalars) sa.scalars.push_back(s.value);
     sim::Options so;
     so.target = &gpu;
-    so.block_filter = sampled;
+    so.blocks = sampled;
     auto s0 = Clock::now();
     sim::Result sr = sim::run(*thread, sa, so);
     double sim_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
@@ -429,7 +438,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     std::cout << "simulator: " << fmt_seconds(sim_seconds) << " (" << sr.blocks_run
               << (sr.blocks_run == 1 ? " block" : " blocks") << " of " << f.threads << " threads, warp "
               << sr.warp_size;
-    if (sampled) std::cout << "; sampled from the grid's " << grid_blocks << " by --sim-blocks";
+    if (!sampled.empty()) std::cout << "; sampled from the grid's " << grid_blocks << " by --sim-blocks";
     std::cout << ")" << std::endl;
     // The findings, as errors at their lines (each site once, with its count).
     try {
@@ -740,13 +749,29 @@ int run_kernel(const RunOptions& options) {
 
     std::array<int64_t, 3> grid_dims{1, 1, 1};
     for (size_t d = 0; d < f.grid.size() && d < 3; ++d) grid_dims[d] = eval_index(f.grid[d], known).value_or(1);
-    const int64_t grid_blocks = grid_dims[0] * grid_dims[1] * grid_dims[2];
-    const BlockFilter sampled = sample_blocks(grid_dims, options.sim_blocks);
+    // As tile_cpu_launch refuses (its block counters), and before anything loops over them.
+    int64_t grid_blocks = 0;
+    if (__builtin_mul_overflow(grid_dims[0], grid_dims[1], &grid_blocks) ||
+        __builtin_mul_overflow(grid_blocks, grid_dims[2], &grid_blocks) || grid_blocks > kMaxGridBlocks) {
+        diags.error(f.loc, "the grid (" + std::to_string(grid_dims[0]) + ", " + std::to_string(grid_dims[1]) + ", " +
+                               std::to_string(grid_dims[2]) + ") has more than 2^62 blocks");
+        return 1;
+    }
+    const BlockList sample = sample_blocks(grid_dims, grid_blocks, options.sim_blocks);
+    const bool sampled = !sample.empty();
+    // The simulator and the reference run blocks one after another: a grid beyond 2^31
+    // of them would take years, and the reference refuses it.
+    if (sim_target && !sampled && grid_blocks > kMaxBlocksOneByOne) {
+        diags.error(f.loc, "the grid has " + std::to_string(grid_blocks) +
+                               " blocks, more than the simulator runs one by one (2^31); sample some with "
+                               "--sim-blocks N");
+        return 1;
+    }
 
     std::vector<std::string> problems;
     std::vector<HostTensor> results;  // what the kernel wrote, per in-out and out tensor
     if (sim_target) {
-        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, sampled,
+        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, sample,
                                   grid_blocks, results, problems);
         if (rc != 0) return rc;
     } else {
@@ -842,16 +867,15 @@ int run_kernel(const RunOptions& options) {
         ra.tensors = std::move(ref_tensors);
         ra.sizes = size_values;
         for (auto& s : scalars) ra.scalars.push_back(s.value);
-        int64_t blocks = 1;
-        for (auto& g : f.grid) blocks *= eval_index(g, known).value_or(1);
+        int64_t blocks = grid_blocks;
         interp::RunOptions ro;
         ro.print_stream = &std::cout;
         // After the first block, an estimate of the whole run; a note if it is long.
         int64_t started = 0;
         Clock::time_point r0;
-        if (sampled) blocks = std::min(blocks, options.sim_blocks);
-        ro.block_filter = [&](int64_t x, int64_t y, int64_t z) {
-            if (sampled && !sampled(x, y, z)) return false;
+        if (sampled) blocks = static_cast<int64_t>(sample.size());
+        ro.blocks = sample;
+        ro.block_filter = [&](int64_t, int64_t, int64_t) {
             if (++started == 2) {
                 double one_block = std::chrono::duration<double>(Clock::now() - r0).count();
                 double estimate = one_block * static_cast<double>(blocks);
@@ -907,7 +931,7 @@ int run_kernel(const RunOptions& options) {
         Tolerance tol = default_tolerance(t.dtype);
         if (options.rtol) tol.rtol = *options.rtol;
         if (options.atol) tol.atol = *options.atol;
-        Comparison c = compare(got, ref_tensors[i], tol, sampled != nullptr);
+        Comparison c = compare(got, ref_tensors[i], tol, sampled);
         total_compared += c.compared;
         std::cout << c.compared << " elements compared, max abs error " << fmt_double(c.max_abs, "%.3g")
                   << ", max rel error " << fmt_double(c.max_rel, "%.3g") << " (rtol "

@@ -76,6 +76,9 @@ struct RunOptions {
     bool check_uninitialized = true;
     // When set, only the blocks it accepts run (e.g. the edges of a large grid).
     std::function<bool(int64_t x, int64_t y, int64_t z)> block_filter;
+    // When not empty, only these blocks run, in this order (each inside the grid; then
+    // block_filter is asked about these alone, and the grid may exceed 2^31 blocks).
+    std::vector<std::array<int64_t, 3>> blocks;
 };
 
 struct Result {

@@ -142,21 +142,29 @@ void Executor::run(interp::RunArgs& args) {
         if (!f_.block_idx[d]) fatal(f_.loc, "missing block index variable");
     size_t block_slot = uniform_.size();
     for (int d = 0; d < 3; ++d) uniform_.emplace_back(f_.block_idx[d].get(), Value::of_int(0));
+    auto run_block = [&](int64_t x, int64_t y, int64_t z) {
+        if (opt_.block_filter && !opt_.block_filter(x, y, z)) return;
+        block_ = {x, y, z};
+        for (int d = 0; d < 3; ++d) uniform_[block_slot + d].second = Value::of_int(block_[d]);
+        epoch_ = 1;
+        shared_top_ = 0;
+        arena_.reset();
+        instances_.assign(1, Instance{nullptr, 0, 1});
+        exec(f_.body, all_);
+        flush();
+        ++res_.blocks_run;
+    };
+    for (auto& b : opt_.blocks)
+        for (int d = 0; d < 3; ++d)
+            if (b[d] < 0 || b[d] >= dims[d]) fatal(f_.loc, "a block asked for is outside the grid");
     try {
-        for (int64_t z = 0; z < dims[2]; ++z)
-            for (int64_t y = 0; y < dims[1]; ++y)
-                for (int64_t x = 0; x < dims[0]; ++x) {
-                    if (opt_.block_filter && !opt_.block_filter(x, y, z)) continue;
-                    block_ = {x, y, z};
-                    for (int d = 0; d < 3; ++d) uniform_[block_slot + d].second = Value::of_int(block_[d]);
-                    epoch_ = 1;
-                    shared_top_ = 0;
-                    arena_.reset();
-                    instances_.assign(1, Instance{nullptr, 0, 1});
-                    exec(f_.body, all_);
-                    flush();
-                    ++res_.blocks_run;
-                }
+        if (!opt_.blocks.empty()) {
+            for (auto& b : opt_.blocks) run_block(b[0], b[1], b[2]);
+        } else {
+            for (int64_t z = 0; z < dims[2]; ++z)
+                for (int64_t y = 0; y < dims[1]; ++y)
+                    for (int64_t x = 0; x < dims[0]; ++x) run_block(x, y, z);
+        }
     } catch (const TooManyIssues&) {
         accesses_.clear();
     }
