@@ -5,11 +5,14 @@
 #include "driver/run.h"
 
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +20,7 @@
 #include <map>
 #include <functional>
 #include <memory>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -318,54 +322,75 @@ struct BoundTensor {
 };
 
 #ifdef TILEC_WITH_LLVM
-// A compiled kernel that crashes (an access far out of bounds: the code does not check
-// them, the reference does) must not look like a crash of tilec: while it runs, fatal
-// signals print what happened and exit with status 1. A signal handler can only reach
-// process-wide state, hence the one static message.
-char crash_entry[256];
+// A compiled kernel that goes wrong (an access far out of bounds: the code does not check
+// them, the reference does) must not look like a crash of tilec, nor take tilec with it:
+// a write far out of bounds that lands in tilec's heap would only show later, as a
+// "double free" or a crash anywhere. So the kernel runs in a child process, on tensors
+// in memory shared with tilec (SharedTensors), and tilec reads what happened from the
+// child's exit (run_isolated).
 
-void write_all(const char* s) {
-    size_t n = std::strlen(s);
-    while (n > 0) {
-        ssize_t w = ::write(STDERR_FILENO, s, n);
-        if (w <= 0) return;
-        s += w;
-        n -= static_cast<size_t>(w);
-    }
-}
-
-extern "C" void on_kernel_crash(int sig) {
-    const char* name = sig == SIGSEGV  ? "SIGSEGV, a bad memory access"
-                       : sig == SIGBUS ? "SIGBUS, a bad memory access"
-                       : sig == SIGFPE ? "SIGFPE, an arithmetic trap"
-                                       : "SIGILL, an illegal instruction";
-    write_all("tilec: error: the compiled kernel crashed in ");
-    write_all(crash_entry);
-    write_all(" (");
-    write_all(name);
-    write_all("); the reference interpreter, which checks every access, was not run\n");
-    _exit(1);
-}
-
-class CrashGuard {
+// Each tensor's bytes (its span, then the guard) in a shared mapping of their own,
+// followed by an inaccessible page, so that a write past the guard faults in the child
+// rather than reaching another tensor.
+class SharedTensors {
 public:
-    explicit CrashGuard(const std::string& entry) {
-        std::snprintf(crash_entry, sizeof crash_entry, "%s", entry.c_str());
-        struct sigaction sa {};
-        sa.sa_handler = on_kernel_crash;
-        sigemptyset(&sa.sa_mask);
-        for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    explicit SharedTensors(std::vector<BoundTensor>& tensors) : tensors_(tensors) {
+        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        for (auto& t : tensors) {
+            size_t bytes = t.host.bytes.size();
+            size_t mapped = (bytes + page - 1) / page * page + page;
+            void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) {
+                ok_ = false;
+                return;
+            }
+            maps_.push_back({static_cast<unsigned char*>(p), mapped});
+            mprotect(static_cast<unsigned char*>(p) + mapped - page, page, PROT_NONE);
+            if (bytes) std::memcpy(p, t.host.bytes.data(), bytes);
+        }
     }
-    ~CrashGuard() {
-        for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    ~SharedTensors() {
+        for (auto& m : maps_) munmap(m.first, m.second);
     }
-    CrashGuard(const CrashGuard&) = delete;
-    CrashGuard& operator=(const CrashGuard&) = delete;
+    SharedTensors(const SharedTensors&) = delete;
+    SharedTensors& operator=(const SharedTensors&) = delete;
+
+    bool ok() const { return ok_; }
+    void* data(size_t i) { return maps_.at(i).first; }
+    // What the kernel left in the shared memory, back into the tensors.
+    void copy_back() {
+        for (size_t i = 0; i < maps_.size(); ++i)
+            if (!tensors_[i].host.bytes.empty())
+                std::memcpy(tensors_[i].host.bytes.data(), maps_[i].first, tensors_[i].host.bytes.size());
+    }
 
 private:
-    static constexpr std::array<int, 4> kSignals = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-    std::array<struct sigaction, 4> old_{};
+    std::vector<BoundTensor>& tensors_;
+    std::vector<std::pair<unsigned char*, size_t>> maps_;
+    bool ok_ = true;
 };
+
+// What a child process that ran the compiled entry reports.
+struct IsolatedRun {
+    int signal = 0;     // the signal that ended the child, or 0
+    int exit_code = 0;  // its exit status when no signal ended it (0: it reported)
+    int status = 0;     // the first failing call's tile_status, or 0
+    int failed_run = 0; // which call failed (0-based)
+    double best = 0;    // the fastest call's seconds
+    std::string message;  // tile_last_error() of the failing call
+};
+
+// Why a child died, in words.
+std::string signal_words(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV, a bad memory access";
+    case SIGBUS: return "SIGBUS, a bad memory access";
+    case SIGFPE: return "SIGFPE, an arithmetic trap";
+    case SIGILL: return "SIGILL, an illegal instruction";
+    case SIGABRT: return "SIGABRT, an abort, such as the C library finding its heap corrupted";
+    default: return "signal " + std::to_string(sig);
+    }
+}
 
 // Runs the compiled entry once; returns its status and the wall time.
 int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const std::vector<void*>& args,
@@ -374,6 +399,82 @@ int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const st
     int status = entry(&opt, args.data());
     seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return status;
+}
+
+// Calls the compiled entry `runs` times in a child process (stopping at the first
+// failure) and reports how that went; tensors must be in SharedTensors' memory.
+IsolatedRun run_isolated(codegen::PackedEntry entry, const tile_cpu_options& opt, const std::vector<void*>& args,
+                         int runs) {
+    struct Report {
+        int status;
+        int failed_run;
+        double best;
+        char message[2048];
+    };
+    IsolatedRun out;
+    void* mem = mmap(nullptr, sizeof(Report), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        out.exit_code = -1;
+        return out;
+    }
+    auto* report = new (mem) Report{0, 0, 0.0, {0}};
+    std::cout.flush();
+    std::fflush(nullptr);  // or the child would write what is buffered a second time
+    pid_t pid = fork();
+    if (pid == 0) {
+        double best = 0;
+        for (int r = 0; r < runs; ++r) {
+            double s = 0;
+            tile_clear_error();
+            int status = call_entry(entry, opt, args, s);
+            if (status != 0) {
+                report->status = status;
+                report->failed_run = r;
+                std::snprintf(report->message, sizeof report->message, "%s", tile_last_error());
+                break;
+            }
+            best = r == 0 ? s : std::min(best, s);
+        }
+        report->best = best;
+        std::fflush(nullptr);
+        _exit(0);
+    }
+    int ws = 0;
+    if (pid < 0) {
+        out.exit_code = -1;
+    } else {
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFSIGNALED(ws))
+            out.signal = WTERMSIG(ws);
+        else
+            out.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    }
+    out.status = report->status;
+    out.failed_run = report->failed_run;
+    out.best = report->best;
+    out.message = report->message;
+    munmap(mem, sizeof(Report));
+    return out;
+}
+
+// The verdict on a child that did not report (crashed, or could not be started); 0 when
+// it reported.
+int isolated_failure(const IsolatedRun& run, const std::string& entry_name) {
+    if (run.signal) {
+        std::cerr << "tilec: error: the compiled kernel crashed in " << entry_name << " ("
+                  << signal_words(run.signal)
+                  << "); the reference interpreter, which checks every access, was not run\n";
+        return 1;
+    }
+    if (run.exit_code != 0) {
+        std::cerr << "tilec: error: cannot run " << entry_name << " in a process of its own: "
+                  << (run.exit_code < 0 ? std::string(std::strerror(errno))
+                                        : "it exited with status " + std::to_string(run.exit_code))
+                  << "\n";
+        return 1;
+    }
+    return 0;
 }
 #endif
 
@@ -814,17 +915,19 @@ int run_kernel(const RunOptions& options) {
         }
         tile_cpu_options copts = TILE_CPU_OPTIONS_INIT;
         copts.num_threads = options.threads;
-        double first_seconds = 0;
-        tile_clear_error();
-        std::optional<CrashGuard> crash_guard;
-        crash_guard.emplace(codegen::cpu_entry_name(f));
-        int status = call_entry(entry, copts, args, first_seconds);
-        if (status != 0) {
-            std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed ("
-                      << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
-                      << "\n";
+        SharedTensors shared(tensors);
+        if (!shared.ok()) return option_error("cannot map shared memory for the tensors");
+        for (size_t i = 0, ti = 0; i < f.params.size(); ++i)
+            if (f.params[i].kind == ir::ParamKind::Tensor) tensor_ptrs[i] = shared.data(ti++);
+        const std::string entry_name = codegen::cpu_entry_name(f);
+        IsolatedRun first = run_isolated(entry, copts, args, 1);
+        if (int rc = isolated_failure(first, entry_name)) return rc;
+        if (first.status != 0) {
+            std::cerr << "tilec: error: " << entry_name << " failed ("
+                      << tile_status_string(static_cast<tile_status>(first.status)) << "): " << first.message << "\n";
             return 1;
         }
+        shared.copy_back();
         for (size_t i = 0; i < tensors.size(); ++i) {
             auto& t = tensors[i].host;
             if (!t.guard_intact())
@@ -838,19 +941,18 @@ int run_kernel(const RunOptions& options) {
         // What the checked run wrote; the timed runs write again.
         for (auto& t : tensors)
             if (t.host.access != ir::Access::In) results.push_back(t.host);
-        double best = first_seconds;
-        for (int r = 1; r < options.repeat; ++r) {
-            double s = 0;
-            status = call_entry(entry, copts, args, s);
-            if (status != 0) {
-                std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed on run " << r + 1 << " ("
-                          << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
+        double best = first.best;
+        if (options.repeat > 1) {
+            IsolatedRun timed = run_isolated(entry, copts, args, options.repeat - 1);
+            if (int rc = isolated_failure(timed, entry_name)) return rc;
+            if (timed.status != 0) {
+                std::cerr << "tilec: error: " << entry_name << " failed on run " << timed.failed_run + 2 << " ("
+                          << tile_status_string(static_cast<tile_status>(timed.status)) << "): " << timed.message
                           << "\n";
                 return 1;
             }
-            best = std::min(best, s);
+            best = std::min(best, timed.best);
         }
-        crash_guard.reset();
 
         // The compiled kernel's times now: the reference may take a while.
         std::cout << "compile: " << fmt_seconds(compile_seconds) << "\n";
