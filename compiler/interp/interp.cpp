@@ -119,6 +119,21 @@ std::string Result::str(const SourceManager& sources) const {
     return sources.path(loc.file) + ":" + str();
 }
 
+bool for_each_block(const std::array<int64_t, 3>& dims, const std::vector<std::array<int64_t, 3>>& blocks,
+                    const std::function<void(int64_t x, int64_t y, int64_t z)>& run_block) {
+    for (auto& b : blocks)
+        for (int d = 0; d < 3; ++d)
+            if (b[d] < 0 || b[d] >= dims[d]) return false;
+    if (!blocks.empty()) {
+        for (auto& b : blocks) run_block(b[0], b[1], b[2]);
+        return true;
+    }
+    for (int64_t z = 0; z < dims[2]; ++z)
+        for (int64_t y = 0; y < dims[1]; ++y)
+            for (int64_t x = 0; x < dims[0]; ++x) run_block(x, y, z);
+    return true;
+}
+
 Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
     Result res;
     Machine m(opt);
@@ -170,9 +185,6 @@ Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
                     "grid dimension " + std::to_string(d) + " is negative (" + std::to_string(dims[d]) + ")");
         }
         const int64_t limit = int64_t(1) << 31;
-        for (auto& b : opt.blocks)
-            for (int d = 0; d < 3; ++d)
-                if (b[d] < 0 || b[d] >= dims[d]) fail(f.loc, "a block asked for is outside the grid");
         if (!opt.blocks.empty()) {
             // Only the blocks listed run: the grid's size costs nothing.
         } else if (dims[0] > limit || dims[1] > limit || dims[2] > limit || dims[0] * dims[1] > limit ||
@@ -198,13 +210,7 @@ Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
             m.exec(f.body);
             in_block = false;
         };
-        if (!opt.blocks.empty()) {
-            for (auto& b : opt.blocks) run_block(b[0], b[1], b[2]);
-        } else {
-            for (int64_t z = 0; z < dims[2]; ++z)
-                for (int64_t y = 0; y < dims[1]; ++y)
-                    for (int64_t x = 0; x < dims[0]; ++x) run_block(x, y, z);
-        }
+        if (!for_each_block(dims, opt.blocks, run_block)) fail(f.loc, "a block asked for is outside the grid");
     } catch (const InterpError& e) {
         res.ok = false;
         res.message = e.message;

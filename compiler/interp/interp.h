@@ -100,4 +100,10 @@ struct Result {
 // values). On an error the tensors hold whatever was written before it.
 Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt = {});
 
+// The blocks a run visits (the interpreter's and the simulator's): `blocks` in order
+// when not empty, else every block of a grid of `dims`, x fastest. False, having run
+// nothing, when a listed block is outside the grid.
+bool for_each_block(const std::array<int64_t, 3>& dims, const std::vector<std::array<int64_t, 3>>& blocks,
+                    const std::function<void(int64_t x, int64_t y, int64_t z)>& run_block);
+
 }  // namespace tilec::interp

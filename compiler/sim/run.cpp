@@ -154,17 +154,9 @@ void Executor::run(interp::RunArgs& args) {
         flush();
         ++res_.blocks_run;
     };
-    for (auto& b : opt_.blocks)
-        for (int d = 0; d < 3; ++d)
-            if (b[d] < 0 || b[d] >= dims[d]) fatal(f_.loc, "a block asked for is outside the grid");
     try {
-        if (!opt_.blocks.empty()) {
-            for (auto& b : opt_.blocks) run_block(b[0], b[1], b[2]);
-        } else {
-            for (int64_t z = 0; z < dims[2]; ++z)
-                for (int64_t y = 0; y < dims[1]; ++y)
-                    for (int64_t x = 0; x < dims[0]; ++x) run_block(x, y, z);
-        }
+        if (!interp::for_each_block(dims, opt_.blocks, run_block))
+            fatal(f_.loc, "a block asked for is outside the grid");
     } catch (const TooManyIssues&) {
         accesses_.clear();
     }
