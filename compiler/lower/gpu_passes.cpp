@@ -102,9 +102,11 @@ void check_block_capacity(const PrimFunc& f, const target::GpuTarget& target) {
                     int64_t elem_bytes = std::max(1, b->dtype.bits / 8);
                     if (huge || elements > target.max_shared_bytes / elem_bytes)
                         throw detail::UserError{
-                            op->loc, "shared buffer '" + b->name + "' (" + shape + ") is larger than the " +
-                                         std::to_string(target.max_shared_bytes) +
-                                         " bytes of shared memory a block has on " + target.name};
+                            op->loc, "shared buffer '" + b->name + "' (" + shape + ") needs " +
+                                         (huge ? std::string("more than 2^63")
+                                               : std::to_string(elements * elem_bytes)) +
+                                         " bytes, above the " + std::to_string(target.max_shared_bytes) +
+                                         " bytes of shared memory per block " + target.name + " allows"};
                 }
             }
             ir::IRVisitor::visit_allocate(op);
