@@ -104,7 +104,9 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
         b.SetInsertPoint(oom);
         auto* null = llvm::ConstantPointerNull::get(ptr);
         std::string msg = f.name + "_cpu: out of memory for the buffers of a block";
-        auto* cas = b.CreateAtomicCmpXchg(fl.error_slot, null, ms.c_string(msg), llvm::MaybeAlign(),
+        // The slot's address again: fl.error_slot is computed in `body`, which this block
+        // does not pass through.
+        auto* cas = b.CreateAtomicCmpXchg(field(layout.error_msg), null, ms.c_string(msg), llvm::MaybeAlign(),
                                           llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
         auto* won = llvm::BasicBlock::Create(ctx, "oom.first", fn);
         b.CreateCondBr(b.CreateExtractValue(cas, 1), won, fl.exit_block);

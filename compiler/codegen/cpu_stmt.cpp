@@ -132,7 +132,12 @@ void FunctionLowering::atomic_add_element(const ir::Buffer& b, const std::vector
                                           llvm::Value* reg) {
     const BufferInfo& info = buffer(b);
     DataType t = b->dtype;
-    auto add = [&](llvm::Value* x) { return t.is_float() ? b_.CreateFAdd(x, reg) : b_.CreateAdd(x, reg); };
+    // A narrow float's sum comes as an f64 (lower_atomic_add): the old value widens to it.
+    auto add = [&](llvm::Value* x) {
+        if (!t.is_float()) return b_.CreateAdd(x, reg);
+        if (x->getType() != reg->getType()) x = b_.CreateFPExt(x, reg->getType());
+        return b_.CreateFAdd(x, reg);
+    };
     if (!info.global) {  // one block owns it: a plain read-modify-write
         store_element(b, idx, add(load_element(b, idx)));
         return;

@@ -160,7 +160,16 @@ void FunctionLowering::lower_atomic_add(const ir::AtomicAddNode& s) {
         *this, s.src, s.dst, "atomic_add",
         [&](const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di, bool valid) {
             if (!valid) return;  // the source is a tile: always valid
-            atomic_add_element(s.dst.buffer, di, convert(load_element(s.src.buffer, si), st, dt));
+            llvm::Value* v = load_element(s.src.buffer, si);
+            // Into a narrow float, as the reference does: old + v in f64, rounded once to
+            // the narrow type where it is stored. Rounding v to it first (then the sum
+            // again) gave other bits, e.g. f8e4m3 sums from several blocks.
+            if (is_narrow_float(dt) && st.is_float()) {
+                if (!v->getType()->isDoubleTy()) v = b_.CreateFPExt(v, b_.getDoubleTy());
+            } else {
+                v = convert(v, st, dt);
+            }
+            atomic_add_element(s.dst.buffer, di, v);
         });
 }
 

@@ -3,8 +3,10 @@
 // checks of its arguments, emitted once here so that all three report the same rules in
 // the same order with the same words, named after the entry point:
 //   sizes >= 0; every division in a derived dimension exact (by a positive divisor) and
-//   the dimension >= 0; a tensor NULL only without elements; [GPU] each tensor aligned;
-//   each grid extent >= 0 and [GPU] within the API's limit.
+//   the dimension >= 0; no arithmetic on sizes (derived dimensions, grid extents)
+//   overflowing int64 or dividing by zero; a tensor NULL only without elements; each
+//   tensor's bytes within int64; [GPU] each tensor aligned; each grid extent >= 0 and
+//   [GPU] within the API's limit. A call with no output element runs nothing (below).
 // A failed check returns tile_set_error(TILE_ERROR_INVALID_ARGUMENT, "<entry>: ...").
 // Internal to compiler/codegen (LLVM types through cpu_lowering.h's declarations).
 #pragma once
@@ -40,7 +42,9 @@ struct EntryCheckRules {
 struct CheckedArguments {
     std::vector<llvm::Value*> tensors;  // per parameter: the pointer (tensors) or nullptr
     llvm::Value* grid[3] = {nullptr, nullptr, nullptr};  // i64 extents (1 for absent axes)
-    llvm::Value* empty_grid = nullptr;                   // i1: some extent is 0
+    // i1: nothing to run: no output tensor has an element (in a body without print or
+    // assert), which also lifts the API's grid limit, or some grid extent is 0.
+    llvm::Value* empty_grid = nullptr;
 };
 
 // Emits the checks into `fn` (made by declare_entry_function) at the builder's insertion

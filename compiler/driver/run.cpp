@@ -5,11 +5,14 @@
 #include "driver/run.h"
 
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,15 +20,18 @@
 #include <map>
 #include <functional>
 #include <memory>
+#include <new>
 #include <set>
 #include <sstream>
-#include <unordered_set>
 
 #include "driver/pipeline.h"
 #include "driver/run_tensors.h"
 #include "frontend/frontend.h"
 #include "interp/interp.h"
 #include "ir/pass.h"
+#include "ir/printer.h"
+#include "ir/size_rules.h"
+#include "scalar/scalar.h"
 #include "support/diagnostics.h"
 #include "transform/simplify.h"
 #ifdef TILEC_WITH_LLVM
@@ -46,6 +52,11 @@ using Clock = std::chrono::steady_clock;
 constexpr double kSlowReferenceSeconds = 10.0;
 // Tensors larger than this are refused (the reference keeps 8 bytes per element too).
 constexpr double kMaxTensorBytes = 16.0 * (1ull << 30);
+// tile_cpu_launch's limit on a grid's blocks (runtime/src/cpu_launch.cpp).
+constexpr int64_t kMaxGridBlocks = int64_t{1} << 62;
+// The most blocks the simulator and the reference interpreter run one by one (the
+// interpreter's limit, interp.cpp); beyond it, --sim-blocks samples them.
+constexpr int64_t kMaxBlocksOneByOne = int64_t{1} << 31;
 
 int option_error(const std::string& message) {
     std::cerr << "tilec: error: " << message << "\n";
@@ -88,6 +99,136 @@ std::optional<int64_t> eval_index(const ir::Expr& e, const transform::RangeMap& 
     auto b = transform::bound_of(e, known);
     if (b.is_point()) return b.min;
     return ir::as_const_int(transform::simplify(e, known));
+}
+
+// A size expression's value in int64 as an entry point computes it: whether some step
+// overflowed or divided by zero, or (known = false) whether it is not a function of the
+// sizes at all.
+struct SizeValue {
+    int64_t value = 0;
+    bool overflow = false;
+    bool zero_divisor = false;
+    bool known = true;
+};
+
+SizeValue eval_size(const ir::Expr& e, const std::map<const ir::VarNode*, int64_t>& sizes,
+                    const transform::RangeMap& known) {
+    SizeValue out;
+    auto* bin = e->as<ir::BinaryNode>();
+    if (auto* v = e->as<ir::VarNode>(); v && sizes.count(v)) {
+        out.value = sizes.at(v);
+    } else if (auto c = ir::as_const_int(e)) {
+        out.value = *c;
+    } else if (bin && e->type.is_int() && e->type.bits == 64) {
+        SizeValue a = eval_size(bin->a, sizes, known), b = eval_size(bin->b, sizes, known);
+        out.known = a.known && b.known;
+        out.overflow = a.overflow || b.overflow;
+        out.zero_divisor = a.zero_divisor || b.zero_divisor;
+        switch (bin->op) {
+        case ir::BinaryOp::Add: out.overflow |= __builtin_add_overflow(a.value, b.value, &out.value); break;
+        case ir::BinaryOp::Sub: out.overflow |= __builtin_sub_overflow(a.value, b.value, &out.value); break;
+        case ir::BinaryOp::Mul: out.overflow |= __builtin_mul_overflow(a.value, b.value, &out.value); break;
+        case ir::BinaryOp::FloorDiv:
+        case ir::BinaryOp::FloorMod:
+            if (b.value == 0) {
+                out.zero_divisor = true;
+            } else if (a.value == INT64_MIN && b.value == -1) {
+                out.overflow |= bin->op == ir::BinaryOp::FloorDiv;
+            } else {
+                out.value = bin->op == ir::BinaryOp::FloorDiv
+                                ? scalar::floor_div_i64(a.value, b.value)
+                                : a.value - scalar::floor_div_i64(a.value, b.value) * b.value;
+            }
+            break;
+        default: {
+            auto v = eval_index(e, known);
+            out.known = v.has_value();
+            out.value = v.value_or(0);
+        }
+        }
+    } else {
+        auto v = eval_index(e, known);
+        out.known = v.has_value();
+        out.value = v.value_or(0);
+    }
+    return out;
+}
+
+// The rules about sizes that NAME_cpu checks before running (codegen/entry_checks.h, in
+// its order and words), checked before the tensors are allocated: the simulator runs no
+// entry point, and neither can allocate what they refuse. Each error is at the tensor's
+// or the kernel's declaration.
+bool check_entry_sizes(const ir::PrimFunc& f, const std::map<const ir::VarNode*, int64_t>& sizes,
+                       const transform::RangeMap& known, DiagnosticEngine& diags) {
+    auto value = [&](const ir::Expr& e, const std::string& what, const std::string& why, SourceLoc loc,
+                     int64_t& v) {
+        SizeValue r = eval_size(e, sizes, known);
+        if (!r.known)
+            diags.error(loc, "cannot evaluate " + what + why + " from the sizes given");
+        else if (r.zero_divisor)
+            diags.error(loc, what + " divides by zero" + why);
+        else if (r.overflow)
+            diags.error(loc, what + " overflows int64" + why);
+        v = r.value;
+        return r.known && !r.zero_divisor && !r.overflow;
+    };
+    for (auto& p : f.params) {
+        if (p.kind != ir::ParamKind::Tensor) continue;
+        const ir::BufferNode& buf = *p.buffer;
+        std::vector<int64_t> dims;
+        for (size_t d = 0; d < buf.rank(); ++d) {
+            const ir::Expr& e = buf.shape[d];
+            std::string text = ir::print(e);
+            std::string why = " (dimension " + std::to_string(d) + " of " + buf.name + " is " + text + ")";
+            for (const ir::BinaryNode* div : ir::floor_divisions(e)) {
+                std::string num_text = ir::print(div->a), den_text = ir::print(div->b);
+                int64_t num = 0, den = 0;
+                if (!value(div->a, num_text, why, buf.loc, num) ||
+                    !value(div->b, den_text, why, buf.loc, den))
+                    return false;
+                std::string multiple =
+                    num_text + " = " + std::to_string(num) + " must be a multiple of " +
+                    (ir::as_const_int(div->b) ? den_text : den_text + " = " + std::to_string(den));
+                if (den <= 0) {
+                    diags.error(buf.loc, den_text + " = " + std::to_string(den) + " must be positive" + why);
+                    return false;
+                }
+                if (num % den != 0) {
+                    diags.error(buf.loc, multiple + why);
+                    return false;
+                }
+            }
+            int64_t v = 0;
+            if (!value(e, text, why, buf.loc, v)) return false;
+            if (v < 0) {
+                diags.error(buf.loc, text + " = " + std::to_string(v) + " is negative" + why);
+                return false;
+            }
+            dims.push_back(v);
+        }
+        int64_t bytes = std::max(1, buf.dtype.bits / 8);
+        bool overflow = false, empty = false;
+        for (int64_t d : dims) {
+            overflow |= __builtin_mul_overflow(bytes, d, &bytes);
+            empty |= d == 0;
+        }
+        if (overflow && !empty) {
+            diags.error(buf.loc, "tensor " + buf.name + " " + shape_str(buf.dtype, dims) +
+                                     " has more bytes than int64 can count");
+            return false;
+        }
+    }
+    static const char* axis[3] = {"x", "y", "z"};
+    for (size_t d = 0; d < f.grid.size() && d < 3; ++d) {
+        std::string what = std::string("the grid's ") + axis[d] + " extent (" + ir::print(f.grid[d]) + ")";
+        int64_t v = 0;
+        if (!value(f.grid[d], what, "", f.loc, v)) return false;
+        if (v < 0) {
+            diags.error(f.loc, what + " = " + std::to_string(v) + " is negative");
+            return false;
+        }
+    }
+    return true;
 }
 
 bool is_var(const ir::Expr& e, const ir::VarNode* v) {
@@ -181,54 +322,75 @@ struct BoundTensor {
 };
 
 #ifdef TILEC_WITH_LLVM
-// A compiled kernel that crashes (an access far out of bounds: the code does not check
-// them, the reference does) must not look like a crash of tilec: while it runs, fatal
-// signals print what happened and exit with status 1. A signal handler can only reach
-// process-wide state, hence the one static message.
-char crash_entry[256];
+// A compiled kernel that goes wrong (an access far out of bounds: the code does not check
+// them, the reference does) must not look like a crash of tilec, nor take tilec with it:
+// a write far out of bounds that lands in tilec's heap would only show later, as a
+// "double free" or a crash anywhere. So the kernel runs in a child process, on tensors
+// in memory shared with tilec (SharedTensors), and tilec reads what happened from the
+// child's exit (run_isolated).
 
-void write_all(const char* s) {
-    size_t n = std::strlen(s);
-    while (n > 0) {
-        ssize_t w = ::write(STDERR_FILENO, s, n);
-        if (w <= 0) return;
-        s += w;
-        n -= static_cast<size_t>(w);
-    }
-}
-
-extern "C" void on_kernel_crash(int sig) {
-    const char* name = sig == SIGSEGV  ? "SIGSEGV, a bad memory access"
-                       : sig == SIGBUS ? "SIGBUS, a bad memory access"
-                       : sig == SIGFPE ? "SIGFPE, an arithmetic trap"
-                                       : "SIGILL, an illegal instruction";
-    write_all("tilec: error: the compiled kernel crashed in ");
-    write_all(crash_entry);
-    write_all(" (");
-    write_all(name);
-    write_all("); the reference interpreter, which checks every access, was not run\n");
-    _exit(1);
-}
-
-class CrashGuard {
+// Each tensor's bytes (its span, then the guard) in a shared mapping of their own,
+// followed by an inaccessible page, so that a write past the guard faults in the child
+// rather than reaching another tensor.
+class SharedTensors {
 public:
-    explicit CrashGuard(const std::string& entry) {
-        std::snprintf(crash_entry, sizeof crash_entry, "%s", entry.c_str());
-        struct sigaction sa {};
-        sa.sa_handler = on_kernel_crash;
-        sigemptyset(&sa.sa_mask);
-        for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    explicit SharedTensors(std::vector<BoundTensor>& tensors) : tensors_(tensors) {
+        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        for (auto& t : tensors) {
+            size_t bytes = t.host.bytes.size();
+            size_t mapped = (bytes + page - 1) / page * page + page;
+            void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) {
+                ok_ = false;
+                return;
+            }
+            maps_.push_back({static_cast<unsigned char*>(p), mapped});
+            mprotect(static_cast<unsigned char*>(p) + mapped - page, page, PROT_NONE);
+            if (bytes) std::memcpy(p, t.host.bytes.data(), bytes);
+        }
     }
-    ~CrashGuard() {
-        for (size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    ~SharedTensors() {
+        for (auto& m : maps_) munmap(m.first, m.second);
     }
-    CrashGuard(const CrashGuard&) = delete;
-    CrashGuard& operator=(const CrashGuard&) = delete;
+    SharedTensors(const SharedTensors&) = delete;
+    SharedTensors& operator=(const SharedTensors&) = delete;
+
+    bool ok() const { return ok_; }
+    void* data(size_t i) { return maps_.at(i).first; }
+    // What the kernel left in the shared memory, back into the tensors.
+    void copy_back() {
+        for (size_t i = 0; i < maps_.size(); ++i)
+            if (!tensors_[i].host.bytes.empty())
+                std::memcpy(tensors_[i].host.bytes.data(), maps_[i].first, tensors_[i].host.bytes.size());
+    }
 
 private:
-    static constexpr std::array<int, 4> kSignals = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-    std::array<struct sigaction, 4> old_{};
+    std::vector<BoundTensor>& tensors_;
+    std::vector<std::pair<unsigned char*, size_t>> maps_;
+    bool ok_ = true;
 };
+
+// What a child process that ran the compiled entry reports.
+struct IsolatedRun {
+    int signal = 0;     // the signal that ended the child, or 0
+    int exit_code = 0;  // its exit status when no signal ended it (0: it reported)
+    int status = 0;     // the first failing call's tile_status, or 0
+    int failed_run = 0; // which call failed (0-based)
+    double best = 0;    // the fastest call's seconds
+    std::string message;  // tile_last_error() of the failing call
+};
+
+// Why a child died, in words.
+std::string signal_words(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV, a bad memory access";
+    case SIGBUS: return "SIGBUS, a bad memory access";
+    case SIGFPE: return "SIGFPE, an arithmetic trap";
+    case SIGILL: return "SIGILL, an illegal instruction";
+    case SIGABRT: return "SIGABRT, an abort, such as the C library finding its heap corrupted";
+    default: return "signal " + std::to_string(sig);
+    }
+}
 
 // Runs the compiled entry once; returns its status and the wall time.
 int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const std::vector<void*>& args,
@@ -238,22 +400,103 @@ int call_entry(codegen::PackedEntry entry, const tile_cpu_options& opt, const st
     seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return status;
 }
+
+// Calls the compiled entry `runs` times in a child process (stopping at the first
+// failure) and reports how that went; tensors must be in SharedTensors' memory.
+IsolatedRun run_isolated(codegen::PackedEntry entry, const tile_cpu_options& opt, const std::vector<void*>& args,
+                         int runs) {
+    struct Report {
+        int status;
+        int failed_run;
+        double best;
+        char message[2048];
+    };
+    IsolatedRun out;
+    void* mem = mmap(nullptr, sizeof(Report), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        out.exit_code = -1;
+        return out;
+    }
+    auto* report = new (mem) Report{0, 0, 0.0, {0}};
+    std::cout.flush();
+    std::fflush(nullptr);  // or the child would write what is buffered a second time
+    pid_t pid = fork();
+    if (pid == 0) {
+        double best = 0;
+        for (int r = 0; r < runs; ++r) {
+            double s = 0;
+            tile_clear_error();
+            int status = call_entry(entry, opt, args, s);
+            if (status != 0) {
+                report->status = status;
+                report->failed_run = r;
+                std::snprintf(report->message, sizeof report->message, "%s", tile_last_error());
+                break;
+            }
+            best = r == 0 ? s : std::min(best, s);
+        }
+        report->best = best;
+        std::fflush(nullptr);
+        _exit(0);
+    }
+    int ws = 0;
+    if (pid < 0) {
+        out.exit_code = -1;
+    } else {
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+        }
+        if (WIFSIGNALED(ws))
+            out.signal = WTERMSIG(ws);
+        else
+            out.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    }
+    out.status = report->status;
+    out.failed_run = report->failed_run;
+    out.best = report->best;
+    out.message = report->message;
+    munmap(mem, sizeof(Report));
+    return out;
+}
+
+// The verdict on a child that did not report (crashed, or could not be started); 0 when
+// it reported.
+int isolated_failure(const IsolatedRun& run, const std::string& entry_name) {
+    if (run.signal) {
+        std::cerr << "tilec: error: the compiled kernel crashed in " << entry_name << " ("
+                  << signal_words(run.signal)
+                  << "); the reference interpreter, which checks every access, was not run\n";
+        return 1;
+    }
+    if (run.exit_code != 0) {
+        std::cerr << "tilec: error: cannot run " << entry_name << " in a process of its own: "
+                  << (run.exit_code < 0 ? std::string(std::strerror(errno))
+                                        : "it exited with status " + std::to_string(run.exit_code))
+                  << "\n";
+        return 1;
+    }
+    return 0;
+}
 #endif
 
-using BlockFilter = std::function<bool(int64_t x, int64_t y, int64_t z)>;
+using BlockList = std::vector<std::array<int64_t, 3>>;
 
 // --sim-blocks N: N blocks spread over the grid in linear order (x fastest): the first,
 // the last and evenly spaced ones between, so both edges of a ragged grid are seen.
-// Null when every block runs (N is 0 or covers the grid).
-BlockFilter sample_blocks(const std::array<int64_t, 3>& dims, int64_t n) {
-    const int64_t total = dims[0] * dims[1] * dims[2];
-    if (n <= 0 || n >= total) return nullptr;
-    auto picked = std::make_shared<std::unordered_set<int64_t>>();
-    for (int64_t k = 0; k < n; ++k)
-        picked->insert(n == 1 ? 0
-                              : static_cast<int64_t>(static_cast<__int128>(k) * (total - 1) / (n - 1)));
-    const int64_t gx = dims[0], gy = dims[1];
-    return [picked, gx, gy](int64_t x, int64_t y, int64_t z) { return picked->count(x + gx * (y + gy * z)) > 0; };
+// Empty when every block runs (N is 0 or covers the grid). A list, not a filter asked
+// about every block, so that the cost does not grow with the grid. `total` is the
+// product of `dims` (the caller checked it).
+BlockList sample_blocks(const std::array<int64_t, 3>& dims, int64_t total, int64_t n) {
+    if (n <= 0 || n >= total) return {};
+    BlockList picked;
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t linear = n == 1 ? 0 : static_cast<int64_t>(static_cast<__int128>(k) * (total - 1) / (n - 1));
+        if (!picked.empty()) {
+            auto& last = picked.back();
+            if (last[0] + dims[0] * (last[1] + dims[1] * last[2]) == linear) continue;
+        }
+        picked.push_back({linear % dims[0], linear / dims[0] % dims[1], linear / (dims[0] * dims[1])});
+    }
+    return picked;
 }
 
 #ifdef TILEC_WITH_LLVM
@@ -266,7 +509,7 @@ BlockFilter sample_blocks(const std::array<int64_t, 3>& dims, int64_t n) {
 int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const RunOptions& options,
                      const SourceManager& sources, DiagnosticEngine& diags, const std::vector<BoundTensor>& tensors,
                      const std::vector<int64_t>& size_values, const std::vector<BoundScalar>& scalars,
-                     const BlockFilter& sampled, int64_t grid_blocks, std::vector<HostTensor>& results,
+                     const BlockList& sampled, int64_t grid_blocks, std::vector<HostTensor>& results,
                      std::vector<std::string>& problems) {
     auto l0 = Clock::now();
     auto thread = lower::lower_to_thread_level(f, gpu, &diags);  // verify-thread-level included
@@ -292,7 +535,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     for (auto& s : scalars) sa.scalars.push_back(s.value);
     sim::Options so;
     so.target = &gpu;
-    so.block_filter = sampled;
+    so.blocks = sampled;
     auto s0 = Clock::now();
     sim::Result sr = sim::run(*thread, sa, so);
     double sim_seconds = std::chrono::duration<double>(Clock::now() - s0).count();
@@ -308,7 +551,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     std::cout << "simulator: " << fmt_seconds(sim_seconds) << " (" << sr.blocks_run
               << (sr.blocks_run == 1 ? " block" : " blocks") << " of " << f.threads << " threads, warp "
               << sr.warp_size;
-    if (sampled) std::cout << "; sampled from the grid's " << grid_blocks << " by --sim-blocks";
+    if (!sampled.empty()) std::cout << "; sampled from the grid's " << grid_blocks << " by --sim-blocks";
     std::cout << ")" << std::endl;
     // The findings, as errors at their lines (each site once, with its count).
     try {
@@ -542,6 +785,11 @@ int run_kernel(const RunOptions& options) {
     }
 
     // 4. Tensors: shapes and strides from the sizes, seeded contents; outputs poisoned.
+    {
+        std::map<const ir::VarNode*, int64_t> by_var;
+        for (size_t i = 0; i < size_params.size(); ++i) by_var[size_params[i]->var.get()] = size_values[i];
+        if (!check_entry_sizes(f, by_var, known, diags)) return 1;
+    }
     std::vector<BoundTensor> tensors;
     SplitMix64 rng(options.seed);
     for (auto* p : tensor_params) {
@@ -623,13 +871,29 @@ int run_kernel(const RunOptions& options) {
 
     std::array<int64_t, 3> grid_dims{1, 1, 1};
     for (size_t d = 0; d < f.grid.size() && d < 3; ++d) grid_dims[d] = eval_index(f.grid[d], known).value_or(1);
-    const int64_t grid_blocks = grid_dims[0] * grid_dims[1] * grid_dims[2];
-    const BlockFilter sampled = sample_blocks(grid_dims, options.sim_blocks);
+    // As tile_cpu_launch refuses (its block counters), and before anything loops over them.
+    int64_t grid_blocks = 0;
+    if (__builtin_mul_overflow(grid_dims[0], grid_dims[1], &grid_blocks) ||
+        __builtin_mul_overflow(grid_blocks, grid_dims[2], &grid_blocks) || grid_blocks > kMaxGridBlocks) {
+        diags.error(f.loc, "the grid (" + std::to_string(grid_dims[0]) + ", " + std::to_string(grid_dims[1]) + ", " +
+                               std::to_string(grid_dims[2]) + ") has more than 2^62 blocks");
+        return 1;
+    }
+    const BlockList sample = sample_blocks(grid_dims, grid_blocks, options.sim_blocks);
+    const bool sampled = !sample.empty();
+    // The simulator and the reference run blocks one after another: a grid beyond 2^31
+    // of them would take years, and the reference refuses it.
+    if (sim_target && !sampled && grid_blocks > kMaxBlocksOneByOne) {
+        diags.error(f.loc, "the grid has " + std::to_string(grid_blocks) +
+                               " blocks, more than the simulator runs one by one (2^31); sample some with "
+                               "--sim-blocks N");
+        return 1;
+    }
 
     std::vector<std::string> problems;
     std::vector<HostTensor> results;  // what the kernel wrote, per in-out and out tensor
     if (sim_target) {
-        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, sampled,
+        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, sample,
                                   grid_blocks, results, problems);
         if (rc != 0) return rc;
     } else {
@@ -672,17 +936,19 @@ int run_kernel(const RunOptions& options) {
         }
         tile_cpu_options copts = TILE_CPU_OPTIONS_INIT;
         copts.num_threads = options.threads;
-        double first_seconds = 0;
-        tile_clear_error();
-        std::optional<CrashGuard> crash_guard;
-        crash_guard.emplace(codegen::cpu_entry_name(f));
-        int status = call_entry(entry, copts, args, first_seconds);
-        if (status != 0) {
-            std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed ("
-                      << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
-                      << "\n";
+        SharedTensors shared(tensors);
+        if (!shared.ok()) return option_error("cannot map shared memory for the tensors");
+        for (size_t i = 0, ti = 0; i < f.params.size(); ++i)
+            if (f.params[i].kind == ir::ParamKind::Tensor) tensor_ptrs[i] = shared.data(ti++);
+        const std::string entry_name = codegen::cpu_entry_name(f);
+        IsolatedRun first = run_isolated(entry, copts, args, 1);
+        if (int rc = isolated_failure(first, entry_name)) return rc;
+        if (first.status != 0) {
+            std::cerr << "tilec: error: " << entry_name << " failed ("
+                      << tile_status_string(static_cast<tile_status>(first.status)) << "): " << first.message << "\n";
             return 1;
         }
+        shared.copy_back();
         for (size_t i = 0; i < tensors.size(); ++i) {
             auto& t = tensors[i].host;
             if (!t.guard_intact())
@@ -696,19 +962,18 @@ int run_kernel(const RunOptions& options) {
         // What the checked run wrote; the timed runs write again.
         for (auto& t : tensors)
             if (t.host.access != ir::Access::In) results.push_back(t.host);
-        double best = first_seconds;
-        for (int r = 1; r < options.repeat; ++r) {
-            double s = 0;
-            status = call_entry(entry, copts, args, s);
-            if (status != 0) {
-                std::cerr << "tilec: error: " << codegen::cpu_entry_name(f) << " failed on run " << r + 1 << " ("
-                          << tile_status_string(static_cast<tile_status>(status)) << "): " << tile_last_error()
+        double best = first.best;
+        if (options.repeat > 1) {
+            IsolatedRun timed = run_isolated(entry, copts, args, options.repeat - 1);
+            if (int rc = isolated_failure(timed, entry_name)) return rc;
+            if (timed.status != 0) {
+                std::cerr << "tilec: error: " << entry_name << " failed on run " << timed.failed_run + 2 << " ("
+                          << tile_status_string(static_cast<tile_status>(timed.status)) << "): " << timed.message
                           << "\n";
                 return 1;
             }
-            best = std::min(best, s);
+            best = std::min(best, timed.best);
         }
-        crash_guard.reset();
 
         // The compiled kernel's times now: the reference may take a while.
         std::cout << "compile: " << fmt_seconds(compile_seconds) << "\n";
@@ -725,16 +990,15 @@ int run_kernel(const RunOptions& options) {
         ra.tensors = std::move(ref_tensors);
         ra.sizes = size_values;
         for (auto& s : scalars) ra.scalars.push_back(s.value);
-        int64_t blocks = 1;
-        for (auto& g : f.grid) blocks *= eval_index(g, known).value_or(1);
+        int64_t blocks = grid_blocks;
         interp::RunOptions ro;
         ro.print_stream = &std::cout;
         // After the first block, an estimate of the whole run; a note if it is long.
         int64_t started = 0;
         Clock::time_point r0;
-        if (sampled) blocks = std::min(blocks, options.sim_blocks);
-        ro.block_filter = [&](int64_t x, int64_t y, int64_t z) {
-            if (sampled && !sampled(x, y, z)) return false;
+        if (sampled) blocks = static_cast<int64_t>(sample.size());
+        ro.blocks = sample;
+        ro.block_filter = [&](int64_t, int64_t, int64_t) {
             if (++started == 2) {
                 double one_block = std::chrono::duration<double>(Clock::now() - r0).count();
                 double estimate = one_block * static_cast<double>(blocks);
@@ -790,7 +1054,7 @@ int run_kernel(const RunOptions& options) {
         Tolerance tol = default_tolerance(t.dtype);
         if (options.rtol) tol.rtol = *options.rtol;
         if (options.atol) tol.atol = *options.atol;
-        Comparison c = compare(got, ref_tensors[i], tol, sampled != nullptr);
+        Comparison c = compare(got, ref_tensors[i], tol, sampled);
         total_compared += c.compared;
         std::cout << c.compared << " elements compared, max abs error " << fmt_double(c.max_abs, "%.3g")
                   << ", max rel error " << fmt_double(c.max_rel, "%.3g") << " (rtol "

@@ -2,8 +2,11 @@
 // built-ins (min, exp, cdiv, ...), and funcs, which are inlined at each call with only
 // their parameters in scope; calls as statements (a tile op goes to elab_tile_op.cpp).
 #include <cmath>
+#include <cstring>
+#include <sstream>
 
 #include "frontend/elaborator.h"
+#include "ir/visitor.h"
 #include "ops/elab_util.h"
 
 namespace tilec::frontend {
@@ -204,6 +207,42 @@ Value Elaborator::eval_builtin_call(Builtin b, const ast::Expr& e) {
 // funcs: inlined at each call; their bodies see only their parameters.
 
 namespace {
+
+// The most IR nodes an inlined func call may produce, counted as a tree.
+constexpr int64_t kMaxInlinedNodes = 1 << 20;
+
+// Whether `e`, counted as a tree (a shared node as often as it is reached), has more
+// than `limit` nodes; stops counting there.
+bool tree_size_above(const ir::Expr& e, int64_t limit) {
+    struct Count : ir::IRVisitor {
+        using ir::IRVisitor::visit;
+        int64_t left;
+        explicit Count(int64_t l) : left(l) {}
+        void visit(const ir::Expr& x) override {
+            if (!x || left < 0) return;
+            --left;
+            ir::IRVisitor::visit(x);
+        }
+    } count(limit);
+    count.visit(e);
+    return count.left < 0;
+}
+
+// The memo key of a value func call: the func and each argument's kind and value (its IR
+// node's address for a run-time value; the memo keeps the node alive).
+std::string inlined_call_key(const ast::FuncDecl& f, const std::vector<Value>& vals) {
+    std::ostringstream key;
+    key << static_cast<const void*>(&f);
+    for (auto& v : vals) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, &v.f, sizeof bits);
+        key << '|' << static_cast<int>(v.kind) << ':' << v.i << ':' << bits << ':' << v.b << ':' << v.type.str()
+            << ':' << static_cast<const void*>(v.expr.get()) << ':' << static_cast<const void*>(v.buffer.get())
+            << ':' << v.str.size() << ':' << v.str;
+    }
+    return key.str();
+}
+
 struct InlineGuard {
     std::vector<const ast::FuncDecl*>& stack;
     size_t& floor;
@@ -250,6 +289,8 @@ Value Elaborator::eval_func_call(const ast::FuncDecl& f, const ast::Expr& e) {
         }
         vals.push_back(v);
     }
+    std::string memo_key = inlined_call_key(f, vals);
+    if (auto it = inlined_calls_.find(memo_key); it != inlined_calls_.end()) return it->second.result;
     push_scope();
     Value result;
     {
@@ -289,6 +330,15 @@ Value Elaborator::eval_func_call(const ast::FuncDecl& f, const ast::Expr& e) {
         // The error inside the func is reported at its own line; say where it was called.
         diags_.report(Diagnostic{Severity::Note, e.range, "in the call to '" + f.name + "' here", {}});
     }
+    // Shared subexpressions still cost their full size downstream (every later stage
+    // walks the IR as a tree), so the inlined tree is bounded.
+    if (result.kind == K::Scalar && tree_size_above(result.expr, kMaxInlinedNodes)) {
+        diags_.error(e.range, "inlining '" + f.name + "' here gives an expression of more than " +
+                                  std::to_string(kMaxInlinedNodes) + " operations")
+            .note(f.name_range, "'" + f.name + "' is defined here");
+        result = Value::poison();
+    }
+    inlined_calls_[memo_key] = InlinedCall{vals, result};
     return result;
 }
 

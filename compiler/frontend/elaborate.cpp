@@ -284,6 +284,7 @@ std::optional<ir::PrimFunc> Elaborator::instantiate(const ast::KernelDecl& kerne
     func.loc = loc_of(kernel.name_range);
     scopes_.clear();
     scope_floor_ = 0;
+    inlined_calls_.clear();
     written_.clear();
     attrs_.clear();
     block_idx_ = {};

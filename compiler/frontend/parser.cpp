@@ -21,6 +21,10 @@ using tile::TileLexer;
 using tile::TileParser;
 
 constexpr int kMaxNesting = 96;
+// Binary and conditional operators in one statement. A chain `a + b + ...` is a tree as
+// deep as it is long, and every stage after the parser walks trees recursively: a
+// million terms overflowed the stack. Far above what a kernel writes by hand.
+constexpr int kMaxOperatorsPerStatement = 4096;
 
 SourceRange token_range(uint32_t file, const Token* t) {
     if (!t) return {};
@@ -698,6 +702,22 @@ bool check_nesting(uint32_t file, antlr4::CommonTokenStream& tokens, DiagnosticE
             }
         } else if (s == ")" || s == "]" || s == "}") {
             depth = depth > 0 ? depth - 1 : 0;
+        }
+    }
+    // Long operator chains nest as deeply as they are long.
+    int operators = 0;
+    static const std::set<std::string> kOperators = {
+        "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&&", "||", "&", "|", "^", "<<", ">>", "?"};
+    for (Token* t : tokens.getTokens()) {
+        if (t->getType() == Token::EOF) break;
+        std::string s = t->getText();
+        if (s == ";" || s == "{" || s == "}") {
+            operators = 0;
+        } else if (kOperators.count(s) && ++operators > kMaxOperatorsPerStatement) {
+            diags.error(token_range(file, t), "expression too long: more than " +
+                                                  std::to_string(kMaxOperatorsPerStatement) +
+                                                  " operators in one statement");
+            return false;
         }
     }
     // Long runs of prefix operators recurse too.

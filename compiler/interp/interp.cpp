@@ -119,6 +119,21 @@ std::string Result::str(const SourceManager& sources) const {
     return sources.path(loc.file) + ":" + str();
 }
 
+bool for_each_block(const std::array<int64_t, 3>& dims, const std::vector<std::array<int64_t, 3>>& blocks,
+                    const std::function<void(int64_t x, int64_t y, int64_t z)>& run_block) {
+    for (auto& b : blocks)
+        for (int d = 0; d < 3; ++d)
+            if (b[d] < 0 || b[d] >= dims[d]) return false;
+    if (!blocks.empty()) {
+        for (auto& b : blocks) run_block(b[0], b[1], b[2]);
+        return true;
+    }
+    for (int64_t z = 0; z < dims[2]; ++z)
+        for (int64_t y = 0; y < dims[1]; ++y)
+            for (int64_t x = 0; x < dims[0]; ++x) run_block(x, y, z);
+    return true;
+}
+
 Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
     Result res;
     Machine m(opt);
@@ -170,7 +185,9 @@ Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
                     "grid dimension " + std::to_string(d) + " is negative (" + std::to_string(dims[d]) + ")");
         }
         const int64_t limit = int64_t(1) << 31;
-        if (dims[0] > limit || dims[1] > limit || dims[2] > limit || dims[0] * dims[1] > limit ||
+        if (!opt.blocks.empty()) {
+            // Only the blocks listed run: the grid's size costs nothing.
+        } else if (dims[0] > limit || dims[1] > limit || dims[2] > limit || dims[0] * dims[1] > limit ||
             dims[0] * dims[1] * dims[2] > limit)
             fail(f.loc, "the grid (" + std::to_string(dims[0]) + ", " + std::to_string(dims[1]) + ", " +
                             std::to_string(dims[2]) + ") has more than 2^31 blocks");
@@ -179,22 +196,21 @@ Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt) {
             m.push_var(f.block_idx[d].get(), Value::of_int(0));
         }
         if (!f.body) fail(f.loc, "function without a body");
-        for (int64_t z = 0; z < dims[2]; ++z)
-            for (int64_t y = 0; y < dims[1]; ++y)
-                for (int64_t x = 0; x < dims[0]; ++x) {
-                    if (opt.block_filter && !opt.block_filter(x, y, z)) continue;
-                    block = {x, y, z};
-                    in_block = true;
-                    // The block indices are the three innermost bindings.
-                    m.pop_var();
-                    m.pop_var();
-                    m.pop_var();
-                    m.push_var(f.block_idx[0].get(), Value::of_int(x));
-                    m.push_var(f.block_idx[1].get(), Value::of_int(y));
-                    m.push_var(f.block_idx[2].get(), Value::of_int(z));
-                    m.exec(f.body);
-                    in_block = false;
-                }
+        auto run_block = [&](int64_t x, int64_t y, int64_t z) {
+            if (opt.block_filter && !opt.block_filter(x, y, z)) return;
+            block = {x, y, z};
+            in_block = true;
+            // The block indices are the three innermost bindings.
+            m.pop_var();
+            m.pop_var();
+            m.pop_var();
+            m.push_var(f.block_idx[0].get(), Value::of_int(x));
+            m.push_var(f.block_idx[1].get(), Value::of_int(y));
+            m.push_var(f.block_idx[2].get(), Value::of_int(z));
+            m.exec(f.body);
+            in_block = false;
+        };
+        if (!for_each_block(dims, opt.blocks, run_block)) fail(f.loc, "a block asked for is outside the grid");
     } catch (const InterpError& e) {
         res.ok = false;
         res.message = e.message;

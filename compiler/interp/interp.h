@@ -76,6 +76,9 @@ struct RunOptions {
     bool check_uninitialized = true;
     // When set, only the blocks it accepts run (e.g. the edges of a large grid).
     std::function<bool(int64_t x, int64_t y, int64_t z)> block_filter;
+    // When not empty, only these blocks run, in this order (each inside the grid; then
+    // block_filter is asked about these alone, and the grid may exceed 2^31 blocks).
+    std::vector<std::array<int64_t, 3>> blocks;
 };
 
 struct Result {
@@ -96,5 +99,11 @@ struct Result {
 // `args.tensors` (an `out` tensor's elements that the kernel does not write keep their
 // values). On an error the tensors hold whatever was written before it.
 Result run(const ir::PrimFunc& f, RunArgs& args, const RunOptions& opt = {});
+
+// The blocks a run visits (the interpreter's and the simulator's): `blocks` in order
+// when not empty, else every block of a grid of `dims`, x fastest. False, having run
+// nothing, when a listed block is outside the grid.
+bool for_each_block(const std::array<int64_t, 3>& dims, const std::vector<std::array<int64_t, 3>>& blocks,
+                    const std::function<void(int64_t x, int64_t y, int64_t z)>& run_block);
 
 }  // namespace tilec::interp

@@ -2,6 +2,8 @@
 // Factories are the one place nodes are built, so type rules live here.
 #include "ir/ir.h"
 
+#include "ir/size_rules.h"
+
 #include <cmath>
 
 #include "support/diagnostics.h"
@@ -632,6 +634,26 @@ std::optional<int64_t> as_const_int(const Expr& e) {
     if (!e) return std::nullopt;
     if (auto imm = e->as<IntImmNode>()) return imm->value;
     return std::nullopt;
+}
+
+namespace {
+void collect_floor_divisions(const Expr& e, std::vector<const BinaryNode*>& out) {
+    if (auto* bin = e->as<BinaryNode>()) {
+        collect_floor_divisions(bin->a, out);
+        collect_floor_divisions(bin->b, out);
+        if (bin->op == BinaryOp::FloorDiv) out.push_back(bin);
+    } else if (auto* u = e->as<UnaryNode>()) {
+        collect_floor_divisions(u->a, out);
+    } else if (auto* c = e->as<CastNode>()) {
+        collect_floor_divisions(c->value, out);
+    }
+}
+}  // namespace
+
+std::vector<const BinaryNode*> floor_divisions(const Expr& e) {
+    std::vector<const BinaryNode*> out;
+    collect_floor_divisions(e, out);
+    return out;
 }
 
 bool is_const_int(const Expr& e, int64_t v) {

@@ -55,9 +55,75 @@ bool expect_level(const PrimFunc& f, PassContext& ctx, const char* pass, FuncLev
     return false;
 }
 
+// What no block of `target` can hold, refused before layout inference enumerates the
+// elements (and the lowering unrolls a register loop over them), which for a fragment of
+// 2^31 elements would take hours: a fragment needing more registers per thread than the
+// target has (narrow floats live in 32-bit registers, 64-bit values take two), and a
+// shared buffer larger than a block's shared memory on its own (the shared-memory plan
+// reports the sum of several).
+void check_block_capacity(const PrimFunc& f, const target::GpuTarget& target) {
+    struct Check : ir::IRVisitor {
+        const PrimFunc& f;
+        const target::GpuTarget& target;
+        Check(const PrimFunc& func, const target::GpuTarget& t) : f(func), target(t) {}
+        void visit_allocate(const ir::AllocateNode* op) override {
+            const ir::Buffer& b = op->buffer;
+            if (b->scope == ir::Scope::Fragment || b->scope == ir::Scope::Shared) {
+                // Constant shapes (the frontend's rule for block buffers); a product beyond
+                // int64 is beyond any limit too.
+                int64_t elements = 1;
+                bool huge = false;
+                for (auto& d : b->shape) {
+                    auto n = ir::as_const_int(d);
+                    if (!n || *n < 0) return;
+                    if (*n != 0 && elements > INT64_MAX / *n) huge = true;
+                    if (!huge) elements *= *n;
+                }
+                std::string shape = b->dtype.str() + "[" + ops_shape(b) + "]";
+                if (b->scope == ir::Scope::Fragment) {
+                    int64_t per_thread = huge ? INT64_MAX : (elements + f.threads - 1) / f.threads;
+                    int64_t regs =
+                        per_thread > INT64_MAX / 2 ? INT64_MAX : per_thread * (b->dtype.bits == 64 ? 2 : 1);
+                    if (huge || regs > target.max_registers_per_thread)
+                        throw detail::UserError{
+                            op->loc, "fragment '" + b->name + "' (" + shape + ") needs " +
+                                         (huge ? std::string("more than 2^63") : std::to_string(regs)) +
+                                         " registers per thread on " + std::to_string(f.threads) +
+                                         " threads, but " + target.name + " has " +
+                                         std::to_string(target.max_registers_per_thread) +
+                                         " (a block cannot hold it: use smaller tiles or more threads)"};
+                } else {
+                    int64_t elem_bytes = std::max(1, b->dtype.bits / 8);
+                    if (huge || elements > target.max_shared_bytes / elem_bytes)
+                        throw detail::UserError{
+                            op->loc, "shared buffer '" + b->name + "' (" + shape + ") needs " +
+                                         (huge ? std::string("more than 2^63")
+                                               : std::to_string(elements * elem_bytes)) +
+                                         " bytes, above the " + std::to_string(target.max_shared_bytes) +
+                                         " bytes of shared memory per block " + target.name + " allows"};
+                }
+            }
+            ir::IRVisitor::visit_allocate(op);
+        }
+        static std::string ops_shape(const ir::Buffer& b) {
+            std::string out;
+            for (auto& d : b->shape) out += (out.empty() ? "" : ", ") + std::to_string(*ir::as_const_int(d));
+            return out;
+        }
+    } check(f, target);
+    check.visit(f.body);
+}
+
 Pass layout_inference(const target::GpuTarget& target) {
     return Pass{"layout-inference", [target](const PrimFunc& f, PassContext& ctx) {
                     if (!expect_level(f, ctx, "layout-inference", FuncLevel::Tile, nullptr)) return f;
+                    bool fits = false;
+                    reporting(f, target, ctx, [&] {
+                        check_block_capacity(f, target);
+                        fits = true;
+                        return f;
+                    });
+                    if (!fits) return f;
                     auto plan = infer_layouts(f, target, ctx.diag);
                     if (!plan) return f;  // a conflict, reported
                     PrimFunc out = f;

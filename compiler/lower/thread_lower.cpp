@@ -30,14 +30,23 @@ namespace {
 // Types and math the NVPTX backend does not handle yet: 8-bit floats and 4-bit integers
 // (no LLVM types / packed access), transcendental functions of f64 (no approximate
 // instructions; libdevice is not linked).
-void check_gpu_types(const Stmt& body) {
+void check_gpu_type(DataType t, SourceLoc loc) {
+    if (t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2 || (t.is_integer() && t.bits == 4))
+        unsupported(loc, t.str() + " data");
+}
+
+// The parameters too: one the body never touches still has a place in the kernel's
+// signature, which the backends cannot type.
+void check_gpu_types(const PrimFunc& f) {
+    for (auto& p : f.params) {
+        if (p.kind == ParamKind::Tensor)
+            check_gpu_type(p.buffer->dtype, p.buffer->loc);
+        else
+            check_gpu_type(p.var->type, p.var->loc);
+    }
     struct Check : IRVisitor {
         using IRVisitor::visit;
-        static void type(DataType t, SourceLoc loc) {
-            if (t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2 ||
-                (t.is_integer() && t.bits == 4))
-                unsupported(loc, t.str() + " data");
-        }
+        static void type(DataType t, SourceLoc loc) { check_gpu_type(t, loc); }
         void visit(const Expr& e) override {
             if (!e) return;
             type(e->type, e->loc);
@@ -53,7 +62,7 @@ void check_gpu_types(const Stmt& body) {
             IRVisitor::visit_allocate(op);
         }
     } check;
-    check.visit(body);
+    check.visit(f.body);
 }
 
 }  // namespace
@@ -67,7 +76,7 @@ PrimFunc ThreadLowering::run() {
     if (f_.threads > target_.max_threads_per_block)
         unsupported(f_.loc, std::to_string(f_.threads) + " threads per block (" + target_.name + " allows " +
                                 std::to_string(target_.max_threads_per_block) + ")");
-    check_gpu_types(f_.body);
+    check_gpu_types(f_);
     PrimFunc out = f_;
     out.body = apply_shared_layouts(lower(f_.body), plan_);
     out.level = FuncLevel::Thread;

@@ -143,24 +143,24 @@ void Executor::run(interp::RunArgs& args) {
         if (!f_.block_idx[d]) fatal(f_.loc, "missing block index variable");
     size_t block_slot = uniform_.size();
     for (int d = 0; d < 3; ++d) uniform_.emplace_back(f_.block_idx[d].get(), Value::of_int(0));
+    auto run_block = [&](int64_t x, int64_t y, int64_t z) {
+        if (opt_.block_filter && !opt_.block_filter(x, y, z)) return;
+        block_ = {x, y, z};
+        for (int d = 0; d < 3; ++d) uniform_[block_slot + d].second = Value::of_int(block_[d]);
+        epoch_ = 1;
+        shared_top_ = 0;
+        arena_.reset();
+        async_.clear();
+        async_copies_.assign(static_cast<size_t>(threads_), {});
+        async_seen_.assign(static_cast<size_t>(threads_), 0);
+        instances_.assign(1, Instance{nullptr, 0, 1});
+        exec(f_.body, all_);
+        flush();
+        ++res_.blocks_run;
+    };
     try {
-        for (int64_t z = 0; z < dims[2]; ++z)
-            for (int64_t y = 0; y < dims[1]; ++y)
-                for (int64_t x = 0; x < dims[0]; ++x) {
-                    if (opt_.block_filter && !opt_.block_filter(x, y, z)) continue;
-                    block_ = {x, y, z};
-                    for (int d = 0; d < 3; ++d) uniform_[block_slot + d].second = Value::of_int(block_[d]);
-                    epoch_ = 1;
-                    shared_top_ = 0;
-                    arena_.reset();
-                    async_.clear();
-                    async_copies_.assign(static_cast<size_t>(threads_), {});
-                    async_seen_.assign(static_cast<size_t>(threads_), 0);
-                    instances_.assign(1, Instance{nullptr, 0, 1});
-                    exec(f_.body, all_);
-                    flush();
-                    ++res_.blocks_run;
-                }
+        if (!interp::for_each_block(dims, opt_.blocks, run_block))
+            fatal(f_.loc, "a block asked for is outside the grid");
     } catch (const TooManyIssues&) {
         accesses_.clear();
     }

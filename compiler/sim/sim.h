@@ -102,6 +102,9 @@ struct Options {
     const target::GpuTarget* target = nullptr;
     // When set, only the blocks it accepts run.
     std::function<bool(int64_t x, int64_t y, int64_t z)> block_filter;
+    // When not empty, only these blocks run, in this order (each inside the grid), at a
+    // cost that does not grow with the grid as asking block_filter about every block does.
+    std::vector<std::array<int64_t, 3>> blocks;
     bool check_races = true;
     bool check_uninitialized = true;
     // Stop after this many issues in total (occurrences, not sites); 0: never.

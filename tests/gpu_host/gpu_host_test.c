@@ -210,6 +210,9 @@ static void test_arguments(void) {
     CHECK_MESSAGE_HAS("saxpy_f32_cuda: tensor y is NULL");
     CHECK_STATUS(saxpy_f32_cuda(NULL, aligned, aligned, -7, 1.0f), TILE_ERROR_INVALID_ARGUMENT);
     CHECK_MESSAGE_HAS("saxpy_f32_cuda: size N = -7 is negative");
+    /* Sizes whose bytes or grid leave int64 are refused as on the CPU (e2e/sizes). */
+    CHECK_STATUS(vector_add_f32_cuda(NULL, aligned, aligned, aligned, INT64_MAX), TILE_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE_HAS("vector_add_f32_cuda: tensor A [9223372036854775807] of f32 has more bytes than int64 can count");
     /* No elements: NULL tensors are fine and nothing is launched. */
     CHECK_STATUS(vector_add_f32_cuda(NULL, NULL, NULL, NULL, 0), TILE_SUCCESS);
     CHECK_STATUS(saxpy_f32_cuda((void*)0x1234, NULL, NULL, 0, 3.0f), TILE_SUCCESS);
