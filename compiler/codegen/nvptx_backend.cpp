@@ -30,6 +30,7 @@
 #include "codegen/gpu_lowering.h"
 #include "codegen/module_output.h"
 #include "support/diagnostics.h"
+#include "support/stage_timer.h"
 
 #ifndef TILEC_PTXAS_PATH
 #define TILEC_PTXAS_PATH ""
@@ -113,9 +114,53 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     auto tm = gpu::create_target_machine(triple, target, features, std::nullopt, "NVPTX");
     BackendModule backend_module(module_name, triple, *tm);
     llvm::Module& m = backend_module.module;
-    for (auto& f : funcs) emit_kernel(m, f, target);
+    {
+        StageTimer::Scope timed(target.name, "llvm-ir");
+        for (auto& f : funcs) emit_kernel(m, f, target);
+    }
     return gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
                               what == NvptxOutput::LlvmIr ? std::nullopt : std::optional(llvm::CodeGenFileType::AssemblyFile));
+}
+
+std::string merge_ptx(const std::vector<std::string>& modules) {
+    if (modules.empty()) TILEC_ICE("NVPTX backend: no PTX modules to merge");
+    // LLVM's PTX opens with comments, .version, .target and .address_size; the rest is
+    // module-scope declarations and entries, whose names are the exports' own.
+    const std::string end_of_header = ".address_size 64\n";
+    auto split = [&](const std::string& ptx) {
+        size_t at = ptx.find(end_of_header);
+        if (at == std::string::npos) TILEC_ICE("NVPTX backend: PTX without .address_size 64");
+        return at + end_of_header.size();
+    };
+    size_t header_end = split(modules.front());
+    std::string header = modules.front().substr(0, header_end);
+    std::string out = header;
+    for (size_t i = 0; i < modules.size(); ++i) {
+        const std::string& ptx = modules[i];
+        size_t at = split(ptx);
+        if (ptx.compare(0, at, header) != 0) TILEC_ICE("NVPTX backend: the exports' PTX headers differ");
+        // Branch labels are $L__BB<function number>_<block>; each module has one
+        // function, number 0. Renumbered as one module of all exports numbers them (the
+        // labels are then what one module of every export would name them: no two entries share one).
+        const std::string label = "$L__BB0_", renamed = "$L__BB" + std::to_string(i) + "_";
+        std::string body;
+        body.reserve(ptx.size() - at);
+        size_t pos = at;
+        while (true) {
+            size_t next = ptx.find("$L__", pos);
+            if (next == std::string::npos) {
+                body.append(ptx, pos, std::string::npos);
+                break;
+            }
+            if (ptx.compare(next, label.size(), label) != 0)
+                TILEC_ICE("NVPTX backend: unexpected local symbol in an export's PTX: " + ptx.substr(next, 16));
+            body.append(ptx, pos, next - pos);
+            body += renamed;
+            pos = next + label.size();
+        }
+        out += body;
+    }
+    return out;
 }
 
 std::function<uint64_t(double, int64_t)> host_conversion_for_test(ir::DataType from, ir::DataType to,
@@ -181,7 +226,11 @@ PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, cons
     run.command = "ptxas";
     for (auto& a : args) run.command += " " + a;
     args.insert(args.end(), {in, "-o", out});
-    auto r = gpu::run_tool(ptxas, args);
+    gpu::ToolResult r;
+    {
+        StageTimer::Scope timed(target.name, "ptxas");
+        r = gpu::run_tool(ptxas, args);
+    }
     run.status = r.status;
     run.output = r.output;
     run.ok = r.status == 0 && fs::exists(out);

@@ -25,6 +25,12 @@ enum class NvptxOutput { LlvmIr, Ptx };
 std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
                           NvptxOutput what, const std::string& module_name);
 
+// One PTX module of the PTX modules of compile_nvptx for single exports (the same
+// target), in order: the first's header, then each module's declarations and entry. The
+// driver compiles each export on its own thread and merges them, so the text does not
+// depend on how many threads ran.
+std::string merge_ptx(const std::vector<std::string>& modules);
+
 // The ptxas that `assemble_cubin` runs: $TILEC_PTXAS if set, else the one found at
 // configure time (CMake cache variable TILEC_PTXAS); "" if neither.
 std::string ptxas_path();

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "driver/opt.h"
 #include "driver/pipeline.h"
@@ -136,6 +137,8 @@ struct Args {
     bool debug_ice = false;
     std::vector<std::string> ptxas_args;
     bool verbose_resources = false;
+    std::vector<std::string> exports;
+    unsigned jobs = 0;  // 0: the number of cores
 };
 
 struct ThreadJob {
@@ -204,6 +207,15 @@ int run(int argc, char** argv) {
                  "for gfxNNN), e.g. \"gemm_f16 sm_80: 40 registers, 16384 bytes shared,\n"
                  "0 bytes spilled\"; dynamic shared memory the launch passes is added\n"
                  "(\"0 bytes shared + 65536 dynamic\")");
+    app.add_option("--export", a.exports,
+                   "Compile only the export NAME (its C symbol; repeatable), e.g. --export gemm_f16.\n"
+                   "A name the inputs do not export is an error listing those they do")
+        ->type_name("NAME");
+    app.add_option("-j,--jobs", a.jobs,
+                   "Compile exports and targets on N threads (default: the number of cores).\n"
+                   "The output is the same for every N")
+        ->check(CLI::PositiveNumber)
+        ->type_name("N");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
     app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported\nfile (also spelled -MD)");
@@ -314,6 +326,8 @@ int run(int argc, char** argv) {
         }
     }
     opt.verbose_resources = a.verbose_resources;
+    opt.exports = a.exports;
+    opt.jobs = a.jobs != 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
     opt.stdlib_dir = a.stdlib_dir;
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = TILEC_STDLIB_DIR;
