@@ -2,6 +2,7 @@
 // output), map failures to exit codes: 0 ok, 1 user error, 2 internal compiler error.
 // The pipeline runs on a thread with a large stack so no input can overflow it.
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -138,7 +139,7 @@ struct Args {
     std::vector<std::string> ptxas_args;
     bool verbose_resources = false;
     std::vector<std::string> exports;
-    unsigned jobs = 0;  // 0: the number of cores
+    long jobs = -1;  // not given: the number of cores
 };
 
 struct ThreadJob {
@@ -214,7 +215,6 @@ int run(int argc, char** argv) {
     app.add_option("-j,--jobs", a.jobs,
                    "Compile exports and targets on N threads (default: the number of cores).\n"
                    "The output is the same for every N")
-        ->check(CLI::PositiveNumber)
         ->type_name("N");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
@@ -327,7 +327,20 @@ int run(int argc, char** argv) {
     }
     opt.verbose_resources = a.verbose_resources;
     opt.exports = a.exports;
-    opt.jobs = a.jobs != 0 ? a.jobs : std::max(1u, std::thread::hardware_concurrency());
+    if (a.jobs == -1) {
+        // The cores this process may run on (a container or taskset may allow fewer than
+        // the machine has).
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+        opt.jobs = cores > 0 ? static_cast<unsigned>(cores) : std::max(1u, std::thread::hardware_concurrency());
+    } else if (a.jobs < 1 || a.jobs > 4096) {
+        std::cerr << "tilec: error: -j " << a.jobs << ": the number of threads must be from 1 to 4096, e.g. -j 4\n"
+                  << "Run 'tilec --help' for the options.\n";
+        return 1;
+    } else {
+        opt.jobs = static_cast<unsigned>(a.jobs);
+    }
     opt.stdlib_dir = a.stdlib_dir;
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = TILEC_STDLIB_DIR;
