@@ -229,6 +229,12 @@ std::string ld_lld_path() {
     return TILEC_LD_LLD_PATH;
 }
 
+std::string ld_lld_version() {
+    std::string lld = ld_lld_path();
+    if (lld.empty() || !std::filesystem::exists(lld)) return "";
+    return gpu::run_tool(lld, {"--version"}).output;
+}
+
 std::string link_hsaco(const std::string& object, const target::GpuTarget& target) {
     namespace fs = std::filesystem;
     std::string lld = ld_lld_path();

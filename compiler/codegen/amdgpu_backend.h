@@ -39,6 +39,9 @@ std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, co
 // configure time (CMake cache variable TILEC_LD_LLD); "" if neither.
 std::string ld_lld_path();
 
+// What `ld.lld --version` prints ("" without an ld.lld), for the compile cache's key.
+std::string ld_lld_version();
+
 // Runs `ld.lld -shared object -o hsaco` and returns the HSACO's bytes. A missing ld.lld
 // or a link error throws InternalError with ld.lld's output: the object is ours.
 std::string link_hsaco(const std::string& object, const target::GpuTarget& target);

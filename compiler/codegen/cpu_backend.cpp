@@ -2,6 +2,7 @@
 // TargetMachine, the optimisation pipeline, and LLVM IR / assembly / object output.
 #include "codegen/cpu_backend.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -41,6 +42,12 @@ std::string host_features() {
 }
 
 }  // namespace
+
+std::string host_codegen_identity(const std::string& cpu) {
+    const bool native = cpu.empty() || cpu == "native";
+    return std::string("LLVM ") + LLVM_VERSION_STRING + "\n" + llvm::sys::getProcessTriple() + "\n" +
+           (native ? llvm::sys::getHostCPUName().str() + "\n" + host_features() : cpu) + "\n";
+}
 
 std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                        DiagnosticEngine& diags) {

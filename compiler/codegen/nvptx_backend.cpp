@@ -209,6 +209,12 @@ std::string ptxas_path() {
     return TILEC_PTXAS_PATH;
 }
 
+std::string ptxas_version() {
+    std::string ptxas = ptxas_path();
+    if (ptxas.empty() || !std::filesystem::exists(ptxas)) return "";
+    return gpu::run_tool(ptxas, {"--version"}).output;
+}
+
 PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, const std::vector<std::string>& extra_args,
                    bool verbose) {
     namespace fs = std::filesystem;

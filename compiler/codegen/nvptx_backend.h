@@ -35,6 +35,9 @@ std::string merge_ptx(const std::vector<std::string>& modules);
 // configure time (CMake cache variable TILEC_PTXAS); "" if neither.
 std::string ptxas_path();
 
+// What `ptxas --version` prints ("" without a ptxas), for the compile cache's key.
+std::string ptxas_version();
+
 // Runs `ptxas -arch=<target> ptx -o cubin` and returns the cubin's bytes. A missing
 // ptxas or an assembler error throws InternalError with ptxas's output: the PTX is ours.
 std::string assemble_cubin(const std::string& ptx, const target::GpuTarget& target);

@@ -10,11 +10,13 @@
 #include <set>
 #include <sstream>
 
+#include "driver/compile_cache.h"
 #include "driver/task_graph.h"
 #include "frontend/frontend.h"
 #include "ir/pass.h"
 #include "ir/printer.h"
 #include "support/diagnostics.h"
+#include "support/sha256.h"
 #include "support/stage_timer.h"
 #include "target/target.h"
 #include "transform/simplify.h"
@@ -43,7 +45,7 @@ std::string known_target_list() {
     return list;
 }
 
-bool write_output(const std::string& path, const std::string& text, DiagnosticEngine& diags) {
+bool write_file(const std::string& path, const std::string& text, DiagnosticEngine& diags) {
     if (path.empty() || path == "-") {
         std::cout << text;
         return true;
@@ -272,6 +274,48 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
 
 }  // namespace
 
+namespace {
+
+// The compile cache's key: this tilec, the tools and LLVM it generates code with, every
+// option that changes an output (not -j: the outputs are the same for every N), and the
+// path and contents of every file the compilation read.
+std::string compile_cache_key(const Options& options, const SourceManager& sources) {
+    Sha256 h;
+    h.field(tilec_build_identity(TILEC_VERSION));
+    auto list = [&](const char* what, const std::vector<std::string>& items) {
+        h.field(what);
+        h.field(std::to_string(items.size()));
+        for (auto& item : items) h.field(item);
+    };
+    list("inputs", options.inputs);
+    list("output", {options.output, options.emit, options.cpu, options.stdlib_dir});
+    list("targets", options.targets);
+    list("include", options.include_dirs);
+    list("exports", options.exports);
+    list("ptxas-args", options.ptxas_args);
+    std::vector<std::string> defines;
+    for (auto& [name, value] : options.defines) defines.push_back(name + "=" + value);
+    list("defines", defines);
+    list("diagnostics", {options.warnings ? "warnings" : "-w", options.werror ? "-Werror" : "", options.verify ? "" : "--no-verify"});
+#ifdef TILEC_WITH_LLVM
+    h.field(codegen::host_codegen_identity(options.cpu));
+    bool nvidia = false, amd = false;
+    for (auto& t : options.targets)
+        if (const target::Target* row = target::find_target(t); row && !row->is_host())
+            (row->is_nvidia() ? nvidia : amd) = true;
+    if (nvidia) list("ptxas", {codegen::ptxas_path(), codegen::ptxas_version()});
+    if (amd) list("ld.lld", {codegen::ld_lld_path(), codegen::ld_lld_version()});
+#endif
+    h.field("files");
+    for (uint32_t id = 1; id <= sources.file_count(); ++id) {
+        h.field(sources.path(id));
+        h.field(sources.contents(id));
+    }
+    return h.hex();
+}
+
+}  // namespace
+
 void add_tile_passes(ir::PassManager& pm) { pm.add(transform::make_simplify_pass()); }
 
 int compile(const Options& options) {
@@ -283,6 +327,12 @@ int compile(const Options& options) {
     diags.set_warnings_enabled(options.warnings);
     StageTimer::global().enable(options.time_passes);
     try {
+        // What this compilation writes, in order, for the compile cache.
+        std::vector<CachedOutput> written;
+        auto write_output = [&](const std::string& path, const std::string& text, DiagnosticEngine& d) {
+            written.push_back({path.empty() ? "-" : path, text});
+            return write_file(path, text, d);
+        };
         for (auto& t : options.targets) {
             if (!target::find_target(t))
                 diags.error({}, "unknown target '" + t + "' (known: " + known_target_list() + ")");
@@ -385,12 +435,61 @@ int compile(const Options& options) {
         auto program = frontend::load_program(options.inputs, fopt, sources, diags);
         if (!program) return 1;
 
+        // -MD: the outputs depend on the inputs and every file they import.
+        auto write_depfile = [&](const frontend::Program& program) -> bool {
+            if (!options.depfile) return true;
+            std::string target = options.output.empty() ? "-" : options.output;
+            std::string path = !options.depfile_path.empty() ? options.depfile_path
+                                                             : (options.output.empty() ? "" : options.output + ".d");
+            if (path.empty()) {
+                diags.error({}, "-MD needs -o (or -MF FILE) to name the depfile");
+                return false;
+            }
+            std::ostringstream dep;
+            if (gpu_emit && gpu_targets.size() > 1 && !options.output.empty() && options.output != "-") {
+                // One file per arch was written: each depends on the sources.
+                target.clear();
+                for (auto& arch : gpu_targets)
+                    target += (target.empty() ? "" : " ") + escape_make(per_arch_path(options.output, arch, true));
+                dep << target << ":";
+            } else {
+                dep << escape_make(target) << ":";
+            }
+            for (auto& in : options.inputs) dep << " \\\n  " << escape_make(in);
+            for (auto& imp : program.imported_paths) dep << " \\\n  " << escape_make(imp);
+            dep << "\n";
+            std::ofstream out(path);
+            if (!out || !(out << dep.str())) {
+                diags.error({}, "cannot write depfile '" + path + "'");
+                return false;
+            }
+            return true;
+        };
+
         if (options.emit == "ast") {
             std::string text;
             for (uint32_t id : program->input_files)
                 for (auto& f : program->files)
                     if (f->file_id == id) text += ast::print(*f);
             if (!write_output(options.output, text, diags)) return 1;
+        }
+
+        // The compile cache (TILEC_CACHE_DIR): outputs keyed by everything they depend on,
+        // every file read included. Not for runs whose point is what they print besides
+        // their outputs (IR dumps, timings, resources) or that write nothing.
+        const std::string cache_dir = cache_dir_from_environment();
+        const bool use_cache = !cache_dir.empty() && options.emit != "ast" &&
+                               (make_object || !options.emit.empty()) && !options.print_after_all &&
+                               options.print_after.empty() && !options.time_passes && !options.verbose_resources &&
+                               !options.debug_internal_error;
+        std::string cache_key;
+        if (use_cache) {
+            cache_key = compile_cache_key(options, sources);
+            if (auto hit = cache_lookup(cache_dir, cache_key)) {
+                for (auto& out : *hit)
+                    if (!write_file(out.path, out.bytes, diags)) return 1;
+                return write_depfile(*program) ? 0 : 1;
+            }
         }
 
         // 2. Instantiate, check and lower each export to Tile IR.
@@ -582,33 +681,8 @@ int compile(const Options& options) {
             StageTimer::global().print(std::cerr, order);
         }
 #endif
-        if (options.depfile) {
-            std::string target = options.output.empty() ? "-" : options.output;
-            std::string path = !options.depfile_path.empty() ? options.depfile_path
-                                                             : (options.output.empty() ? "" : options.output + ".d");
-            if (path.empty()) {
-                diags.error({}, "-MD needs -o (or -MF FILE) to name the depfile");
-                return 1;
-            }
-            std::ostringstream dep;
-            if (gpu_emit && gpu_targets.size() > 1 && !options.output.empty() && options.output != "-") {
-                // One file per arch was written: each depends on the sources.
-                target.clear();
-                for (auto& arch : gpu_targets)
-                    target += (target.empty() ? "" : " ") + escape_make(per_arch_path(options.output, arch, true));
-                dep << target << ":";
-            } else {
-                dep << escape_make(target) << ":";
-            }
-            for (auto& in : options.inputs) dep << " \\\n  " << escape_make(in);
-            for (auto& imp : program->imported_paths) dep << " \\\n  " << escape_make(imp);
-            dep << "\n";
-            std::ofstream out(path);
-            if (!out || !(out << dep.str())) {
-                diags.error({}, "cannot write depfile '" + path + "'");
-                return 1;
-            }
-        }
+        if (!write_depfile(*program)) return 1;
+        if (use_cache && !diags.has_errors() && diags.warning_count() == 0) cache_store(cache_dir, cache_key, written);
         return diags.has_errors() ? 1 : 0;
     } catch (const ErrorLimitReached&) {
         return 1;
