@@ -280,6 +280,9 @@ namespace {
 // option that changes an output (not -j: the outputs are the same for every N), and the
 // path and contents of every file the compilation read.
 std::string compile_cache_key(const Options& options, const SourceManager& sources) {
+    // -o's name, not its folder: outputs name the header after it, but a fresh build
+    // folder must find the entries of another (the outputs are kept relative to it).
+    std::string output_name = options.output.substr(options.output.find_last_of('/') + 1);
     Sha256 h;
     h.field(tilec_build_identity(TILEC_VERSION));
     auto list = [&](const char* what, const std::vector<std::string>& items) {
@@ -288,7 +291,7 @@ std::string compile_cache_key(const Options& options, const SourceManager& sourc
         for (auto& item : items) h.field(item);
     };
     list("inputs", options.inputs);
-    list("output", {options.output, options.emit, options.cpu, options.stdlib_dir});
+    list("output", {output_name, options.emit, options.cpu, options.stdlib_dir});
     list("targets", options.targets);
     list("include", options.include_dirs);
     list("exports", options.exports);
@@ -327,10 +330,16 @@ int compile(const Options& options) {
     diags.set_warnings_enabled(options.warnings);
     StageTimer::global().enable(options.time_passes);
     try {
-        // What this compilation writes, in order, for the compile cache.
+        // What this compilation writes, in order, for the compile cache. Every file output
+        // is -o's or beside it (k.h, k.sm_80.cubin): the cache keeps its path relative to
+        // -o's folder ("@k.h"), so a fresh build folder (CI) finds the entries of another.
+        const std::string output_dir = options.output.substr(0, options.output.find_last_of('/') + 1);
         std::vector<CachedOutput> written;
         auto write_output = [&](const std::string& path, const std::string& text, DiagnosticEngine& d) {
-            written.push_back({path.empty() ? "-" : path, text});
+            std::string kept = path.empty() || path == "-" ? "-"
+                               : path.compare(0, output_dir.size(), output_dir) == 0 ? "@" + path.substr(output_dir.size())
+                                                                                      : path;
+            written.push_back({kept, text});
             return write_file(path, text, d);
         };
         for (auto& t : options.targets) {
@@ -486,8 +495,10 @@ int compile(const Options& options) {
         if (use_cache) {
             cache_key = compile_cache_key(options, sources);
             if (auto hit = cache_lookup(cache_dir, cache_key)) {
-                for (auto& out : *hit)
-                    if (!write_file(out.path, out.bytes, diags)) return 1;
+                for (auto& out : *hit) {
+                    std::string path = out.path.rfind("@", 0) == 0 ? output_dir + out.path.substr(1) : out.path;
+                    if (!write_file(path, out.bytes, diags)) return 1;
+                }
                 return write_depfile(*program) ? 0 : 1;
             }
         }
