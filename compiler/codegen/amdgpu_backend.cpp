@@ -198,7 +198,7 @@ std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::Gpu
     gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors);
     std::string out;
     llvm::raw_string_ostream os(out);
-    llvm::WriteBitcodeToFile(backend_module.module, os);
+    llvm::WriteBitcodeToFile(backend_module.module, os, /*ShouldPreserveUseListOrder=*/true);
     os.flush();
     return out;
 }

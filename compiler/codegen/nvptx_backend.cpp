@@ -5,7 +5,10 @@
 // convention with nvvm.annotations, and ptxas.
 #include "codegen/nvptx_backend.h"
 
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -99,9 +102,11 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget
 
 }  // namespace
 
-std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
-                          NvptxOutput what, const std::string& module_name) {
-    if (target.vendor != target::Vendor::Nvidia) TILEC_ICE("NVPTX backend: " + target.name + " is not an NVIDIA target");
+namespace {
+
+const char* const kTriple = "nvptx64-nvidia-cuda";
+
+void init_nvptx() {
     static std::once_flag init;
     std::call_once(init, [] {
         LLVMInitializeNVPTXTargetInfo();
@@ -109,10 +114,37 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
         LLVMInitializeNVPTXTargetMC();
         LLVMInitializeNVPTXAsmPrinter();
     });
-    const std::string triple = "nvptx64-nvidia-cuda";
-    std::string features = "+ptx" + std::to_string(target.ptx_version);
-    auto tm = gpu::create_target_machine(triple, target, features, std::nullopt, "NVPTX");
-    BackendModule backend_module(module_name, triple, *tm);
+}
+
+std::string features_of(const target::GpuTarget& target) {
+    if (target.vendor != target::Vendor::Nvidia) TILEC_ICE("NVPTX backend: " + target.name + " is not an NVIDIA target");
+    return "+ptx" + std::to_string(target.ptx_version);
+}
+
+std::string to_bitcode(const llvm::Module& m) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    llvm::WriteBitcodeToFile(m, os, /*ShouldPreserveUseListOrder=*/true);
+    os.flush();
+    return out;
+}
+
+// Reads bitcode of compile_nvptx's module into `into` (an empty BackendModule's).
+void read_bitcode(const std::string& bitcode, BackendModule& into, const std::string& module_name) {
+    auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, module_name), into.context);
+    if (!part) TILEC_ICE("NVPTX backend: cannot read back an export's bitcode: " + llvm::toString(part.takeError()));
+    if (llvm::Linker::linkModules(into.module, std::move(*part)))
+        TILEC_ICE("NVPTX backend: cannot link an export's module: " + into.llvm_errors);
+}
+
+}  // namespace
+
+std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                          NvptxOutput what, const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
     llvm::Module& m = backend_module.module;
     {
         StageTimer::Scope timed(target.name, "llvm-ir");
@@ -120,6 +152,45 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     }
     return gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
                               what == NvptxOutput::LlvmIr ? std::nullopt : std::optional(llvm::CodeGenFileType::AssemblyFile));
+}
+
+std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                      const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    StageTimer::Scope timed(target.name, "llvm-ir");
+    emit_kernel(backend_module.module, func, target);
+    return to_bitcode(backend_module.module);
+}
+
+std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::GpuTarget& target,
+                                   const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    read_bitcode(bitcode, backend_module, module_name);
+    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "NVPTX", backend_module.llvm_errors);
+    return to_bitcode(backend_module.module);
+}
+
+std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTarget& target,
+                                 const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    read_bitcode(bitcode, backend_module, module_name);
+    for (auto& fn : backend_module.module) {
+        if (fn.isDeclaration()) continue;
+        fn.addFnAttr("target-cpu", target.llvm_cpu);
+        fn.addFnAttr("target-features", features);
+    }
+    verify_module(backend_module.module, "NVPTX");
+    return gpu::emit_gpu_module(backend_module.module, *tm, target, "NVPTX", backend_module.llvm_errors,
+                                llvm::CodeGenFileType::AssemblyFile);
 }
 
 std::string merge_ptx(const std::vector<std::string>& modules) {

@@ -202,6 +202,7 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
 struct ArchResult {
     const target::GpuTarget* target = nullptr;
     std::vector<std::string> parts;  // per export: PTX (sm) or optimised bitcode (gfx)
+    std::vector<std::string> optimized;  // sm, per export: the optimised LLVM module as bitcode
     std::string ptx;                 // sm: the merged PTX
     std::optional<codegen::PtxasRun> ptxas;  // sm: when ptxas ran
     std::string text;                // gfx: assembly (--emit=amdgcn)
@@ -225,13 +226,55 @@ void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget&
                         std::to_string(run.status) + "): " + out);
 }
 
-// Adds the backend tasks of every arch to `graph`: per export, LLVM IR and O3 (and for
-// sm, code generation to PTX) in its own LLVM context; per arch, the exports' results
-// joined (PTX merged; gfx bitcode linked and compiled to one code object), then ptxas
-// when `cubin`, ld.lld when `hsaco`, the assembly when `amd_text`. Returns the arch tasks.
+// The NVIDIA archs' optimised LLVM modules of one export: each arch's module as the IR
+// emitter makes it, and one O3 run per group of archs whose modules are the same bytes
+// (sm_80 and sm_90a usually are), for the group's lowest arch (its IR is then within
+// what each arch of the group has). Written to optimized[a][export] for each NVIDIA arch a.
+void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& thread_level,
+                            std::vector<ArchResult>& results, const std::string& source) {
+    struct Group {
+        std::string unoptimized;
+        size_t lowest;
+        std::vector<size_t> archs;
+    };
+    std::vector<Group> groups;
+    auto lower = [](const target::GpuTarget& a, const target::GpuTarget& b) {
+        return a.arch < b.arch || (a.arch == b.arch && !a.arch_specific && b.arch_specific);
+    };
+    for (size_t a = 0; a < results.size(); ++a) {
+        const target::GpuTarget& t = *results[a].target;
+        if (!t.is_nvidia()) continue;
+        std::string bc = codegen::nvptx_unoptimized_bitcode(thread_level[a].funcs.at(export_index), t, source);
+        auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.unoptimized == bc; });
+        if (same == groups.end()) {
+            groups.push_back(Group{std::move(bc), a, {a}});
+            continue;
+        }
+        same->archs.push_back(a);
+        if (lower(t, *results[same->lowest].target)) same->lowest = a;
+    }
+    for (auto& g : groups) {
+        std::string optimized = codegen::nvptx_optimize_bitcode(g.unoptimized, *results[g.lowest].target, source);
+        for (size_t a : g.archs) results[a].optimized.at(export_index) = optimized;
+    }
+}
+
+// Adds the backend tasks of every arch to `graph`: per export, LLVM IR and O3 in its own
+// LLVM context (for NVIDIA, once per group of archs with the same IR, then code
+// generation to PTX per arch); per arch, the exports' results joined (PTX merged; gfx
+// bitcode linked and compiled to one code object), then ptxas when `cubin`, ld.lld when
+// `hsaco`, the assembly when `amd_text`. Returns the arch tasks.
 std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module>& thread_level,
                                   std::vector<ArchResult>& results, bool cubin, bool hsaco, bool amd_text,
                                   const Options& options, const std::string& source) {
+    size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
+    std::vector<size_t> nvidia_opt;  // per export: its optimize_nvidia_export task
+    bool any_nvidia = std::any_of(results.begin(), results.end(), [](const ArchResult& r) { return r.target->is_nvidia(); });
+    for (auto& r : results) r.optimized.resize(exports);
+    for (size_t i = 0; any_nvidia && i < exports; ++i)
+        nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
+            optimize_nvidia_export(i, thread_level, results, source);
+        }));
     std::vector<size_t> arch_tasks;
     for (size_t a = 0; a < results.size(); ++a) {
         ArchResult& r = results[a];
@@ -242,16 +285,22 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         for (size_t i = 0; i < level.funcs.size(); ++i) {
             const ir::PrimFunc* f = &level.funcs[i];
             std::string* part = &r.parts[i];
-            deps.push_back(graph.add([f, part, &t, &source] {
-                *part = t.is_nvidia() ? codegen::compile_nvptx({*f}, t, codegen::NvptxOutput::Ptx, source)
-                                      : codegen::amdgpu_optimized_bitcode(*f, t, source);
-            }));
+            if (t.is_nvidia()) {
+                const std::string* optimized = &r.optimized[i];
+                deps.push_back(graph.add(
+                    [part, optimized, &t, &source] { *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source); },
+                    {nvidia_opt.at(i)}));
+            } else {
+                deps.push_back(graph.add(
+                    [f, part, &t, &source] { *part = codegen::amdgpu_optimized_bitcode(*f, t, source); }));
+            }
         }
         arch_tasks.push_back(graph.add(
             [&r, &t, &options, &source, cubin, hsaco, amd_text] {
                 if (t.is_nvidia()) {
                     r.ptx = codegen::merge_ptx(r.parts);
                     r.parts.clear();
+                    r.optimized.clear();
                     if (!cubin) return;
                     r.ptxas = codegen::run_ptxas(r.ptx, t, options.ptxas_args, options.verbose_resources);
                     if (r.ptxas->ok) r.resources = std::move(r.ptxas->resources);
