@@ -268,16 +268,23 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                                   std::vector<ArchResult>& results, bool cubin, bool hsaco, bool amd_text,
                                   const Options& options, const std::string& source) {
     size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
-    std::vector<size_t> nvidia_opt;  // per export: its optimize_nvidia_export task
-    bool any_nvidia = std::any_of(results.begin(), results.end(), [](const ArchResult& r) { return r.target->is_nvidia(); });
     for (auto& r : results) r.optimized.resize(exports);
-    for (size_t i = 0; any_nvidia && i < exports; ++i)
-        nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
-            optimize_nvidia_export(i, thread_level, results, source);
-        }));
+    // Ready tasks run lowest index first: the AMD archs' come first, as each ends in one
+    // long code generation of all exports, which then overlaps the NVIDIA archs' work.
+    std::vector<size_t> order;
+    for (size_t a = 0; a < results.size(); ++a)
+        if (!results[a].target->is_nvidia()) order.push_back(a);
+    for (size_t a = 0; a < results.size(); ++a)
+        if (results[a].target->is_nvidia()) order.push_back(a);
+    std::vector<size_t> nvidia_opt;  // per export: its optimize_nvidia_export task
     std::vector<size_t> arch_tasks;
-    for (size_t a = 0; a < results.size(); ++a) {
+    for (size_t a : order) {
         ArchResult& r = results[a];
+        if (r.target->is_nvidia() && nvidia_opt.empty())
+            for (size_t i = 0; i < exports; ++i)
+                nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
+                    optimize_nvidia_export(i, thread_level, results, source);
+                }));
         const ir::Module& level = thread_level[a];
         const target::GpuTarget& t = *r.target;
         r.parts.resize(level.funcs.size());
