@@ -16,8 +16,7 @@ struct Entry {
 };
 
 // The stages in pipeline order; a stage not listed prints after these, by name.
-const std::vector<std::string> kStageOrder = {"gpu-passes",   "llvm-ir", "llvm-opt", "llvm-link", "llvm-codegen",
-                                              "ptxas",        "ld.lld",  "gpu-embed"};
+const std::vector<std::string> kStageOrder = {"llvm-ir", "llvm-opt", "llvm-link", "llvm-codegen", "ptxas", "ld.lld"};
 
 std::mutex g_mutex;
 std::atomic<bool> g_on{false};
@@ -44,11 +43,6 @@ void StageTimer::add(const std::string& target, const std::string& stage, std::c
     Entry& e = g_entries[{target, stage}];
     e.time += time;
     e.runs += 1;
-}
-
-void StageTimer::clear() {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_entries.clear();
 }
 
 void StageTimer::print(std::ostream& os, const std::vector<std::string>& targets) const {

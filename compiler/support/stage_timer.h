@@ -22,7 +22,6 @@ public:
     // over the tasks, the number of tasks), then the total. Stage times of parallel tasks
     // add up, so a target's total is CPU-side work, not the wall time of the run.
     void print(std::ostream& os, const std::vector<std::string>& targets) const;
-    void clear();
 
     // Times a scope into the global table (a no-op when it is off).
     class Scope {
