@@ -17,9 +17,10 @@ cmake_policy(VERSION 3.20...3.25)
 
 # tilec_add_library(<target> SOURCES a.tile ...
 #                   [TARGETS host ...] [DEFINES NAME=VALUE ...] [INCLUDE_DIRS dir ...]
-#                   [OPTIONS flag ...] [RUNTIME STATIC|SHARED] [HEADER_DIR <var>])
+#                   [OPTIONS flag ...] [RUNTIME STATIC|SHARED] [HEADER_DIR <var>]
+#                   [CACHE_DIR dir])
 function(tilec_add_library)
-  set(_keywords SOURCES TARGETS DEFINES INCLUDE_DIRS OPTIONS RUNTIME HEADER_DIR)
+  set(_keywords SOURCES TARGETS DEFINES INCLUDE_DIRS OPTIONS RUNTIME HEADER_DIR CACHE_DIR)
   if(ARGC EQUAL 0)
     message(FATAL_ERROR "tilec_add_library: missing the target name; "
                         "usage: tilec_add_library(<target> SOURCES a.tile ...)")
@@ -35,7 +36,7 @@ function(tilec_add_library)
   endif()
 
   list(JOIN _keywords " " _known)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "RUNTIME;HEADER_DIR"
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "RUNTIME;HEADER_DIR;CACHE_DIR"
                         "SOURCES;TARGETS;DEFINES;INCLUDE_DIRS;OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
     list(JOIN arg_UNPARSED_ARGUMENTS " " _unknown)
@@ -76,6 +77,16 @@ function(tilec_add_library)
     list(APPEND _flags -I "${_i}")
   endforeach()
   list(APPEND _flags ${arg_OPTIONS})
+  # The compile cache: CACHE_DIR, else the variable TILEC_CACHE_DIR (-DTILEC_CACHE_DIR=...),
+  # else whatever TILEC_CACHE_DIR the build's environment has (tilec reads it itself).
+  if(NOT DEFINED arg_CACHE_DIR AND DEFINED TILEC_CACHE_DIR)
+    set(arg_CACHE_DIR "${TILEC_CACHE_DIR}")
+  endif()
+  set(_launcher)
+  if(DEFINED arg_CACHE_DIR AND NOT arg_CACHE_DIR STREQUAL "")
+    get_filename_component(_cache "${arg_CACHE_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+    set(_launcher ${CMAKE_COMMAND} -E env "TILEC_CACHE_DIR=${_cache}")
+  endif()
 
   # Absolute paths, and the stem of each: it names the object and the header.
   set(_sources)
@@ -141,7 +152,7 @@ function(tilec_add_library)
     set(_dep "${_dir}/${_name}.d")
     add_custom_command(
       OUTPUT "${_obj}" "${_hdr}"
-      COMMAND $<TARGET_FILE:tilec::tilec> "${_abs}" ${_flags} -o "${_obj}" -MD -MF "${_dep}"
+      COMMAND ${_launcher} $<TARGET_FILE:tilec::tilec> "${_abs}" ${_flags} -o "${_obj}" -MD -MF "${_dep}"
       DEPENDS "${_abs}" ${_tilec_dep}
       DEPFILE "${_dep}"
       COMMENT "tilec: ${_name}.o and ${_name}.h from ${_src}"

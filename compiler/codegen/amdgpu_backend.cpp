@@ -5,7 +5,10 @@
 // the code object version, and ld.lld.
 #include "codegen/amdgpu_backend.h"
 
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/BinaryFormat/ELF.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/BinaryFormat/MsgPackDocument.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -22,6 +25,7 @@
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/gpu_lowering.h"
 #include "codegen/module_output.h"
+#include "support/stage_timer.h"
 
 #ifndef TILEC_LD_LLD_PATH
 #define TILEC_LD_LLD_PATH ""
@@ -125,9 +129,9 @@ std::string features_of(const target::GpuTarget& target) {
 
 }  // namespace
 
-std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
-                           AmdgpuOutput what, const std::string& module_name) {
-    if (target.vendor != target::Vendor::Amd) TILEC_ICE("AMDGPU backend: " + target.name + " is not an AMD target");
+namespace {
+
+void init_amdgpu() {
     static std::once_flag init;
     std::call_once(init, [] {
         LLVMInitializeAMDGPUTargetInfo();
@@ -135,34 +139,100 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
         LLVMInitializeAMDGPUTargetMC();
         LLVMInitializeAMDGPUAsmPrinter();
     });
-    const std::string triple = "amdgcn-amd-amdhsa";
-    std::string features = features_of(target);
-    auto tm = gpu::create_target_machine(triple, target, features, llvm::Reloc::PIC_, "AMDGPU");
-    BackendModule backend_module(module_name, triple, *tm);
-    llvm::Module& m = backend_module.module;
+}
+
+const char* const kTriple = "amdgcn-amd-amdhsa";
+
+std::optional<llvm::CodeGenFileType> file_type(AmdgpuOutput what) {
+    return what == AmdgpuOutput::LlvmIr     ? std::nullopt
+           : what == AmdgpuOutput::Assembly ? std::optional(llvm::CodeGenFileType::AssemblyFile)
+                                            : std::optional(llvm::CodeGenFileType::ObjectFile);
+}
+
+void emit_kernels(llvm::Module& m, const std::vector<const ir::PrimFunc*>& funcs, const target::GpuTarget& target) {
     // Code object v4: what ROCm 4.x through 6.x loaders all accept (v5 needs ROCm 5.x+).
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 400);
     AmdgpuHooks hooks(target.warp_size);
-    for (auto& f : funcs) {
-        llvm::Function* fn = gpu::emit_kernel(m, f, target, hooks, llvm::CallingConv::AMDGPU_KERNEL);
+    StageTimer::Scope timed_ir(target.name, "llvm-ir");
+    for (const ir::PrimFunc* f : funcs) {
+        llvm::Function* fn = gpu::emit_kernel(m, *f, target, hooks, llvm::CallingConv::AMDGPU_KERNEL);
         // The exact workgroup size bounds the registers per work-item and lets LLVM
         // know workitem.id.y/z are 0.
-        fn->addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(f.threads));
+        fn->addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(f->threads));
         // Every size is an explicit parameter: the kernel reads no implicit (hidden)
         // arguments, so its kernarg segment is exactly the parameters above, which a host
         // entry point fills without knowing the hidden layout.
         fn->addFnAttr("amdgpu-no-implicitarg-ptr");
         fn->addFnAttr("amdgpu-implicitarg-num-bytes", "0");
     }
-    return gpu::finish_module(m, *tm, target, features, "AMDGPU", backend_module.llvm_errors,
-                              what == AmdgpuOutput::LlvmIr ? std::nullopt
-                              : what == AmdgpuOutput::Assembly ? std::optional(llvm::CodeGenFileType::AssemblyFile)
-                                                               : std::optional(llvm::CodeGenFileType::ObjectFile));
+}
+
+void check_amd(const target::GpuTarget& target) {
+    if (target.vendor != target::Vendor::Amd) TILEC_ICE("AMDGPU backend: " + target.name + " is not an AMD target");
+}
+
+}  // namespace
+
+std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                           AmdgpuOutput what, const std::string& module_name) {
+    check_amd(target);
+    init_amdgpu();
+    std::string features = features_of(target);
+    auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    std::vector<const ir::PrimFunc*> list;
+    for (auto& f : funcs) list.push_back(&f);
+    emit_kernels(backend_module.module, list, target);
+    return gpu::finish_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors,
+                              file_type(what));
+}
+
+std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                     const std::string& module_name) {
+    check_amd(target);
+    init_amdgpu();
+    std::string features = features_of(target);
+    auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    emit_kernels(backend_module.module, {&func}, target);
+    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors);
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    llvm::WriteBitcodeToFile(backend_module.module, os, /*ShouldPreserveUseListOrder=*/true);
+    os.flush();
+    return out;
+}
+
+std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, const target::GpuTarget& target,
+                                     AmdgpuOutput what, const std::string& module_name) {
+    check_amd(target);
+    init_amdgpu();
+    std::string features = features_of(target);
+    auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    {
+        StageTimer::Scope timed(target.name, "llvm-link");
+        for (auto& bc : bitcode) {
+            auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bc, module_name), backend_module.context);
+            if (!part) TILEC_ICE("AMDGPU backend: cannot read back an export's bitcode: " + llvm::toString(part.takeError()));
+            if (llvm::Linker::linkModules(backend_module.module, std::move(*part)))
+                TILEC_ICE("AMDGPU backend: cannot link the exports' modules: " + backend_module.llvm_errors);
+        }
+    }
+    verify_module(backend_module.module, "AMDGPU");
+    return gpu::emit_gpu_module(backend_module.module, *tm, target, "AMDGPU", backend_module.llvm_errors,
+                                file_type(what));
 }
 
 std::string ld_lld_path() {
     if (const char* env = std::getenv("TILEC_LD_LLD"); env && *env) return env;
     return TILEC_LD_LLD_PATH;
+}
+
+std::string ld_lld_version() {
+    std::string lld = ld_lld_path();
+    if (lld.empty() || !std::filesystem::exists(lld)) return "";
+    return gpu::run_tool(lld, {"--version"}).output;
 }
 
 std::string link_hsaco(const std::string& object, const target::GpuTarget& target) {
@@ -174,7 +244,11 @@ std::string link_hsaco(const std::string& object, const target::GpuTarget& targe
     gpu::TempDir dir("tilec-lld");
     std::string in = dir.path() + "/kernel.o", out = dir.path() + "/kernel.hsaco";
     gpu::write_file_bytes(in, object);
-    auto r = gpu::run_tool(lld, {"-shared", in, "-o", out});
+    gpu::ToolResult r;
+    {
+        StageTimer::Scope timed(target.name, "ld.lld");
+        r = gpu::run_tool(lld, {"-shared", in, "-o", out});
+    }
     if (r.status != 0 || !fs::exists(out))
         TILEC_ICE("ld.lld -shared for " + target.name + " failed (" + lld + ", exit status " + std::to_string(r.status) +
                   "):\n" + r.output);

@@ -26,9 +26,21 @@ enum class AmdgpuOutput { LlvmIr, Assembly, Object };
 std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
                            AmdgpuOutput what, const std::string& module_name);
 
+// The same, in two steps, so the exports of one target compile on several threads:
+// one export in its own LLVM context, optimised as compile_amdgpu optimises it, returned
+// as bitcode; then the bitcode of every export (in order) linked into one module and
+// compiled to `what` (one code object per target: its metadata note lists every kernel).
+std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                     const std::string& module_name);
+std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, const target::GpuTarget& target,
+                                     AmdgpuOutput what, const std::string& module_name);
+
 // The ld.lld that `link_hsaco` runs: $TILEC_LD_LLD if set, else the one found at
 // configure time (CMake cache variable TILEC_LD_LLD); "" if neither.
 std::string ld_lld_path();
+
+// What `ld.lld --version` prints ("" without an ld.lld), for the compile cache's key.
+std::string ld_lld_version();
 
 // Runs `ld.lld -shared object -o hsaco` and returns the HSACO's bytes. A missing ld.lld
 // or a link error throws InternalError with ld.lld's output: the object is ours.

@@ -2,6 +2,7 @@
 // TargetMachine, the optimisation pipeline, and LLVM IR / assembly / object output.
 #include "codegen/cpu_backend.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -19,6 +20,7 @@
 #include "codegen/cpu_lowering.h"
 #include "codegen/gpu_entry.h"
 #include "codegen/module_output.h"
+#include "support/stage_timer.h"
 
 namespace tilec::codegen {
 
@@ -40,6 +42,12 @@ std::string host_features() {
 }
 
 }  // namespace
+
+std::string host_codegen_identity(const std::string& cpu) {
+    const bool native = cpu.empty() || cpu == "native";
+    return std::string("LLVM ") + LLVM_VERSION_STRING + "\n" + llvm::sys::getProcessTriple() + "\n" +
+           (native ? llvm::sys::getHostCPUName().str() + "\n" + host_features() : cpu) + "\n";
+}
 
 std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                        DiagnosticEngine& diags) {
@@ -90,6 +98,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     } else if (sti->checkFeatures("+avx")) {
         ms.vector_bytes = 32;
     }
+    StageTimer::Scope timed_ir("host", "llvm-ir");
     if (options.cpu_entries)
         for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
     if (options.gpu) emit_gpu_embedding(ms, module, *options.gpu);
@@ -100,11 +109,16 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         fn.setUWTableKind(llvm::UWTableKind::Async);  // unwind tables, as C compilers emit
     }
     verify_module(m, "CPU");
-    if (options.optimize) optimize_module(m, *tm);
+    timed_ir.stop();
+    if (options.optimize) {
+        StageTimer::Scope timed("host", "llvm-opt");
+        optimize_module(m, *tm);
+    }
     check_llvm_errors(backend_module.llvm_errors, "optimise", "CPU");
     std::optional<llvm::CodeGenFileType> kind;
     if (what != CpuOutput::LlvmIr)
         kind = what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    StageTimer::Scope timed("host", "llvm-codegen");
     return emit_module(m, *tm, kind, "CPU", "the host target machine cannot emit this file type",
                        backend_module.llvm_errors);
 }

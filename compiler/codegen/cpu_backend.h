@@ -54,6 +54,11 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
 // compiler error, exit status 2); for the test of that handler (--debug-llvm-fatal-error).
 [[noreturn]] void debug_llvm_fatal_error();
 
+// What the host code depends on besides the IR, for the compile cache's key: the LLVM
+// version, the host triple, and the CPU `cpu` names with its features (for "native",
+// this machine's CPU and the features it has).
+std::string host_codegen_identity(const std::string& cpu);
+
 // The entry-point symbol of an export for the CPU backend: NAME_cpu.
 std::string cpu_entry_name(const ir::PrimFunc& f);
 

@@ -7,16 +7,21 @@
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/module_output.h"
+#include "support/stage_timer.h"
 
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -134,23 +139,38 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
     mpm.run(m, mam);
 }
 
-std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
-                          const std::string& features, const std::string& who, const std::string& llvm_errors,
-                          std::optional<llvm::CodeGenFileType> kind) {
+void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                         const std::string& features, const std::string& who, const std::string& llvm_errors) {
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
         fn.addFnAttr("target-cpu", target.llvm_cpu);
         fn.addFnAttr("target-features", features);
     }
     verify_module(m, who);
-    vectorize_early(m, tm, who + " backend");
-    optimize_module(m, tm);
+    {
+        StageTimer::Scope timed(target.name, "llvm-opt");
+        vectorize_early(m, tm, who + " backend");
+        optimize_module(m, tm);
+    }
     check_llvm_errors(llvm_errors, "optimise", who);
+}
+
+std::string emit_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                            const std::string& who, const std::string& llvm_errors,
+                            std::optional<llvm::CodeGenFileType> kind) {
     std::string cannot_emit;
     if (kind)
         cannot_emit = who + " backend: the target machine cannot emit " +
                       (*kind == llvm::CodeGenFileType::AssemblyFile ? "assembly" : "an object");
+    StageTimer::Scope timed(target.name, "llvm-codegen");
     return emit_module(m, tm, kind, who, cannot_emit, llvm_errors);
+}
+
+std::string finish_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                          const std::string& features, const std::string& who, const std::string& llvm_errors,
+                          std::optional<llvm::CodeGenFileType> kind) {
+    optimize_gpu_module(m, tm, target, features, who, llvm_errors);
+    return emit_gpu_module(m, tm, target, who, llvm_errors, kind);
 }
 
 TempDir::TempDir(const std::string& prefix) {
@@ -190,20 +210,25 @@ ToolResult run_tool(const std::string& tool, const std::vector<std::string>& arg
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid < 0) TILEC_ICE("cannot start " + tool);
-    if (pid == 0) {
-        FILE* l = std::fopen(log.c_str(), "w");
-        if (l) {
-            dup2(fileno(l), 1);
-            dup2(fileno(l), 2);
-        }
-        execv(tool.c_str(), argv.data());
-        _exit(127);
+    // posix_spawn, not fork + exec: tools run from several threads at once, and a forked
+    // child of a threaded process may only make async-signal-safe calls.
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = 0;
+    int err = posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ToolResult r;
+    if (err != 0) {
+        // As a shell reports a command it cannot run; the caller words the failure.
+        r.status = 127;
+        r.output = "cannot run " + tool + ": " + std::strerror(err) + "\n";
+        return r;
     }
     int status = 0;
-    waitpid(pid, &status, 0);
-    ToolResult r;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.output = read_file_bytes(log);
     return r;

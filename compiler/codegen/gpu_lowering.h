@@ -189,6 +189,18 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& tr
 // vectors, before the O3 pipeline (see gpu_lowering.cpp).
 void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who);
 
+// The first half of finish_module: attributes, verification, early vectorisation and
+// O3, LLVM's errors checked. Exposed for a backend that optimises each export in its
+// own module (on the driver's thread pool) and generates code for them linked together.
+void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                         const std::string& features, const std::string& who, const std::string& llvm_errors);
+
+// The second half: the module as LLVM IR text (no `kind`) or as the target's assembly /
+// object.
+std::string emit_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
+                            const std::string& who, const std::string& llvm_errors,
+                            std::optional<llvm::CodeGenFileType> kind);
+
 // The tail both GPU backends share: `target`'s CPU and `features` on every function,
 // verification, early vectorisation and O3, then the module as LLVM IR text (no `kind`)
 // or as the target's assembly / object. `who` names the backend in internal errors;

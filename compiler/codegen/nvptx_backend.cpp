@@ -5,7 +5,10 @@
 // convention with nvvm.annotations, and ptxas.
 #include "codegen/nvptx_backend.h"
 
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -30,6 +33,7 @@
 #include "codegen/gpu_lowering.h"
 #include "codegen/module_output.h"
 #include "support/diagnostics.h"
+#include "support/stage_timer.h"
 
 #ifndef TILEC_PTXAS_PATH
 #define TILEC_PTXAS_PATH ""
@@ -98,9 +102,11 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget
 
 }  // namespace
 
-std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
-                          NvptxOutput what, const std::string& module_name) {
-    if (target.vendor != target::Vendor::Nvidia) TILEC_ICE("NVPTX backend: " + target.name + " is not an NVIDIA target");
+namespace {
+
+const char* const kTriple = "nvptx64-nvidia-cuda";
+
+void init_nvptx() {
     static std::once_flag init;
     std::call_once(init, [] {
         LLVMInitializeNVPTXTargetInfo();
@@ -108,14 +114,124 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
         LLVMInitializeNVPTXTargetMC();
         LLVMInitializeNVPTXAsmPrinter();
     });
-    const std::string triple = "nvptx64-nvidia-cuda";
-    std::string features = "+ptx" + std::to_string(target.ptx_version);
-    auto tm = gpu::create_target_machine(triple, target, features, std::nullopt, "NVPTX");
-    BackendModule backend_module(module_name, triple, *tm);
+}
+
+std::string features_of(const target::GpuTarget& target) {
+    if (target.vendor != target::Vendor::Nvidia) TILEC_ICE("NVPTX backend: " + target.name + " is not an NVIDIA target");
+    return "+ptx" + std::to_string(target.ptx_version);
+}
+
+std::string to_bitcode(const llvm::Module& m) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    llvm::WriteBitcodeToFile(m, os, /*ShouldPreserveUseListOrder=*/true);
+    os.flush();
+    return out;
+}
+
+// Reads bitcode of compile_nvptx's module into `into` (an empty BackendModule's).
+void read_bitcode(const std::string& bitcode, BackendModule& into, const std::string& module_name) {
+    auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, module_name), into.context);
+    if (!part) TILEC_ICE("NVPTX backend: cannot read back an export's bitcode: " + llvm::toString(part.takeError()));
+    if (llvm::Linker::linkModules(into.module, std::move(*part)))
+        TILEC_ICE("NVPTX backend: cannot link an export's module: " + into.llvm_errors);
+}
+
+}  // namespace
+
+std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                          NvptxOutput what, const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
     llvm::Module& m = backend_module.module;
-    for (auto& f : funcs) emit_kernel(m, f, target);
+    {
+        StageTimer::Scope timed(target.name, "llvm-ir");
+        for (auto& f : funcs) emit_kernel(m, f, target);
+    }
     return gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
                               what == NvptxOutput::LlvmIr ? std::nullopt : std::optional(llvm::CodeGenFileType::AssemblyFile));
+}
+
+std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                      const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    StageTimer::Scope timed(target.name, "llvm-ir");
+    emit_kernel(backend_module.module, func, target);
+    return to_bitcode(backend_module.module);
+}
+
+std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::GpuTarget& target,
+                                   const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    read_bitcode(bitcode, backend_module, module_name);
+    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "NVPTX", backend_module.llvm_errors);
+    return to_bitcode(backend_module.module);
+}
+
+std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTarget& target,
+                                 const std::string& module_name) {
+    std::string features = features_of(target);
+    init_nvptx();
+    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    read_bitcode(bitcode, backend_module, module_name);
+    for (auto& fn : backend_module.module) {
+        if (fn.isDeclaration()) continue;
+        fn.addFnAttr("target-cpu", target.llvm_cpu);
+        fn.addFnAttr("target-features", features);
+    }
+    verify_module(backend_module.module, "NVPTX");
+    return gpu::emit_gpu_module(backend_module.module, *tm, target, "NVPTX", backend_module.llvm_errors,
+                                llvm::CodeGenFileType::AssemblyFile);
+}
+
+std::string merge_ptx(const std::vector<std::string>& modules) {
+    if (modules.empty()) TILEC_ICE("NVPTX backend: no PTX modules to merge");
+    // LLVM's PTX opens with comments, .version, .target and .address_size; the rest is
+    // module-scope declarations and entries, whose names are the exports' own.
+    const std::string end_of_header = ".address_size 64\n";
+    auto split = [&](const std::string& ptx) {
+        size_t at = ptx.find(end_of_header);
+        if (at == std::string::npos) TILEC_ICE("NVPTX backend: PTX without .address_size 64");
+        return at + end_of_header.size();
+    };
+    size_t header_end = split(modules.front());
+    std::string header = modules.front().substr(0, header_end);
+    std::string out = header;
+    for (size_t i = 0; i < modules.size(); ++i) {
+        const std::string& ptx = modules[i];
+        size_t at = split(ptx);
+        if (ptx.compare(0, at, header) != 0) TILEC_ICE("NVPTX backend: the exports' PTX headers differ");
+        // Branch labels are $L__BB<function number>_<block>; each module has one
+        // function, number 0. Renumbered as one module of all exports numbers them (the
+        // labels are then what one module of every export would name them: no two entries share one).
+        const std::string label = "$L__BB0_", renamed = "$L__BB" + std::to_string(i) + "_";
+        std::string body;
+        body.reserve(ptx.size() - at);
+        size_t pos = at;
+        while (true) {
+            size_t next = ptx.find("$L__", pos);
+            if (next == std::string::npos) {
+                body.append(ptx, pos, std::string::npos);
+                break;
+            }
+            if (ptx.compare(next, label.size(), label) != 0)
+                TILEC_ICE("NVPTX backend: unexpected local symbol in an export's PTX: " + ptx.substr(next, 16));
+            body.append(ptx, pos, next - pos);
+            body += renamed;
+            pos = next + label.size();
+        }
+        out += body;
+    }
+    return out;
 }
 
 std::function<uint64_t(double, int64_t)> host_conversion_for_test(ir::DataType from, ir::DataType to,
@@ -164,6 +280,12 @@ std::string ptxas_path() {
     return TILEC_PTXAS_PATH;
 }
 
+std::string ptxas_version() {
+    std::string ptxas = ptxas_path();
+    if (ptxas.empty() || !std::filesystem::exists(ptxas)) return "";
+    return gpu::run_tool(ptxas, {"--version"}).output;
+}
+
 PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, const std::vector<std::string>& extra_args,
                    bool verbose) {
     namespace fs = std::filesystem;
@@ -181,7 +303,11 @@ PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, cons
     run.command = "ptxas";
     for (auto& a : args) run.command += " " + a;
     args.insert(args.end(), {in, "-o", out});
-    auto r = gpu::run_tool(ptxas, args);
+    gpu::ToolResult r;
+    {
+        StageTimer::Scope timed(target.name, "ptxas");
+        r = gpu::run_tool(ptxas, args);
+    }
     run.status = r.status;
     run.output = r.output;
     run.ok = r.status == 0 && fs::exists(out);

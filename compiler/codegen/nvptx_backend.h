@@ -25,9 +25,33 @@ enum class NvptxOutput { LlvmIr, Ptx };
 std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
                           NvptxOutput what, const std::string& module_name);
 
+// compile_nvptx of one export in three steps, each in its own LLVM context, so that the
+// driver runs them on several threads and optimises once for the NVIDIA archs whose LLVM
+// IR of an export is the same (the thread-level IR is, and so is everything the IR
+// emitter reads of the arch): the unoptimised module as bitcode; that bitcode optimised
+// (O3) for `target`, the lowest arch of such a group; and the optimised bitcode compiled
+// to PTX for `target` (any arch of the group: its own CPU and PTX version replace the
+// optimising arch's). Optimising for the lowest arch keeps the IR within what every arch
+// of the group has.
+std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                      const std::string& module_name);
+std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::GpuTarget& target,
+                                   const std::string& module_name);
+std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTarget& target,
+                                 const std::string& module_name);
+
+// One PTX module of the PTX modules of compile_nvptx for single exports (the same
+// target), in order: the first's header, then each module's declarations and entry. The
+// driver compiles each export on its own thread and merges them, so the text does not
+// depend on how many threads ran.
+std::string merge_ptx(const std::vector<std::string>& modules);
+
 // The ptxas that `assemble_cubin` runs: $TILEC_PTXAS if set, else the one found at
 // configure time (CMake cache variable TILEC_PTXAS); "" if neither.
 std::string ptxas_path();
+
+// What `ptxas --version` prints ("" without a ptxas), for the compile cache's key.
+std::string ptxas_version();
 
 // Runs `ptxas -arch=<target> ptx -o cubin` and returns the cubin's bytes. A missing
 // ptxas or an assembler error throws InternalError with ptxas's output: the PTX is ours.

@@ -2,6 +2,7 @@
 // output), map failures to exit codes: 0 ok, 1 user error, 2 internal compiler error.
 // The pipeline runs on a thread with a large stack so no input can overflow it.
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #ifdef TILEC_WITH_LLVM
 #include "codegen/cpu_backend.h"
@@ -140,6 +142,8 @@ struct Args {
     bool debug_llvm_fatal = false;
     std::vector<std::string> ptxas_args;
     bool verbose_resources = false;
+    std::vector<std::string> exports;
+    long jobs = -1;  // not given: the number of cores
 };
 
 struct ThreadJob {
@@ -208,6 +212,14 @@ int run(int argc, char** argv) {
                  "for gfxNNN), e.g. \"gemm_f16 sm_80: 40 registers, 16384 bytes shared,\n"
                  "0 bytes spilled\"; dynamic shared memory the launch passes is added\n"
                  "(\"0 bytes shared + 65536 dynamic\")");
+    app.add_option("--export", a.exports,
+                   "Compile only the export NAME (its C symbol; repeatable), e.g. --export gemm_f16.\n"
+                   "A name the inputs do not export is an error listing those they do")
+        ->type_name("NAME");
+    app.add_option("-j,--jobs", a.jobs,
+                   "Compile exports and targets on N threads (default: the number of cores).\n"
+                   "The output is the same for every N")
+        ->type_name("N");
     app.add_option("--stdlib-dir", a.stdlib_dir, "Where `import \"std/...\"` is found (default: the built-in stdlib)")
         ->type_name("DIR");
     app.add_flag("--MD", a.md, "Also write a depfile (Make syntax) listing the inputs and every imported\nfile (also spelled -MD)");
@@ -324,6 +336,21 @@ int run(int argc, char** argv) {
         }
     }
     opt.verbose_resources = a.verbose_resources;
+    opt.exports = a.exports;
+    if (a.jobs == -1) {
+        // The cores this process may run on (a container or taskset may allow fewer than
+        // the machine has).
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+        opt.jobs = cores > 0 ? static_cast<unsigned>(cores) : std::max(1u, std::thread::hardware_concurrency());
+    } else if (a.jobs < 1 || a.jobs > 4096) {
+        std::cerr << "tilec: error: -j " << a.jobs << ": the number of threads must be from 1 to 4096, e.g. -j 4\n"
+                  << "Run 'tilec --help' for the options.\n";
+        return 1;
+    } else {
+        opt.jobs = static_cast<unsigned>(a.jobs);
+    }
     opt.stdlib_dir = a.stdlib_dir;
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = stdlib_near_executable(argv[0]);
     if (opt.stdlib_dir.empty()) opt.stdlib_dir = TILEC_STDLIB_DIR;

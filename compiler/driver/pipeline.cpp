@@ -10,10 +10,14 @@
 #include <set>
 #include <sstream>
 
+#include "driver/compile_cache.h"
+#include "driver/task_graph.h"
 #include "frontend/frontend.h"
 #include "ir/pass.h"
 #include "ir/printer.h"
 #include "support/diagnostics.h"
+#include "support/sha256.h"
+#include "support/stage_timer.h"
 #include "target/target.h"
 #include "transform/simplify.h"
 #ifndef TILEC_VERSION
@@ -41,7 +45,7 @@ std::string known_target_list() {
     return list;
 }
 
-bool write_output(const std::string& path, const std::string& text, DiagnosticEngine& diags) {
+bool write_file(const std::string& path, const std::string& text, DiagnosticEngine& diags) {
     if (path.empty() || path == "-") {
         std::cout << text;
         return true;
@@ -109,38 +113,6 @@ void print_resources(std::vector<codegen::KernelResources> resources, const std:
     }
 }
 
-// ptxas on one arch's PTX with the user's -Xptxas options (and -v for
-// --verbose-resources). A failure is the user's when they gave options (ptxas's own
-// words as the diagnostic), else an internal error: the PTX is ours. nullopt after a
-// reported error.
-std::optional<std::string> cubin_of(const std::string& ptx, const std::vector<ir::PrimFunc>& funcs,
-                                    const target::GpuTarget& t, const Options& options, DiagnosticEngine& diags) {
-    codegen::PtxasRun run = codegen::run_ptxas(ptx, t, options.ptxas_args, options.verbose_resources);
-    if (!run.ok) {
-        if (options.ptxas_args.empty())
-            TILEC_ICE(run.command + " failed (" + codegen::ptxas_path() + ", exit status " +
-                      std::to_string(run.status) + "):\n" + run.output);
-        std::string given;
-        for (auto& a : options.ptxas_args) given += (given.empty() ? "" : " ") + a;
-        std::string out = run.output;
-        while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-        diags.error({}, "ptxas failed for --target=" + t.name + " with -Xptxas " + given + " (exit status " +
-                            std::to_string(run.status) + "): " + out);
-        return std::nullopt;
-    }
-    if (options.verbose_resources) print_resources(run.resources, funcs);
-    return run.cubin;
-}
-
-// One gfx arch's relocatable code object, its resources printed with
-// --verbose-resources.
-std::string amd_object_of(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& t, const Options& options,
-                          const std::string& source) {
-    std::string object = codegen::compile_amdgpu(funcs, t, codegen::AmdgpuOutput::Object, source);
-    if (options.verbose_resources) print_resources(codegen::amdgpu_resources(object, t), funcs);
-    return object;
-}
-
 // Checks that the tools an object's images need exist (a user-facing error, naming the
 // configuration knob, rather than an internal one later).
 bool check_gpu_tools(bool nvidia, bool amd, DiagnosticEngine& diags) {
@@ -166,45 +138,33 @@ bool check_gpu_tools(bool nvidia, bool amd, DiagnosticEngine& diags) {
     return ok;
 }
 
-// The GPU side of an object for `archs` (sm_XX then gfxNNN, each in the target table's
-// order): each export lowered to thread level per arch (an export the GPU path does not
-// cover is a located error: the user asked for the arch), and with `images` one cubin per
-// sm arch plus the PTX of the lowest one, for the driver to JIT on GPUs newer than every
-// cubin, and one HSACO per gfx arch. Every kernel gets NAME_cuda when there is an sm arch
-// and NAME_hip when there is a gfx arch. Returns false after reporting an error.
-bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::string>& archs, bool images,
-                         const Options& options, const ir::PassManagerOptions& pmo, ir::PassContext& ctx,
-                         DiagnosticEngine& diags, const std::string& source, codegen::GpuEmbedding& out,
-                         std::string& ptx_arch) {
+// The kernels of an object's GPU side, from the thread-level IR of each arch in
+// `archs` (the object's order): NAME_cuda when there is an sm arch, NAME_hip when there
+// is a gfx arch. The entry points pass NAME_cpu's arguments and one block and dynamic
+// shared-memory size per API, so every arch must agree on those (internal errors if not).
+void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::string>& archs,
+                          const std::vector<ir::Module>& thread_level, codegen::GpuEmbedding& out) {
     bool nvidia = false, amd = false;
     for (auto& arch : archs) (target::find_gpu_target(arch)->is_nvidia() ? nvidia : amd) = true;
-    if (images && !check_gpu_tools(nvidia, amd, diags)) return false;
-    out.module_name = source;
-    const target::GpuTarget* lowest = nullptr;
-    std::string lowest_ptx;
     bool seen_nvidia = false, seen_amd = false;
-    for (auto& arch : archs) {
+    for (size_t a = 0; a < archs.size(); ++a) {
+        const std::string& arch = archs[a];
         const target::GpuTarget* t = target::find_gpu_target(arch);
-        if (!t) TILEC_ICE("no target table row for " + arch);
-        ir::PassManager gpm(pmo);
-        for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
-        auto thread_level = gpm.run(lowered, ctx);
-        if (!thread_level || diags.has_errors()) return false;
-        // NAME_cuda / NAME_hip pass NAME_cpu's arguments: the kernel must take exactly those.
+        const ir::Module& level = thread_level[a];
         for (size_t i = 0; i < lowered.funcs.size(); ++i) {
-            const auto& a = lowered.funcs[i].params;
-            const auto& b = thread_level->funcs.at(i).params;
-            bool same = a.size() == b.size();
-            for (size_t j = 0; same && j < a.size(); ++j)
-                same = a[j].kind == b[j].kind &&
-                       (a[j].kind == ir::ParamKind::Tensor ? a[j].buffer->name == b[j].buffer->name &&
-                                                                 a[j].buffer->dtype == b[j].buffer->dtype
-                                                           : a[j].var->name == b[j].var->name &&
-                                                                 a[j].var->type == b[j].var->type);
+            const auto& pa = lowered.funcs[i].params;
+            const auto& pb = level.funcs.at(i).params;
+            bool same = pa.size() == pb.size();
+            for (size_t j = 0; same && j < pa.size(); ++j)
+                same = pa[j].kind == pb[j].kind &&
+                       (pa[j].kind == ir::ParamKind::Tensor ? pa[j].buffer->name == pb[j].buffer->name &&
+                                                                  pa[j].buffer->dtype == pb[j].buffer->dtype
+                                                            : pa[j].var->name == pb[j].var->name &&
+                                                                  pa[j].var->type == pb[j].var->type);
             if (!same) TILEC_ICE("the thread-level parameters of " + lowered.funcs[i].name + " differ from the export's");
         }
         if (out.kernels.empty()) {
-            for (auto& f : thread_level->funcs) {
+            for (auto& f : level.funcs) {
                 codegen::GpuKernel k;
                 k.export_name = f.name;
                 k.symbol = f.name;  // both backends name the kernel after the export
@@ -218,7 +178,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
             }
         } else {
             for (size_t i = 0; i < out.kernels.size(); ++i)
-                if (thread_level->funcs.at(i).threads != out.kernels[i].threads)
+                if (level.funcs.at(i).threads != out.kernels[i].threads)
                     TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
         }
         // One launch per API passes one size: every arch of a vendor must agree (the plan
@@ -226,7 +186,7 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
         bool first_of_vendor = t->vendor == target::Vendor::Amd ? !seen_amd : !seen_nvidia;
         (t->vendor == target::Vendor::Amd ? seen_amd : seen_nvidia) = true;
         for (size_t i = 0; i < out.kernels.size(); ++i) {
-            int64_t bytes = thread_level->funcs.at(i).dynamic_shared_bytes();
+            int64_t bytes = level.funcs.at(i).dynamic_shared_bytes();
             int64_t& kept = t->vendor == target::Vendor::Amd ? out.kernels[i].hip_dynamic_smem
                                                              : out.kernels[i].cuda_dynamic_smem;
             if (first_of_vendor)
@@ -235,30 +195,183 @@ bool build_gpu_embedding(const ir::Module& lowered, const std::vector<std::strin
                 TILEC_ICE("the dynamic shared memory of " + out.kernels[i].symbol + " differs between " + arch +
                           " and the vendor's other targets");
         }
-        if (t->vendor == target::Vendor::Amd) {
-            if (!images) continue;
-            std::string object = amd_object_of(thread_level->funcs, *t, options, source);
-            out.images.push_back({codegen::GpuImageKind::Hsaco, arch, codegen::link_hsaco(object, *t)});
+    }
+}
+
+// What the backend tasks of one GPU arch produce (each field written by one task).
+struct ArchResult {
+    const target::GpuTarget* target = nullptr;
+    std::vector<std::string> parts;  // per export: PTX (sm) or optimised bitcode (gfx)
+    std::vector<std::string> optimized;  // sm, per export: the optimised LLVM module as bitcode
+    std::string ptx;                 // sm: the merged PTX
+    std::optional<codegen::PtxasRun> ptxas;  // sm: when ptxas ran
+    std::string text;                // gfx: assembly (--emit=amdgcn)
+    std::string object;              // gfx: the relocatable code object, when built
+    std::string hsaco;               // gfx: the linked code object, when built
+    std::vector<codegen::KernelResources> resources;  // --verbose-resources
+};
+
+// The user's words for a ptxas failure: the user's when they gave -Xptxas options
+// (ptxas's message as the diagnostic), else an internal error: the PTX is ours.
+void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget& t, const Options& options,
+                          DiagnosticEngine& diags) {
+    if (options.ptxas_args.empty())
+        TILEC_ICE(run.command + " failed (" + codegen::ptxas_path() + ", exit status " + std::to_string(run.status) +
+                  "):\n" + run.output);
+    std::string given;
+    for (auto& a : options.ptxas_args) given += (given.empty() ? "" : " ") + a;
+    std::string out = run.output;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    diags.error({}, "ptxas failed for --target=" + t.name + " with -Xptxas " + given + " (exit status " +
+                        std::to_string(run.status) + "): " + out);
+}
+
+// The NVIDIA archs' optimised LLVM modules of one export: each arch's module as the IR
+// emitter makes it, and one O3 run per group of archs whose modules are the same bytes
+// (sm_80 and sm_90a usually are), for the group's lowest arch (its IR is then within
+// what each arch of the group has). Written to optimized[a][export] for each NVIDIA arch a.
+void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& thread_level,
+                            std::vector<ArchResult>& results, const std::string& source) {
+    struct Group {
+        std::string unoptimized;
+        size_t lowest;
+        std::vector<size_t> archs;
+    };
+    std::vector<Group> groups;
+    auto lower = [](const target::GpuTarget& a, const target::GpuTarget& b) {
+        return a.arch < b.arch || (a.arch == b.arch && !a.arch_specific && b.arch_specific);
+    };
+    for (size_t a = 0; a < results.size(); ++a) {
+        const target::GpuTarget& t = *results[a].target;
+        if (!t.is_nvidia()) continue;
+        std::string bc = codegen::nvptx_unoptimized_bitcode(thread_level[a].funcs.at(export_index), t, source);
+        auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.unoptimized == bc; });
+        if (same == groups.end()) {
+            groups.push_back(Group{std::move(bc), a, {a}});
             continue;
         }
-        // sm_90 before sm_90a: plain PTX runs on every later GPU, arch-specific PTX only on its own.
-        bool is_lowest = !lowest || t->arch < lowest->arch ||
-                         (t->arch == lowest->arch && !t->arch_specific && lowest->arch_specific);
-        if (is_lowest) lowest = t;
-        if (!images) continue;
-        std::string ptx = codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
-        auto cubin = cubin_of(ptx, thread_level->funcs, *t, options, diags);
-        if (!cubin) return false;
-        out.images.push_back({codegen::GpuImageKind::Cubin, arch, std::move(*cubin)});
-        if (is_lowest) lowest_ptx = std::move(ptx);
+        same->archs.push_back(a);
+        if (lower(t, *results[same->lowest].target)) same->lowest = a;
     }
-    if (lowest) {
-        ptx_arch = codegen::ptx_arch_label(lowest->name);
-        if (images) out.images.push_back({codegen::GpuImageKind::Ptx, ptx_arch, lowest_ptx});
+    for (auto& g : groups) {
+        std::string optimized = codegen::nvptx_optimize_bitcode(g.unoptimized, *results[g.lowest].target, source);
+        for (size_t a : g.archs) results[a].optimized.at(export_index) = optimized;
     }
-    return true;
+}
+
+// Adds the backend tasks of every arch to `graph`: per export, LLVM IR and O3 in its own
+// LLVM context (for NVIDIA, once per group of archs with the same IR, then code
+// generation to PTX per arch); per arch, the exports' results joined (PTX merged; gfx
+// bitcode linked and compiled to one code object), then ptxas when `cubin`, ld.lld when
+// `hsaco`, the assembly when `amd_text`. Returns the arch tasks.
+std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module>& thread_level,
+                                  std::vector<ArchResult>& results, bool cubin, bool hsaco, bool amd_text,
+                                  const Options& options, const std::string& source) {
+    size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
+    for (auto& r : results) r.optimized.resize(exports);
+    // Ready tasks run lowest index first: the AMD archs' come first, as each ends in one
+    // long code generation of all exports, which then overlaps the NVIDIA archs' work.
+    std::vector<size_t> order;
+    for (size_t a = 0; a < results.size(); ++a)
+        if (!results[a].target->is_nvidia()) order.push_back(a);
+    for (size_t a = 0; a < results.size(); ++a)
+        if (results[a].target->is_nvidia()) order.push_back(a);
+    std::vector<size_t> nvidia_opt;  // per export: its optimize_nvidia_export task
+    std::vector<size_t> arch_tasks;
+    for (size_t a : order) {
+        ArchResult& r = results[a];
+        if (r.target->is_nvidia() && nvidia_opt.empty())
+            for (size_t i = 0; i < exports; ++i)
+                nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
+                    optimize_nvidia_export(i, thread_level, results, source);
+                }));
+        const ir::Module& level = thread_level[a];
+        const target::GpuTarget& t = *r.target;
+        r.parts.resize(level.funcs.size());
+        std::vector<size_t> deps;
+        for (size_t i = 0; i < level.funcs.size(); ++i) {
+            const ir::PrimFunc* f = &level.funcs[i];
+            std::string* part = &r.parts[i];
+            if (t.is_nvidia()) {
+                const std::string* optimized = &r.optimized[i];
+                deps.push_back(graph.add(
+                    [part, optimized, &t, &source] { *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source); },
+                    {nvidia_opt.at(i)}));
+            } else {
+                deps.push_back(graph.add(
+                    [f, part, &t, &source] { *part = codegen::amdgpu_optimized_bitcode(*f, t, source); }));
+            }
+        }
+        arch_tasks.push_back(graph.add(
+            [&r, &t, &options, &source, cubin, hsaco, amd_text] {
+                if (t.is_nvidia()) {
+                    r.ptx = codegen::merge_ptx(r.parts);
+                    r.parts.clear();
+                    r.optimized.clear();
+                    if (!cubin) return;
+                    r.ptxas = codegen::run_ptxas(r.ptx, t, options.ptxas_args, options.verbose_resources);
+                    if (r.ptxas->ok) r.resources = std::move(r.ptxas->resources);
+                    return;
+                }
+                if (amd_text)
+                    r.text = codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly, source);
+                if (hsaco || options.verbose_resources) {
+                    r.object = codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Object, source);
+                    if (options.verbose_resources) r.resources = codegen::amdgpu_resources(r.object, t);
+                }
+                r.parts.clear();
+                if (hsaco) r.hsaco = codegen::link_hsaco(r.object, t);
+            },
+            deps));
+    }
+    return arch_tasks;
 }
 #endif
+
+}  // namespace
+
+namespace {
+
+// The compile cache's key: this tilec, the tools and LLVM it generates code with, every
+// option that changes an output (not -j: the outputs are the same for every N), and the
+// path and contents of every file the compilation read.
+std::string compile_cache_key(const Options& options, const SourceManager& sources) {
+    // -o's name, not its folder: outputs name the header after it, but a fresh build
+    // folder must find the entries of another (the outputs are kept relative to it).
+    std::string output_name = options.output.substr(options.output.find_last_of('/') + 1);
+    Sha256 h;
+    h.field(tilec_build_identity(TILEC_VERSION));
+    auto list = [&](const char* what, const std::vector<std::string>& items) {
+        h.field(what);
+        h.field(std::to_string(items.size()));
+        for (auto& item : items) h.field(item);
+    };
+    list("inputs", options.inputs);
+    list("output", {output_name, options.emit, options.cpu, options.stdlib_dir});
+    list("targets", options.targets);
+    list("include", options.include_dirs);
+    list("exports", options.exports);
+    list("ptxas-args", options.ptxas_args);
+    std::vector<std::string> defines;
+    for (auto& [name, value] : options.defines) defines.push_back(name + "=" + value);
+    list("defines", defines);
+    list("diagnostics", {options.warnings ? "warnings" : "-w", options.werror ? "-Werror" : "", options.verify ? "" : "--no-verify"});
+#ifdef TILEC_WITH_LLVM
+    h.field(codegen::host_codegen_identity(options.cpu));
+    bool nvidia = false, amd = false;
+    for (auto& t : options.targets)
+        if (const target::Target* row = target::find_target(t); row && !row->is_host())
+            (row->is_nvidia() ? nvidia : amd) = true;
+    if (nvidia) list("ptxas", {codegen::ptxas_path(), codegen::ptxas_version()});
+    if (amd) list("ld.lld", {codegen::ld_lld_path(), codegen::ld_lld_version()});
+#endif
+    h.field("files");
+    for (uint32_t id = 1; id <= sources.file_count(); ++id) {
+        h.field(sources.path(id));
+        h.field(sources.contents(id));
+    }
+    return h.hex();
+}
 
 }  // namespace
 
@@ -271,7 +384,20 @@ int compile(const Options& options) {
     diags.set_error_limit(options.error_limit);
     diags.set_warnings_as_errors(options.werror);
     diags.set_warnings_enabled(options.warnings);
+    StageTimer::global().enable(options.time_passes);
     try {
+        // What this compilation writes, in order, for the compile cache. Every file output
+        // is -o's or beside it (k.h, k.sm_80.cubin): the cache keeps its path relative to
+        // -o's folder ("@k.h"), so a fresh build folder (CI) finds the entries of another.
+        const std::string output_dir = options.output.substr(0, options.output.find_last_of('/') + 1);
+        std::vector<CachedOutput> written;
+        auto write_output = [&](const std::string& path, const std::string& text, DiagnosticEngine& d) {
+            std::string kept = path.empty() || path == "-" ? "-"
+                               : path.compare(0, output_dir.size(), output_dir) == 0 ? "@" + path.substr(output_dir.size())
+                                                                                      : path;
+            written.push_back({kept, text});
+            return write_file(path, text, d);
+        };
         for (auto& t : options.targets) {
             if (!target::find_target(t))
                 diags.error({}, "unknown target '" + t + "' (known: " + known_target_list() + ")");
@@ -368,10 +494,42 @@ int compile(const Options& options) {
         fopt.import_paths = options.include_dirs;
         fopt.stdlib_dir = options.stdlib_dir;
         fopt.defines = options.defines;
+        fopt.exports = options.exports;
 
         // 1. Parse the inputs and their imports.
         auto program = frontend::load_program(options.inputs, fopt, sources, diags);
         if (!program) return 1;
+
+        // -MD: the outputs depend on the inputs and every file they import.
+        auto write_depfile = [&](const frontend::Program& program) -> bool {
+            if (!options.depfile) return true;
+            std::string target = options.output.empty() ? "-" : options.output;
+            std::string path = !options.depfile_path.empty() ? options.depfile_path
+                                                             : (options.output.empty() ? "" : options.output + ".d");
+            if (path.empty()) {
+                diags.error({}, "-MD needs -o (or -MF FILE) to name the depfile");
+                return false;
+            }
+            std::ostringstream dep;
+            if (gpu_emit && gpu_targets.size() > 1 && !options.output.empty() && options.output != "-") {
+                // One file per arch was written: each depends on the sources.
+                target.clear();
+                for (auto& arch : gpu_targets)
+                    target += (target.empty() ? "" : " ") + escape_make(per_arch_path(options.output, arch, true));
+                dep << target << ":";
+            } else {
+                dep << escape_make(target) << ":";
+            }
+            for (auto& in : options.inputs) dep << " \\\n  " << escape_make(in);
+            for (auto& imp : program.imported_paths) dep << " \\\n  " << escape_make(imp);
+            dep << "\n";
+            std::ofstream out(path);
+            if (!out || !(out << dep.str())) {
+                diags.error({}, "cannot write depfile '" + path + "'");
+                return false;
+            }
+            return true;
+        };
 
         if (options.emit == "ast") {
             std::string text;
@@ -379,6 +537,26 @@ int compile(const Options& options) {
                 for (auto& f : program->files)
                     if (f->file_id == id) text += ast::print(*f);
             if (!write_output(options.output, text, diags)) return 1;
+        }
+
+        // The compile cache (TILEC_CACHE_DIR): outputs keyed by everything they depend on,
+        // every file read included. Not for runs whose point is what they print besides
+        // their outputs (IR dumps, timings, resources) or that write nothing.
+        const std::string cache_dir = cache_dir_from_environment();
+        const bool use_cache = !cache_dir.empty() && options.emit != "ast" &&
+                               (make_object || !options.emit.empty()) && !options.print_after_all &&
+                               options.print_after.empty() && !options.time_passes && !options.verbose_resources &&
+                               !options.debug_internal_error;
+        std::string cache_key;
+        if (use_cache) {
+            cache_key = compile_cache_key(options, sources);
+            if (auto hit = cache_lookup(cache_dir, cache_key)) {
+                for (auto& out : *hit) {
+                    std::string path = out.path.rfind("@", 0) == 0 ? output_dir + out.path.substr(1) : out.path;
+                    if (!write_file(path, out.bytes, diags)) return 1;
+                }
+                return write_depfile(*program) ? 0 : 1;
+            }
         }
 
         // 2. Instantiate, check and lower each export to Tile IR.
@@ -419,133 +597,159 @@ int compile(const Options& options) {
         // 4. Outputs.
         if (options.emit == "tir" && !write_output(options.output, ir::print(*lowered), diags)) return 1;
 #ifdef TILEC_WITH_LLVM
-        // 5. The CPU backend: LLVM IR, assembly, an object, the C header.
-        if (backend) {
-            std::string source = base_name(options.inputs.front());
+        // 5. Thread level for each GPU arch, one after another (their diagnostics in order):
+        // the archs of an object in the target table's order (NVIDIA first), so the object
+        // does not depend on the option's order; those of --emit=ptx|cubin|amdgcn|hsaco as given.
+        std::string source = base_name(options.inputs.front());
+        auto rank = [](const std::string& arch) {
+            const auto& all = target::gpu_targets();
+            for (size_t i = 0; i < all.size(); ++i)
+                if (all[i].name == arch) return i;
+            return all.size();
+        };
+        std::stable_sort(object_gpu_targets.begin(), object_gpu_targets.end(),
+                         [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+        const std::vector<std::string>& archs = gpu_emit ? gpu_targets : object_gpu_targets;
+        std::vector<ir::Module> thread_level;
+        std::vector<ArchResult> results;
+        for (auto& arch : archs) {
+            const target::GpuTarget* t = target::find_gpu_target(arch);
+            if (!t) TILEC_ICE("no target table row for " + arch);
+            ir::PassManager gpm(pmo);
+            for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
+            auto level = gpm.run(*lowered, ctx);
+            if (!level || diags.has_errors()) return 1;
+            thread_level.push_back(std::move(*level));
+            results.emplace_back().target = t;
+        }
+        if (backend || gpu_emit) {
+            // The header needs only to know that every export lowers; the rest, images too.
+            const bool images = backend && options.emit != "header" && !archs.empty();
             codegen::HeaderOptions hopt;
-            hopt.source_name = source;
-            hopt.tilec_version = TILEC_VERSION;
-            // In the target table's order (NVIDIA first), so the object does not depend on the
-            // option's order.
-            auto rank = [](const std::string& arch) {
-                const auto& all = target::gpu_targets();
-                for (size_t i = 0; i < all.size(); ++i)
-                    if (all[i].name == arch) return i;
-                return all.size();
-            };
-            std::stable_sort(object_gpu_targets.begin(), object_gpu_targets.end(),
-                             [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
-            hopt.cpu_entries = object_host;
-            for (auto& arch : object_gpu_targets)
-                (target::find_gpu_target(arch)->is_nvidia() ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
             codegen::GpuEmbedding gpu;
-            if (!object_gpu_targets.empty()) {
-                // The header needs only to know that every export lowers; the rest, images too.
-                std::string ptx_arch;
-                if (!build_gpu_embedding(*lowered, object_gpu_targets, options.emit != "header", options, pmo, ctx,
-                                         diags, source, gpu, ptx_arch))
-                    return 1;
-                if (!ptx_arch.empty()) hopt.cuda_archs.push_back(ptx_arch);
+            const ArchResult* lowest = nullptr;  // the sm arch whose PTX the object carries
+            if (backend) {
+                hopt.source_name = source;
+                hopt.tilec_version = TILEC_VERSION;
+                hopt.cpu_entries = object_host;
+                for (auto& arch : object_gpu_targets)
+                    (target::find_gpu_target(arch)->is_nvidia() ? hopt.cuda_archs : hopt.hip_archs).push_back(arch);
+                if (!archs.empty()) {
+                    if (images) {
+                        bool nvidia = !hopt.cuda_archs.empty(), amd = !hopt.hip_archs.empty();
+                        if (!check_gpu_tools(nvidia, amd, diags)) return 1;
+                    }
+                    gpu.module_name = source;
+                    describe_gpu_kernels(*lowered, archs, thread_level, gpu);
+                    // The PTX of the lowest sm arch goes in too, for the driver to JIT on GPUs
+                    // newer than every cubin; sm_90 before sm_90a: plain PTX runs on every later
+                    // GPU, arch-specific PTX only on its own.
+                    for (auto& r : results) {
+                        const target::GpuTarget* t = r.target;
+                        if (!t->is_nvidia()) continue;
+                        if (!lowest || t->arch < lowest->target->arch ||
+                            (t->arch == lowest->target->arch && !t->arch_specific && lowest->target->arch_specific))
+                            lowest = &r;
+                    }
+                    if (lowest) hopt.cuda_archs.push_back(codegen::ptx_arch_label(lowest->target->name));
+                }
             }
-            if (options.emit == "header") {
-                // Named after the output, or after the input on standard output.
-                hopt.header_name = options.output.empty() || options.output == "-"
-                                       ? header_beside(source)
-                                       : base_name(options.output);
-                if (!write_output(options.output, codegen::c_header(*lowered, hopt), diags)) return 1;
-            } else {
-                codegen::CpuOptions copt;
-                copt.source_name = source;
-                copt.sources = &sources;
-                copt.cpu_entries = object_host;
-                if (!object_gpu_targets.empty()) copt.gpu = &gpu;
-                copt.cpu = options.cpu;
-                auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
-                            : options.emit == "asm" ? codegen::CpuOutput::Assembly
-                                                    : codegen::CpuOutput::Object;
-                auto code = codegen::compile_cpu(*lowered, what, copt, diags);
-                if (!code || !write_output(options.output, *code, diags)) return 1;
+            // 6. The backends, exports x targets on the thread pool (-j): results land in
+            // their own slots and are reported and written below, in order.
+            TaskGraph graph;
+            std::vector<size_t> arch_tasks;
+            if (gpu_emit || images) {
+                const bool cubin = images || options.emit == "cubin" ||
+                                   (options.emit == "ptx" && (options.verbose_resources || !options.ptxas_args.empty()));
+                const bool hsaco = images || options.emit == "hsaco";
+                arch_tasks = add_gpu_tasks(graph, thread_level, results, cubin, hsaco, options.emit == "amdgcn",
+                                           options, source);
+            }
+            std::optional<std::string> host_code;
+            const bool host_backend = backend && options.emit != "header";
+            auto gpu_failed = [&] {
+                for (auto& r : results)
+                    if (r.ptxas && !r.ptxas->ok) return true;
+                return false;
+            };
+            if (host_backend) {
+                // The host object embeds the images: it waits for every arch.
+                graph.add(
+                    [&] {
+                        if (gpu_failed()) return;
+                        for (auto& r : results) {
+                            if (r.target->is_nvidia())
+                                gpu.images.push_back({codegen::GpuImageKind::Cubin, r.target->name, r.ptxas->cubin});
+                            else
+                                gpu.images.push_back({codegen::GpuImageKind::Hsaco, r.target->name, r.hsaco});
+                        }
+                        if (lowest)
+                            gpu.images.push_back({codegen::GpuImageKind::Ptx, codegen::ptx_arch_label(lowest->target->name),
+                                                  lowest->ptx});
+                        codegen::CpuOptions copt;
+                        copt.source_name = source;
+                        copt.sources = &sources;
+                        copt.cpu_entries = object_host;
+                        if (!archs.empty()) copt.gpu = &gpu;
+                        copt.cpu = options.cpu;
+                        auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
+                                    : options.emit == "asm" ? codegen::CpuOutput::Assembly
+                                                            : codegen::CpuOutput::Object;
+                        host_code = codegen::compile_cpu(*lowered, what, copt, diags);
+                    },
+                    arch_tasks);
+            }
+            graph.run(options.jobs);
+            // ptxas's failures (the first arch's: the same options fail for every arch) and
+            // --verbose-resources, in arch order.
+            for (auto& r : results) {
+                if (r.ptxas && !r.ptxas->ok) {
+                    report_ptxas_failure(*r.ptxas, *r.target, options, diags);
+                    return 1;
+                }
+            }
+            if (options.verbose_resources)
+                for (size_t a = 0; a < results.size(); ++a)
+                    if (results[a].ptxas || !results[a].object.empty())
+                        print_resources(results[a].resources, thread_level[a].funcs);
+            if (host_backend) {
+                if (!host_code || !write_output(options.output, *host_code, diags)) return 1;
                 if (make_object) {
                     std::string header = header_beside(options.output);
                     hopt.header_name = base_name(header);
                     if (!write_output(header, codegen::c_header(*lowered, hopt), diags)) return 1;
                 }
+            } else if (options.emit == "header") {
+                // Named after the output, or after the input on standard output.
+                hopt.header_name = options.output.empty() || options.output == "-" ? header_beside(source)
+                                                                                   : base_name(options.output);
+                if (!write_output(options.output, codegen::c_header(*lowered, hopt), diags)) return 1;
+            }
+            if (gpu_emit) {
+                std::string text_out;  // the text (PTX, AMDGPU assembly) of each arch for standard output
+                for (auto& r : results) {
+                    std::string path = per_arch_path(options.output, r.target->name, results.size() > 1);
+                    const std::string& bytes = options.emit == "ptx"      ? r.ptx
+                                               : options.emit == "cubin"  ? r.ptxas->cubin
+                                               : options.emit == "amdgcn" ? r.text
+                                                                          : r.hsaco;
+                    bool binary = options.emit == "cubin" || options.emit == "hsaco";
+                    if (!binary && (path.empty() || path == "-"))
+                        text_out += bytes;  // several archs on standard output: one after another
+                    else if (!write_output(path, bytes, diags))
+                        return 1;
+                }
+                if (!text_out.empty() && !write_output("-", text_out, diags)) return 1;
             }
         }
-        // 6. The GPU path: thread level, PTX and cubins or AMDGPU assembly and HSACO, one
-        // arch after another.
-        if (gpu_emit) {
-            std::string source = base_name(options.inputs.front());
-            std::string ptx_out;  // the text (PTX, AMDGPU assembly) of each arch for standard output
-            for (auto& arch : gpu_targets) {
-                const target::GpuTarget* t = target::find_gpu_target(arch);
-                if (!t) TILEC_ICE("no target table row for " + arch);
-                ir::PassManager gpm(pmo);
-                for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
-                auto thread_level = gpm.run(*lowered, ctx);
-                if (!thread_level || diags.has_errors()) return 1;
-                std::string path = per_arch_path(options.output, arch, gpu_targets.size() > 1);
-                if (amd_emit) {
-                    if (options.emit == "hsaco") {
-                        std::string object = amd_object_of(thread_level->funcs, *t, options, source);
-                        if (!write_output(path, codegen::link_hsaco(object, *t), diags)) return 1;
-                        continue;
-                    }
-                    if (options.verbose_resources) amd_object_of(thread_level->funcs, *t, options, source);
-                    std::string text =
-                        codegen::compile_amdgpu(thread_level->funcs, *t, codegen::AmdgpuOutput::Assembly, source);
-                    if (path.empty() || path == "-")
-                        ptx_out += text;
-                    else if (!write_output(path, text, diags))
-                        return 1;
-                    continue;
-                }
-                std::string ptx =
-                    codegen::compile_nvptx(thread_level->funcs, *t, codegen::NvptxOutput::Ptx, source);
-                if (options.emit == "ptx") {
-                    // ptxas runs only for the report (or to check -Xptxas options).
-                    if ((options.verbose_resources || !options.ptxas_args.empty()) &&
-                        !cubin_of(ptx, thread_level->funcs, *t, options, diags))
-                        return 1;
-                    if (path.empty() || path == "-")
-                        ptx_out += ptx;  // several archs on standard output: one after another
-                    else if (!write_output(path, ptx, diags))
-                        return 1;
-                } else {
-                    auto cubin = cubin_of(ptx, thread_level->funcs, *t, options, diags);
-                    if (!cubin || !write_output(path, *cubin, diags)) return 1;
-                }
-            }
-            if (!ptx_out.empty() && !write_output("-", ptx_out, diags)) return 1;
+        if (options.time_passes) {
+            std::vector<std::string> order = {"host"};
+            for (auto& t : target::gpu_targets()) order.push_back(t.name);
+            StageTimer::global().print(std::cerr, order);
         }
 #endif
-        if (options.depfile) {
-            std::string target = options.output.empty() ? "-" : options.output;
-            std::string path = !options.depfile_path.empty() ? options.depfile_path
-                                                             : (options.output.empty() ? "" : options.output + ".d");
-            if (path.empty()) {
-                diags.error({}, "-MD needs -o (or -MF FILE) to name the depfile");
-                return 1;
-            }
-            std::ostringstream dep;
-            if (gpu_emit && gpu_targets.size() > 1 && !options.output.empty() && options.output != "-") {
-                // One file per arch was written: each depends on the sources.
-                target.clear();
-                for (auto& arch : gpu_targets)
-                    target += (target.empty() ? "" : " ") + escape_make(per_arch_path(options.output, arch, true));
-                dep << target << ":";
-            } else {
-                dep << escape_make(target) << ":";
-            }
-            for (auto& in : options.inputs) dep << " \\\n  " << escape_make(in);
-            for (auto& imp : program->imported_paths) dep << " \\\n  " << escape_make(imp);
-            dep << "\n";
-            std::ofstream out(path);
-            if (!out || !(out << dep.str())) {
-                diags.error({}, "cannot write depfile '" + path + "'");
-                return 1;
-            }
-        }
+        if (!write_depfile(*program)) return 1;
+        if (use_cache && !diags.has_errors() && diags.warning_count() == 0) cache_store(cache_dir, cache_key, written);
         return diags.has_errors() ? 1 : 0;
     } catch (const ErrorLimitReached&) {
         return 1;

@@ -15,9 +15,11 @@ struct Options {
     std::string emit;  // "", "ast", "tir"
     std::vector<std::string> include_dirs;
     std::vector<std::string> targets;
-    std::string cpu = "native";
+    std::string cpu = "native";  // --cpu: the host code's CPU (codegen::CpuOptions::cpu)
+    std::vector<std::string> exports;  // --export: the exports to compile (empty: all)
+    unsigned jobs = 1;                 // -j: backend tasks (exports x targets) run at once
     std::vector<std::string> ptxas_args;  // -Xptxas: passed to every ptxas run, in order
-    bool verbose_resources = false;       // print registers, shared memory, spills per kernel and arch  // --cpu: the host code's CPU (codegen::CpuOptions::cpu)
+    bool verbose_resources = false;       // print registers, shared memory, spills per kernel and arch
     std::string stdlib_dir;
     std::vector<std::pair<std::string, std::string>> defines;
     bool depfile = false;

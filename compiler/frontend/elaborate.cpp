@@ -336,6 +336,13 @@ ir::Module elaborate(const Program& program, const FrontendOptions& options, con
         }
         return true;
     };
+    // Every symbol the inputs export, in order, for the --export diagnostic.
+    std::vector<std::string> available;
+    auto selected = [&](const std::string& symbol) {
+        available.push_back(symbol);
+        return options.exports.empty() ||
+               std::find(options.exports.begin(), options.exports.end(), symbol) != options.exports.end();
+    };
     for (uint32_t id : program.input_files) {
         const ast::File* file = nullptr;
         for (auto& f : program.files)
@@ -355,6 +362,7 @@ ir::Module elaborate(const Program& program, const FrontendOptions& options, con
                     continue;
                 }
                 for (auto& p : k->template_params) template_names.insert(p.name);
+                if (!selected(k->name)) continue;
                 if (!claim(k->name, k->name_range)) continue;
                 if (auto f = elab.instantiate(*k, k->name, nullptr, {})) module.funcs.push_back(std::move(*f));
             }
@@ -382,9 +390,25 @@ ir::Module elaborate(const Program& program, const FrontendOptions& options, con
                 continue;
             }
             for (auto& p : it->second->template_params) template_names.insert(p.name);
+            if (!selected(e.symbol)) continue;
             if (!claim(e.symbol, e.symbol_range)) continue;
             if (auto f = elab.instantiate(*it->second, e.symbol, &e.args, e.range)) module.funcs.push_back(std::move(*f));
         }
+    }
+    for (auto& name : options.exports) {
+        if (std::find(available.begin(), available.end(), name) != available.end()) continue;
+        std::string list, best;
+        size_t best_d = 3;
+        for (auto& a : available) {
+            list += (list.empty() ? "" : ", ") + a;
+            if (size_t d = edit_distance(name, a); d < best_d) {
+                best = a;
+                best_d = d;
+            }
+        }
+        diags.error({}, "--export=" + name + ": no export of that name" +
+                            (best.empty() ? "" : "; did you mean '" + best + "'?") +
+                            (list.empty() ? " (the inputs export nothing)" : " (exports: " + list + ")"));
     }
     for (auto& [name, value] : options.defines)
         if (!template_names.count(name))

@@ -17,6 +17,9 @@ struct FrontendOptions {
     std::string stdlib_dir;                 // searched last
     // -D NAME=VALUE: overrides the default of every compile-time parameter NAME.
     std::vector<std::pair<std::string, std::string>> defines;
+    // --export NAME: the export symbols to compile (empty: all). A name the inputs do not
+    // export is an error listing the ones they do.
+    std::vector<std::string> exports;
 };
 
 // Every parsed file of one compilation, with kernels and funcs by name.

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# tools/bench/compile.sh: the compile-time rows of issue 15's table, timed with this
+# build's tilec: gemm.tile -> sm_90a cubins (all exports, and one export alone), gemm.tile
+# as one fat object (host, sm_80, sm_90a, gfx942), flash_attn.tile as one fat object.
+# Each row: wall time and wall per export, at -j1 and -jN (N = the cores), medians of
+# RUNS runs; then, per row, the stage split from one `--time-passes` run at -j1 (work
+# per stage summed over targets and exports). A benchmark that prints figures: it never
+# fails on a time. Timings on a shared machine are noisy; run it when the machine is quiet.
+#
+#   tools/bench/compile.sh [BUILD_DIR] [--runs N] [--jobs N] [--quick]
+#
+# BUILD_DIR (or $BUILD; default build/): a built tilec tree (with LLVM; ptxas and ld.lld
+# as tilec was configured). --quick: one run each and no flash_attn row (a smoke run).
+# The compile cache is off for the runs (TILEC_CACHE_DIR is unset).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${BUILD:-$root/build}"
+runs=3
+jobs="$(nproc)"
+quick=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --quick) quick=1; runs=1; shift ;;
+    -*) echo "compile.sh: unknown option $1 (options: --runs N, --jobs N, --quick)" >&2; exit 1 ;;
+    *) build="$1"; shift ;;
+  esac
+done
+tilec="$(cd "$build" && pwd)/compiler/driver/tilec"
+[[ -x "$tilec" ]] || { echo "compile.sh: $tilec not found: build tilec in $build first" >&2; exit 1; }
+unset TILEC_CACHE_DIR
+out="$(mktemp -d "${TMPDIR:-/tmp}/tilec-compile-bench.XXXXXX")"
+trap 'rm -rf "$out"' EXIT
+gemm="$root/stdlib/kernels/gemm.tile"
+attn="$root/stdlib/kernels/flash_attn.tile"
+
+# median_wall JOBS ARGS...: the median wall time in seconds of RUNS runs of tilec ARGS -jJOBS.
+median_wall() {
+  local j="$1"; shift
+  local times=()
+  for ((r = 0; r < runs; r++)); do
+    local t0 t1
+    t0="$(date +%s.%N)"
+    "$tilec" "$@" -j "$j" >/dev/null
+    t1="$(date +%s.%N)"
+    times+=("$(echo "$t1 - $t0" | bc -l)")
+  done
+  printf '%s\n' "${times[@]}" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m }'
+}
+
+# stage_split ARGS...: one -j1 --time-passes run, its tables summed per stage over targets.
+stage_split() {
+  "$tilec" "$@" -j 1 --time-passes 2>&1 >/dev/null | awk '
+    /pass timing/ { table++; kind = (table == 1) ? "tile-passes" : "gpu-passes"; next }
+    /backend timing/ { kind = ""; next }
+    $1 == "stage" || $1 == "pass" { next }
+    $1 == "total" { if (kind != "") ms[kind] += $2; next }
+    kind == "" && NF >= 4 { ms[$1] += $2 }
+    END {
+      n = split("tile-passes gpu-passes llvm-ir llvm-opt llvm-link llvm-codegen ptxas ld.lld", order, " ")
+      for (i = 1; i <= n; i++) if (order[i] in ms) total += ms[order[i]]
+      line = ""
+      for (i = 1; i <= n; i++)
+        if (order[i] in ms) line = line sprintf("%s %.2f s (%.0f%%), ", order[i], ms[order[i]] / 1000, 100 * ms[order[i]] / total)
+      printf "    stage split (-j1): %s\n", substr(line, 1, length(line) - 2)
+    }'
+}
+
+# row NAME EXPORTS GOAL ARGS...: one line of the table, then its stage split.
+row() {
+  local name="$1" exports="$2" goal="$3"; shift 3
+  local w1 wn
+  w1="$(median_wall 1 "$@")"
+  wn="$(median_wall "$jobs" "$@")"
+  printf '| %-48s | %7s s | %7s s | %7s s | %7s s | %-36s |\n' "$name" "$w1" \
+    "$(echo "$w1 / $exports" | bc -l | xargs printf '%.3f')" "$wn" \
+    "$(echo "$wn / $exports" | bc -l | xargs printf '%.3f')" "$goal"
+  stage_split "$@"
+}
+
+echo "tilec compile time: $tilec"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
+     "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); medians of $runs run(s); -jN = -j$jobs"
+printf '| %-48s | %9s | %9s | %9s | %9s | %-36s |\n' "work" "-j1 wall" "-j1 /exp" "-j$jobs wall" "-j$jobs /exp" "goal (issue 15)"
+printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "-----------" "-----------" "-----------" "-----------" "$(printf -- '-%.0s' {1..38})"
+row "gemm.tile (10 exports) -> sm_90a cubins" 10 "<= 0.15 s per export" \
+  "$gemm" --target=sm_90a --emit=cubin -o "$out/gemm.cubin"
+row "gemm.tile, one export (gemm_f16) -> sm_90a" 1 "<= 0.3 s" \
+  "$gemm" --export gemm_f16 --target=sm_90a --emit=cubin -o "$out/gemm1.cubin"
+row "gemm.tile fat object (host,sm_80,sm_90a,gfx942)" 10 "<= 0.6 s per export on one core" \
+  "$gemm" --target=host,sm_80,sm_90a,gfx942 -o "$out/gemm.o"
+if [[ $quick -eq 0 ]]; then
+  row "flash_attn.tile fat object (6 exports)" 6 "<= 2 s per export" \
+    "$attn" --target=host,sm_80,sm_90a,gfx942 -o "$out/attn.o"
+fi
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
