@@ -63,6 +63,18 @@ uint16_t b16_bits(Value v, DataType t) {
     return static_cast<uint16_t>(b[0] | (b[1] << 8));
 }
 
+// A warp's lanes as the ISA models take them: none executing yet, those past the
+// block's last thread exited (they do not exist).
+template <typename Lane>
+std::array<Lane, 32> warp_lanes(int first, int threads) {
+    std::array<Lane, 32> lanes{};
+    for (int l = 0; l < 32; ++l) {
+        lanes[l].executes = false;
+        lanes[l].exited = first + l >= threads;
+    }
+    return lanes;
+}
+
 }  // namespace
 
 void Executor::exec_ldmatrix(const MachineOpNode* op, const Active& act) {
@@ -79,11 +91,7 @@ void Executor::exec_ldmatrix(const MachineOpNode* op, const Active& act) {
     for (int32_t t : act) off[t] = offset_of(s, src->indices, loc, t, false);
     per_warp(act, [&](size_t k, size_t end) {
         const int first = act[k] / warp_ * warp_;
-        std::array<isa::LdmatrixLane, 32> lanes{};
-        for (int l = 0; l < 32; ++l) {
-            lanes[l].executes = false;
-            lanes[l].exited = first + l >= threads_;
-        }
+        auto lanes = warp_lanes<isa::LdmatrixLane>(first, threads_);
         for (size_t a = k; a < end; ++a) {
             int l = act[a] - first;
             lanes[l].executes = true;
@@ -155,11 +163,7 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
     flush();
     per_warp(act, [&](size_t k, size_t end) {
         const int first = act[k] / warp_ * warp_;
-        std::array<isa::MmaLane, 32> lanes{};
-        for (int l = 0; l < 32; ++l) {
-            lanes[l].executes = false;
-            lanes[l].exited = first + l >= threads_;
-        }
+        auto lanes = warp_lanes<isa::MmaLane>(first, threads_);
         for (size_t a = k; a < end; ++a) {
             int l = act[a] - first;
             const auto& r = regs[act[a]];
