@@ -5,10 +5,7 @@
 // the code object version, and ld.lld.
 #include "codegen/amdgpu_backend.h"
 
-#include <llvm/Bitcode/BitcodeReader.h>
-#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/BinaryFormat/ELF.h>
-#include <llvm/Linker/Linker.h>
 #include <llvm/BinaryFormat/MsgPackDocument.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -196,11 +193,7 @@ std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::Gpu
     BackendModule backend_module(module_name, kTriple, *tm);
     emit_kernels(backend_module.module, {&func}, target);
     gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors);
-    std::string out;
-    llvm::raw_string_ostream os(out);
-    llvm::WriteBitcodeToFile(backend_module.module, os, /*ShouldPreserveUseListOrder=*/true);
-    os.flush();
-    return out;
+    return module_bitcode(backend_module.module);
 }
 
 std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, const target::GpuTarget& target,
@@ -212,12 +205,7 @@ std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, co
     BackendModule backend_module(module_name, kTriple, *tm);
     {
         StageTimer::Scope timed(target.name, "llvm-link");
-        for (auto& bc : bitcode) {
-            auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bc, module_name), backend_module.context);
-            if (!part) TILEC_ICE("AMDGPU backend: cannot read back an export's bitcode: " + llvm::toString(part.takeError()));
-            if (llvm::Linker::linkModules(backend_module.module, std::move(*part)))
-                TILEC_ICE("AMDGPU backend: cannot link the exports' modules: " + backend_module.llvm_errors);
-        }
+        for (auto& bc : bitcode) link_bitcode(bc, backend_module, module_name, "AMDGPU");
     }
     verify_module(backend_module.module, "AMDGPU");
     return gpu::emit_gpu_module(backend_module.module, *tm, target, "AMDGPU", backend_module.llvm_errors,

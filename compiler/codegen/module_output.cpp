@@ -4,6 +4,9 @@
 #include "codegen/module_output.h"
 
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
@@ -60,6 +63,21 @@ void install_llvm_fatal_error_handler() {
 void debug_llvm_fatal_error() {
     install_llvm_fatal_error_handler();
     llvm::report_fatal_error("deliberate fatal error (--debug-llvm-fatal-error)");
+}
+
+std::string module_bitcode(const llvm::Module& m) {
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    llvm::WriteBitcodeToFile(m, os, /*ShouldPreserveUseListOrder=*/true);
+    os.flush();
+    return out;
+}
+
+void link_bitcode(const std::string& bitcode, BackendModule& into, const std::string& name, const std::string& who) {
+    auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, name), into.context);
+    if (!part) TILEC_ICE(who + " backend: cannot read back an export's bitcode: " + llvm::toString(part.takeError()));
+    if (llvm::Linker::linkModules(into.module, std::move(*part)))
+        TILEC_ICE(who + " backend: cannot link an export's module: " + into.llvm_errors);
 }
 
 BackendModule::BackendModule(const std::string& name, const std::string& triple, const llvm::TargetMachine& tm)

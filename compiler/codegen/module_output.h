@@ -40,6 +40,13 @@ struct BackendModule {
     llvm::Module module;
 };
 
+// `m` as bitcode, its use-list order kept (a module read back from it optimises to the
+// same code as `m` itself would).
+std::string module_bitcode(const llvm::Module& m);
+// Reads bitcode from module_bitcode and links it into `into`'s module (`name` names the
+// buffer); an internal error of the `who` backend if it cannot.
+void link_bitcode(const std::string& bitcode, BackendModule& into, const std::string& name, const std::string& who);
+
 // An internal error "<who> backend produced invalid LLVM IR: ..." unless `m` verifies.
 void verify_module(llvm::Module& m, const std::string& who);
 

@@ -5,10 +5,7 @@
 // convention with nvvm.annotations, and ptxas.
 #include "codegen/nvptx_backend.h"
 
-#include <llvm/Bitcode/BitcodeReader.h>
-#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/Linker/Linker.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -121,22 +118,6 @@ std::string features_of(const target::GpuTarget& target) {
     return "+ptx" + std::to_string(target.ptx_version);
 }
 
-std::string to_bitcode(const llvm::Module& m) {
-    std::string out;
-    llvm::raw_string_ostream os(out);
-    llvm::WriteBitcodeToFile(m, os, /*ShouldPreserveUseListOrder=*/true);
-    os.flush();
-    return out;
-}
-
-// Reads bitcode of compile_nvptx's module into `into` (an empty BackendModule's).
-void read_bitcode(const std::string& bitcode, BackendModule& into, const std::string& module_name) {
-    auto part = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, module_name), into.context);
-    if (!part) TILEC_ICE("NVPTX backend: cannot read back an export's bitcode: " + llvm::toString(part.takeError()));
-    if (llvm::Linker::linkModules(into.module, std::move(*part)))
-        TILEC_ICE("NVPTX backend: cannot link an export's module: " + into.llvm_errors);
-}
-
 }  // namespace
 
 std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
@@ -162,7 +143,7 @@ std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::Gp
     BackendModule backend_module(module_name, kTriple, *tm);
     StageTimer::Scope timed(target.name, "llvm-ir");
     emit_kernel(backend_module.module, func, target);
-    return to_bitcode(backend_module.module);
+    return module_bitcode(backend_module.module);
 }
 
 std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::GpuTarget& target,
@@ -171,9 +152,9 @@ std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::Gpu
     init_nvptx();
     auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
     BackendModule backend_module(module_name, kTriple, *tm);
-    read_bitcode(bitcode, backend_module, module_name);
+    link_bitcode(bitcode, backend_module, module_name, "NVPTX");
     gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "NVPTX", backend_module.llvm_errors);
-    return to_bitcode(backend_module.module);
+    return module_bitcode(backend_module.module);
 }
 
 std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTarget& target,
@@ -182,7 +163,7 @@ std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTa
     init_nvptx();
     auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
     BackendModule backend_module(module_name, kTriple, *tm);
-    read_bitcode(bitcode, backend_module, module_name);
+    link_bitcode(bitcode, backend_module, module_name, "NVPTX");
     for (auto& fn : backend_module.module) {
         if (fn.isDeclaration()) continue;
         fn.addFnAttr("target-cpu", target.llvm_cpu);

@@ -150,16 +150,7 @@ private:
                 while (accept_punct(","));
                 expect_punct("]", "after the machine op's immediates");
             }
-            auto list = [&](const char* what) {
-                std::vector<Expr> es;
-                expect_punct("{", what);
-                if (!accept_punct("}")) {
-                    do es.push_back(parse_expr());
-                    while (accept_punct(","));
-                    expect_punct("}", what);
-                }
-                return es;
-            };
+            auto list = [&](const char* what) { return parse_expr_list("{", "}", what, what); };
             auto dst = list("around the machine op's destinations");
             for (const auto& e : dst)
                 if (!expr_as<LoadNode>(e)) fail(t, "a machine op destination must be a buffer element");

@@ -249,28 +249,22 @@ Expr ExprReader::parse_number(const Token& t, bool negative) {
     return make_int(v, type, loc_of(t));
 }
 
-std::vector<Expr> ExprReader::parse_args(const char* context) {
-    std::vector<Expr> args;
-    expect_punct("(", context);
-    if (!accept_punct(")")) {
-        do args.push_back(parse_expr());
+std::vector<Expr> ExprReader::parse_expr_list(const char* open, const char* close, const char* open_context,
+                                              const char* close_context) {
+    std::vector<Expr> out;
+    expect_punct(open, open_context);
+    if (!accept_punct(close)) {
+        do out.push_back(parse_expr());
         while (accept_punct(","));
-        expect_punct(")", context);
+        expect_punct(close, close_context);
     }
-    return args;
+    return out;
 }
 
+std::vector<Expr> ExprReader::parse_args(const char* context) { return parse_expr_list("(", ")", context, context); }
+
 // `[i, j]` (possibly empty: a rank-0 buffer).
-std::vector<Expr> ExprReader::parse_indices() {
-    std::vector<Expr> idx;
-    expect_punct("[", "before indices");
-    if (!accept_punct("]")) {
-        do idx.push_back(parse_expr());
-        while (accept_punct(","));
-        expect_punct("]", "after indices");
-    }
-    return idx;
-}
+std::vector<Expr> ExprReader::parse_indices() { return parse_expr_list("[", "]", "before indices", "after indices"); }
 
 Expr ExprReader::parse_primary() {
     const Token& t = peek();

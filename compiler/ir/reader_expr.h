@@ -107,6 +107,9 @@ protected:
 
     Expr parse_number(const Token& t, bool negative);
 
+    // `open e, e, ... close`, possibly empty; the contexts word a missing bracket.
+    std::vector<Expr> parse_expr_list(const char* open, const char* close, const char* open_context,
+                                      const char* close_context);
     std::vector<Expr> parse_args(const char* context);
 
     // `[i, j]` (possibly empty: a rank-0 buffer).

@@ -32,20 +32,6 @@ struct InFlight {
     void clear() { buffers.clear(); }
 };
 
-// The shared buffers an expression reads.
-void shared_buffers(const Expr& e, std::vector<const BufferNode*>& out) {
-    if (!e) return;
-    struct V : IRVisitor {
-        std::vector<const BufferNode*>* out;
-        void visit_load(const LoadNode* op) override {
-            if (op->buffer->scope == Scope::Shared) out->push_back(op->buffer.get());
-            IRVisitor::visit_load(op);
-        }
-    } v;
-    v.out = &out;
-    v.visit(e);
-}
-
 class AsyncWaits {
 public:
     Stmt run(const Stmt& body) {
@@ -55,21 +41,6 @@ public:
 
 private:
     static Stmt wait0(SourceLoc loc) { return make_machine_op(MachineOp::CpAsyncWait, {0}, {}, {}, loc); }
-
-    // Before a statement whose own accesses (`exprs`, a stored buffer) touch bytes in
-    // flight: a wait, and nothing is in flight after it.
-    bool needs_wait(const std::vector<Expr>& exprs, const BufferNode* stored, InFlight& p) {
-        if (p.empty()) return false;
-        std::vector<const BufferNode*> rs;
-        for (auto& e : exprs) shared_buffers(e, rs);
-        if (stored && stored->scope == Scope::Shared) rs.push_back(stored);
-        for (auto* r : rs)
-            if (p.overlaps(r)) {
-                p.clear();
-                return true;
-            }
-        return false;
-    }
 
     // Whether anything in `s` (but a cp.async's destination) touches bytes in flight.
     static bool touches(const Stmt& s, const InFlight& p) {
@@ -101,17 +72,14 @@ private:
 
     Stmt walk(const Stmt& s, InFlight& p, bool insert) {
         if (!s) return s;
-        // A compound statement that touches bytes in flight waits before it as a whole:
-        // the wait then sits at the level of the barrier placement will put before the
-        // access (which orders the landed bytes for the other threads).
-        bool compound = s->kind == StmtKind::For || s->kind == StmtKind::If || s->kind == StmtKind::LetStmt ||
-                        s->kind == StmtKind::Allocate || s->kind == StmtKind::FullWrite;
-        if (compound && touches(s, p)) {
+        // A statement that touches bytes in flight waits before it as a whole (a compound
+        // one too: the wait then sits at the level where barrier placement puts the
+        // barrier before the access, which orders the landed bytes for the other threads).
+        if (s->kind != StmtKind::Seq && touches(s, p)) {
             p.clear();
             Stmt inner = walk(s, p, insert);
             return insert ? make_seq({wait0(s->loc), inner}, s->loc) : inner;
         }
-        auto guarded = [&](bool wait, Stmt out) { return wait && insert ? make_seq({wait0(s->loc), out}, s->loc) : out; };
         switch (s->kind) {
         case StmtKind::Seq: {
             std::vector<Stmt> out;
@@ -120,7 +88,6 @@ private:
         }
         case StmtKind::For: {
             auto* f = s->as<ForNode>();
-            bool wait = needs_wait({f->min, f->extent}, nullptr, p);
             InFlight entry = p, end = p;
             walk(f->body, end, false);  // what one iteration leaves in flight
             InFlight loop = entry;
@@ -131,75 +98,40 @@ private:
             auto ext = as_const_int(f->extent);
             if (!ext || *ext <= 0) loop.add(entry);
             p = loop;
-            if (!insert) return s;
-            return guarded(wait, make_for(f->var, f->min, f->extent, f->for_kind, body, s->loc, f->stages));
+            return insert ? make_for(f->var, f->min, f->extent, f->for_kind, body, s->loc, f->stages) : s;
         }
         case StmtKind::If: {
             auto* i = s->as<IfNode>();
-            bool wait = needs_wait({i->cond}, nullptr, p);
             InFlight other = p;
             Stmt t = walk(i->then_case, p, insert);
             Stmt e = i->else_case ? walk(i->else_case, other, insert) : nullptr;
             p.add(other);
-            if (!insert) return s;
-            return guarded(wait, make_if(i->cond, t, e, s->loc));
+            return insert ? make_if(i->cond, t, e, s->loc) : s;
         }
         case StmtKind::LetStmt: {
             auto* l = s->as<LetStmtNode>();
-            bool wait = needs_wait({l->value}, nullptr, p);
             Stmt body = walk(l->body, p, insert);
-            return insert ? guarded(wait, make_let(l->var, l->value, body, s->loc)) : s;
+            return insert ? make_let(l->var, l->value, body, s->loc) : s;
         }
         case StmtKind::Allocate: {
             auto* a = s->as<AllocateNode>();
             Stmt body = walk(a->body, p, insert);
             return insert ? make_allocate(a->buffer, body, s->loc) : s;
         }
-        case StmtKind::Store: {
-            auto* st = s->as<StoreNode>();
-            std::vector<Expr> es = st->indices;
-            es.push_back(st->value);
-            return guarded(needs_wait(es, st->buffer.get(), p), s);
-        }
-        case StmtKind::AtomicRmw: {
-            auto* a = s->as<AtomicRmwNode>();
-            std::vector<Expr> es = a->indices;
-            es.push_back(a->value);
-            return guarded(needs_wait(es, a->buffer.get(), p), s);
-        }
-        case StmtKind::Evaluate: return guarded(needs_wait({s->as<EvaluateNode>()->value}, nullptr, p), s);
-        case StmtKind::MachineOp: {
-            auto* m = s->as<MachineOpNode>();
-            switch (m->op) {
-            case MachineOp::CpAsync: {
-                auto* d = m->dst.at(0)->as<LoadNode>();
-                std::vector<Expr> es = d->indices;
-                es.insert(es.end(), m->src.begin(), m->src.end());
-                bool wait = needs_wait(es, nullptr, p);
-                p.buffers.push_back(d->buffer.get());
-                return guarded(wait, s);
-            }
-            case MachineOp::CpAsyncCommit: return s;
-            case MachineOp::CpAsyncWait:
-                if (m->imm.at(0) == 0) p.clear();
-                return s;
-            default: {
-                std::vector<Expr> es = m->src;
-                const BufferNode* stored = nullptr;
-                for (auto& d : m->dst) {
-                    auto* l = d->as<LoadNode>();
-                    es.insert(es.end(), l->indices.begin(), l->indices.end());
-                    if (l->buffer->scope == Scope::Shared) stored = l->buffer.get();
-                }
-                return guarded(needs_wait(es, stored, p), s);
-            }
-            }
-        }
         case StmtKind::FullWrite: {
             auto* fw = s->as<FullWriteNode>();
             Stmt body = walk(fw->body, p, insert);
             return insert ? make_full_write(fw->buffer, body, s->loc) : s;
         }
+        case StmtKind::MachineOp: {
+            auto* m = s->as<MachineOpNode>();
+            if (m->op == MachineOp::CpAsync) p.buffers.push_back(m->dst.at(0)->as<LoadNode>()->buffer.get());
+            if (m->op == MachineOp::CpAsyncWait && m->imm.at(0) == 0) p.clear();
+            return s;
+        }
+        case StmtKind::Store:
+        case StmtKind::AtomicRmw:
+        case StmtKind::Evaluate:
         case StmtKind::Barrier: return s;
         default: TILEC_ICE("insert-async-waits: a tile-level statement in thread-level IR");
         }

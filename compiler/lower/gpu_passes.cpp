@@ -161,20 +161,12 @@ Pass plan_shared(const target::GpuTarget& target) {
                 }};
 }
 
-Pass async_waits() {
-    return Pass{"insert-async-waits", [](const PrimFunc& f, PassContext& ctx) {
-                    if (!expect_level(f, ctx, "insert-async-waits", FuncLevel::Thread, "lower-tile-ops")) return f;
+// A thread-level pass that rewrites the body alone.
+Pass body_pass(const char* name, ir::Stmt (*rewrite)(const ir::Stmt&)) {
+    return Pass{name, [name, rewrite](const PrimFunc& f, PassContext& ctx) {
+                    if (!expect_level(f, ctx, name, FuncLevel::Thread, "lower-tile-ops")) return f;
                     PrimFunc out = f;
-                    out.body = insert_async_waits(f.body);
-                    return out;
-                }};
-}
-
-Pass pipeline() {
-    return Pass{"software-pipeline", [](const PrimFunc& f, PassContext& ctx) {
-                    if (!expect_level(f, ctx, "software-pipeline", FuncLevel::Thread, "lower-tile-ops")) return f;
-                    PrimFunc out = f;
-                    out.body = software_pipeline(f.body);
+                    out.body = rewrite(f.body);
                     return out;
                 }};
 }
@@ -211,8 +203,8 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
     return {
         layout_inference(target),
         lower_tile_ops(target),
-        async_waits(),
-        pipeline(),
+        body_pass("insert-async-waits", insert_async_waits),
+        body_pass("software-pipeline", software_pipeline),
         plan_shared(target),
         barriers(),
         verify(),

@@ -146,13 +146,9 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         for (size_t d = 0; d < rank; ++d)
             if (is_const_int(t->strides[d], 1)) last = d;
     if ((*tile)[cd] % V != 0 || !is_const_int(g.extent[last], (*tile)[cd])) return std::nullopt;
-    const layout::Layout* L = lc.shared_layout(dst);
-    auto offset = [&](std::vector<int64_t> c) {
-        if (L) return L->offset(c);
-        int64_t o = 0;
-        for (size_t d = 0; d < c.size(); ++d) o = o * (*tile)[d] + c[d];
-        return o;
-    };
+    const layout::Layout* planned = lc.shared_layout(dst);
+    const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
+    auto offset = [&](const std::vector<int64_t>& c) { return L.offset(c); };
     {
         // Every chunk contiguous and 16-byte aligned in shared memory (by enumeration).
         std::vector<int64_t> c(tile->size(), 0);
