@@ -8,7 +8,9 @@
 #   tools/bench/gpu.sh --build-only [BUILD] build BUILD/bench/gpu only
 #   tools/bench/gpu.sh --run-only [BUILD]   run what BUILD/bench/gpu holds (no LLVM needed:
 #                                           python3 with torch, and the CUDA driver)
-#   ... -- ARGS                             ARGS go to gpu_bench.py, e.g. -- --quick
+#   ... -- ARGS                             ARGS go to gpu_bench.py, e.g. -- --quick, or
+#                                           -- --sweep (tile-shape variants of GEMM,
+#                                           tools/bench/gemm_sweep.tile, next to cuBLAS)
 #
 # BUILD (default build/) is a configured and built tilec tree. The kernels are the
 # stdlib's gemm, softmax and flash_attn exports, compiled with --target=host,sm_80,sm_90
@@ -17,7 +19,7 @@
 # GPU machine lent by the workplace (no LLVM there): build here, then
 #   run  command="tools/bench/gpu.sh --run-only build"  carry=["build/bench/gpu"]
 # Exit status: 0 ran, 77 skipped (no torch, no GPU), 1 failed, 2 usage or build errors.
-# Not part of ctest. Not run on a GPU yet: no device has been lent to this project.
+# Not part of ctest. Results on real GPUs: docs/gpu-results.md.
 set -euo pipefail
 # shellcheck source=tools/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -38,10 +40,13 @@ if [[ "$mode" != run ]]; then
         echo "== tilec $k.tile (host, sm_80, sm_90)"
         "$tilec" "stdlib/kernels/$k.tile" --target=host,sm_80,sm_90 --cpu=x86-64-v2 -o "$out/$k.o"
     done
+    echo "== tilec tools/bench/gemm_sweep.tile (host, sm_90): tile-shape variants for --sweep"
+    "$tilec" tools/bench/gemm_sweep.tile --target=host,sm_90 --cpu=x86-64-v2 -o "$out/gemm_sweep.o"
+    grep -o 'sweep_[0-9a-z_]*_cuda' "$out/gemm_sweep.h" | sed 's/_cuda$//' | sort -u >"$out/gemm_sweep.txt"
     cp -L "$runtime" "$out/libtile_runtime.so.0"
     # shellcheck disable=SC2016  # $ORIGIN is for the dynamic linker, not the shell
     "${CC:-cc}" -shared -o "$lib" "$out/gemm.o" "$out/softmax.o" "$out/flash_attn.o" \
-        "$out/libtile_runtime.so.0" -Wl,-rpath,'$ORIGIN' -lm
+        "$out/gemm_sweep.o" "$out/libtile_runtime.so.0" -Wl,-rpath,'$ORIGIN' -lm
     cp tools/bench/gpu_bench.py "$out/"
     echo "== built $lib"
     if [[ "$mode" == build ]]; then

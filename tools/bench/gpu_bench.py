@@ -20,6 +20,8 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="small sizes, 3 reps")
     ap.add_argument("--filter", default="", help="only cases whose name contains this")
+    ap.add_argument("--sweep", action="store_true",
+                    help="also time the GEMM tile-shape variants of tools/bench/gemm_sweep.tile (f16)")
     args = ap.parse_args()
     try:
         import torch
@@ -117,6 +119,20 @@ def main():
             run.out = C
             case(f"gemm_{tname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s",
                  1e-2 if tname == "f16" else 2e-2)
+
+    # Tile-shape variants (same body as gemm_f16, sm_90 image only), to choose the defaults.
+    if args.sweep:
+        import os
+        names = open(os.path.join(os.path.dirname(args.lib), "gemm_sweep.txt")).read().split()
+        for (M, N, K) in ([(1024, 1024, 1024)] if args.quick else [(4096, 4096, 4096), (8192, 8192, 8192)]):
+            A = torch.randn(M, K, device="cuda", dtype=h)
+            B = torch.randn(K, N, device="cuda", dtype=h)
+            C = torch.empty(M, N, device="cuda", dtype=h)
+            for vname in names:
+                fn = entry(vname + "_cuda", P, P, P, I64, I64, I64)
+                run = lambda s, fn=fn, A=A, B=B, C=C, M=M, N=N, K=K: fn(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
+                run.out = C
+                case(f"{vname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", 1e-2)
 
     # Softmax f16 along rows (softmax_f16_cuda(stream, X, Y, M, N)).
     softmax = entry("softmax_f16_cuda", P, P, I64, I64)
