@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The end-to-end checks on a real NVIDIA GPU (tests/gpu): every stdlib export the GPU path
-# lowers, built into objects with --target=host,sm_80,sm_90, run through NAME_cuda on
+# lowers, built into objects with --target=host,sm_80,sm_90a, run through NAME_cuda on
 # device memory and compared with NAME_cpu (random inputs, ragged shapes, poisoned
 # outputs). Exit status: 0 passed, 1 failed, 77 skipped (no CUDA driver or device; the
 # harness prints "SKIP: <reason>"), 2 usage or build errors.

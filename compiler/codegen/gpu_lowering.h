@@ -147,6 +147,9 @@ public:
     void lower_for(const ir::ForNode& f);
     // A target instruction (gpu_lowering_machine.cpp); NVIDIA only.
     void machine_op(const ir::MachineOpNode& m);
+    void wgmma(const ir::MachineOpNode& m);
+    // Inline PTX `text` whose outputs are m.dst, each tied to its m.src (none: no operands).
+    void tied_registers_asm(const std::string& text, const ir::MachineOpNode& m);
     // Stores a value of the storage type to the element `dst` (a Load) names.
     void store_element(const ir::Expr& dst, llvm::Value* storage_value);
     void lower_allocate(const ir::AllocateNode& a);

@@ -1,8 +1,12 @@
 // GpuLowering's target instructions (ir.h, MachineOpNode): ldmatrix, mma.sync and
-// cp.async (+ commit / wait_group) as the NVVM intrinsics LLVM's NVPTX backend selects to those instructions. Register operands
+// cp.async (+ commit / wait_group) as the NVVM intrinsics LLVM's NVPTX backend selects to
+// those instructions; sm_90a's wgmma family as inline PTX (LLVM 19 has no intrinsics for
+// wgmma.mma_async), its accumulators tied through the fence and the wait so that no
+// access to them moves across either. Register operands
 // are elements of register arrays (f16 / bf16 held as f32 values, rounded exactly back
 // to their storage type here), packed two to a 32-bit register as the PTX ISA's fragments
 // hold them (element 2j in the low half).
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include "codegen/gpu_lowering.h"
@@ -12,6 +16,9 @@ namespace tilec::codegen::gpu {
 namespace {
 
 bool is_bf16(DataType t) { return t.kind == ir::TypeKind::BFloat; }
+
+// matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4 (PTX ISA, wgmma's matrix descriptor).
+uint64_t descriptor_encode(int64_t x) { return (static_cast<uint64_t>(x) & 0x3FFFF) >> 4; }
 
 }  // namespace
 
@@ -81,11 +88,79 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         return;
     }
     case ir::MachineOp::CpAsyncCommit: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); return;
+    case ir::MachineOp::Wgmma: wgmma(m); return;
+    case ir::MachineOp::WgmmaFence: tied_registers_asm("wgmma.fence.sync.aligned;", m); return;
+    case ir::MachineOp::WgmmaWait:
+        tied_registers_asm("wgmma.wait_group.sync.aligned " + std::to_string(m.imm.at(0)) + ";", m);
+        return;
+    case ir::MachineOp::WgmmaCommit: tied_registers_asm("wgmma.commit_group.sync.aligned;", m); return;
+    case ir::MachineOp::FenceProxyAsync: tied_registers_asm("fence.proxy.async.shared::cta;", m); return;
     case ir::MachineOp::CpAsyncWait:
         b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(m.imm.at(0)))});
         return;
     }
     TILEC_ICE(who_ + ": machine " + ir::machine_op_name(m.op) + " is not lowered yet");
+}
+
+void GpuLowering::tied_registers_asm(const std::string& text, const ir::MachineOpNode& m) {
+    // dst[i] = src[i] through the asm: "=f" outputs, each tied to its input.
+    std::vector<llvm::Type*> outs;
+    std::vector<llvm::Value*> ins;
+    std::string cons;
+    for (size_t i = 0; i < m.dst.size(); ++i) {
+        ins.push_back(expr(m.src.at(i)));
+        outs.push_back(ins.back()->getType());
+        cons += "=f,";
+    }
+    for (size_t i = 0; i < m.dst.size(); ++i) cons += std::to_string(i) + ",";
+    cons += "~{memory}";
+    llvm::Type* ret = outs.empty()      ? b_.getVoidTy()
+                      : outs.size() == 1 ? outs[0]
+                                         : static_cast<llvm::Type*>(llvm::StructType::get(ctx_, outs));
+    std::vector<llvm::Type*> in_types;
+    for (auto* v : ins) in_types.push_back(v->getType());
+    auto* fty = llvm::FunctionType::get(ret, in_types, false);
+    llvm::Value* r = b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, true), ins);
+    for (size_t i = 0; i < m.dst.size(); ++i)
+        store_element(m.dst[i], outs.size() == 1 ? r : b_.CreateExtractValue(r, {unsigned(i)}));
+}
+
+void GpuLowering::wgmma(const ir::MachineOpNode& m) {
+    const int64_t n = m.imm.at(0), regs = n / 2;
+    DataType ab = m.src.at(0)->type;
+    auto descriptor = [&](const ir::Expr& e, int64_t lbo, int64_t sbo, int64_t mode) {
+        auto* l = e->as<ir::LoadNode>();
+        llvm::Value* addr = b_.CreatePtrToInt(element_ptr(buffer(l->buffer), l->indices), b_.getInt64Ty());
+        llvm::Value* start = b_.CreateLShr(b_.CreateAnd(addr, b_.getInt64(0x3FFFF)), 4);
+        uint64_t rest = (descriptor_encode(lbo) << 16) | (descriptor_encode(sbo) << 32) |
+                        (static_cast<uint64_t>(mode & 3) << 62);
+        return b_.CreateOr(start, b_.getInt64(rest));
+    };
+    std::vector<llvm::Value*> ins;
+    std::vector<llvm::Type*> outs;
+    std::string cons, list;
+    for (int64_t i = 0; i < regs; ++i) {
+        ins.push_back(expr(m.src.at(static_cast<size_t>(2 + i))));
+        outs.push_back(b_.getFloatTy());
+        cons += "=f,";
+        list += (i ? ", $" : "$") + std::to_string(i);
+    }
+    for (int64_t i = 0; i < regs; ++i) cons += std::to_string(i) + ",";
+    cons += "l,l,r,~{memory}";
+    ins.push_back(descriptor(m.src.at(0), m.imm.at(3), m.imm.at(4), m.imm.at(5)));
+    ins.push_back(descriptor(m.src.at(1), m.imm.at(6), m.imm.at(7), m.imm.at(8)));
+    ins.push_back(b_.getInt32(1));  // scale-d: D = A * B + D
+    const std::string t = is_bf16(ab) ? "bf16" : "f16";
+    const std::string first_in = std::to_string(2 * regs);
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * regs + 2) +
+                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + t + "." + t + " {" +
+                       list + "}, $" + first_in + ", $" + std::to_string(2 * regs + 1) + ", p, 1, 1, " +
+                       std::to_string(m.imm.at(1)) + ", " + std::to_string(m.imm.at(2)) + ";\n}";
+    std::vector<llvm::Type*> in_types;
+    for (auto* v : ins) in_types.push_back(v->getType());
+    auto* fty = llvm::FunctionType::get(llvm::StructType::get(ctx_, outs), in_types, false);
+    llvm::Value* r = b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, true), ins);
+    for (int64_t i = 0; i < regs; ++i) store_element(m.dst.at(static_cast<size_t>(i)), b_.CreateExtractValue(r, {unsigned(i)}));
 }
 
 }  // namespace tilec::codegen::gpu

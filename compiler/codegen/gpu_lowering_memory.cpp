@@ -12,7 +12,8 @@ void GpuLowering::set_shared_arena(int64_t bytes, bool dynamic) {
         m_, arr, false, dynamic ? llvm::GlobalValue::ExternalLinkage : llvm::GlobalValue::InternalLinkage,
         dynamic ? nullptr : llvm::UndefValue::get(arr), fn_->getName().str() + (dynamic ? "_dynamic_smem" : "_smem"),
         nullptr, llvm::GlobalValue::NotThreadLocal, kShared);
-    gv->setAlignment(llvm::Align(128));
+    // wgmma's swizzle patterns repeat at absolute 1024-byte boundaries (shared_plan.cpp).
+    gv->setAlignment(llvm::Align(target_.has_wgmma() ? 1024 : 128));
     shared_arena_ = gv;
 }
 

@@ -617,6 +617,11 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::CpAsync: return "cp_async";
     case MachineOp::CpAsyncCommit: return "cp_async_commit";
     case MachineOp::CpAsyncWait: return "cp_async_wait";
+    case MachineOp::Wgmma: return "wgmma";
+    case MachineOp::WgmmaFence: return "wgmma_fence";
+    case MachineOp::WgmmaCommit: return "wgmma_commit";
+    case MachineOp::WgmmaWait: return "wgmma_wait";
+    case MachineOp::FenceProxyAsync: return "fence_proxy_async";
     }
     return "?";
 }

@@ -582,8 +582,36 @@ struct FullWriteNode : StmtNode {
 //   CpAsyncCommit  cp.async.commit_group: the thread's uncommitted copies form a group.
 //   CpAsyncWait    cp.async.wait_group n; imm {n}: wait until at most n of the
 //             thread's groups are pending.
-enum class MachineOp : uint8_t { Ldmatrix, Mma, CpAsync, CpAsyncCommit, CpAsyncWait };
-// "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait"
+// sm_90a (issue 12), executed by the 128 threads of a warpgroup together:
+//   Wgmma     wgmma.mma_async.sync.aligned.m64n{n}k16.f32.T.T with scale-d 1; imm {n,
+//             trans_a, trans_b, lbo_a, sbo_a, swizzle_a, lbo_b, sbo_b, swizzle_b}
+//             (byte offsets and swizzle mode of the two matrix descriptors, 0 none, 1
+//             128B, 2 64B, 3 32B, PTX ISA 9.7.15.5.1.2); src {a[..], b[..], c0..}: the
+//             shared elements where A's and B's descriptors start (T f16 or bf16, the
+//             start addresses of the descriptors), then the n/2 f32 accumulators;
+//             dst: the same n/2 accumulators. Asynchronous: the accumulators may be
+//             read only after a wgmma_wait that covers it.
+//   WgmmaFence     wgmma.fence.sync.aligned: orders the registers' earlier accesses
+//             before the wgmma that follow; dst = src: the accumulators it orders.
+//   WgmmaCommit    wgmma.commit_group.sync.aligned.
+//   WgmmaWait      wgmma.wait_group.sync.aligned n; imm {n}; dst = src: the
+//             accumulators it makes readable (so that nothing moves their reads above it).
+//   FenceProxyAsync  fence.proxy.async.shared::cta: the thread's shared-memory writes
+//             become visible to the async proxy that wgmma reads through.
+enum class MachineOp : uint8_t {
+    Ldmatrix,
+    Mma,
+    CpAsync,
+    CpAsyncCommit,
+    CpAsyncWait,
+    Wgmma,
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait,
+    FenceProxyAsync
+};
+// "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
+// "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async"
 const char* machine_op_name(MachineOp op);
 struct MachineOpNode : StmtNode {
     static constexpr StmtKind kKind = StmtKind::MachineOp;

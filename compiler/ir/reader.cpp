@@ -21,7 +21,8 @@ using reader::TokKind;
 
 constexpr ForKind kForKinds[] = {ForKind::Serial, ForKind::Unroll, ForKind::Parallel, ForKind::Pipelined};
 constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, MachineOp::CpAsync, MachineOp::CpAsyncCommit,
-                                     MachineOp::CpAsyncWait};
+                                     MachineOp::CpAsyncWait, MachineOp::Wgmma, MachineOp::WgmmaFence,
+                                     MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 
 // Statements and functions over ExprReader's expressions.

@@ -426,6 +426,33 @@ private:
         case MachineOp::CpAsyncWait:
             if (counts(1, 0, 0) && op->imm[0] < 0) error(op->loc, name + " of a negative group count");
             return;
+        case MachineOp::Wgmma: {
+            if (op->imm.size() != 9) return (void)counts(9, 0, 0);
+            int64_t n = op->imm[0];
+            if (n < 8 || n > 256 || n % 8 != 0) return error(op->loc, name + " with n = " + std::to_string(n));
+            if (!counts(9, size_t(n / 2), size_t(n / 2 + 2))) return;
+            DataType ab = op->src[0]->type;
+            if (!is16(ab) || op->src[1]->type != ab || scope_of(op->src[0]) != Scope::Shared ||
+                scope_of(op->src[1]) != Scope::Shared)
+                error(op->loc, name + ": A and B are elements of 16-bit shared buffers of one type");
+            for (size_t i = 0; i < size_t(n / 2); ++i) {
+                if (op->src[2 + i]->type != DataType::f32() || op->dst[i]->type != DataType::f32() ||
+                    scope_of(op->dst[i]) != Scope::Register)
+                    error(op->loc, name + ": the accumulators are f32 registers");
+            }
+            return;
+        }
+        case MachineOp::WgmmaFence:
+        case MachineOp::WgmmaWait:
+            if (op->imm.size() != (op->op == MachineOp::WgmmaWait ? 1u : 0u) || op->dst.size() != op->src.size())
+                return error(op->loc, name + " takes " + (op->op == MachineOp::WgmmaWait ? "1 immediate" : "no immediate") +
+                                          " and the same registers as destinations and operands");
+            if (op->op == MachineOp::WgmmaWait && op->imm[0] < 0) error(op->loc, name + " of a negative group count");
+            for (const auto& d : op->dst)
+                if (scope_of(d) != Scope::Register) error(op->loc, name + " names registers");
+            return;
+        case MachineOp::WgmmaCommit:
+        case MachineOp::FenceProxyAsync: counts(0, 0, 0); return;
         }
     }
 

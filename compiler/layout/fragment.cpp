@@ -114,6 +114,32 @@ std::optional<Fragment> Fragment::mma_m16n8k16_c(int64_t m, int64_t n, int64_t w
     return from_digits("mma_m16n8k16_c", d, kWarp * warps_m * warps_n);
 }
 
+std::optional<Fragment> Fragment::mma_m16n8k16_c_interleaved(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
+    if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0) return std::nullopt;
+    int64_t am = m / warps_m / 16, an = n / warps_n / 8;
+    DigitMap d;
+    d.shape = {m, n};
+    d.num_outputs = 2;
+    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, {warps_m, kThread, kWarp * warps_n}, {am, kReg, 4 * an}},
+              {{2, kReg, 1}, {4, kThread, 1}, {an, kReg, 4}, {warps_n, kThread, kWarp}}};
+    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
+    return from_digits("mma_m16n8k16_c_interleaved", d, kWarp * warps_m * warps_n);
+}
+
+std::optional<Fragment> Fragment::wgmma_m64nNk16_d(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n) {
+    if (groups_m <= 0 || groups_n <= 0 || m % (64 * groups_m) != 0 || n % (8 * groups_n) != 0) return std::nullopt;
+    int64_t tiles = m / groups_m / 64, an = n / groups_n / 8;
+    DigitMap d;
+    d.shape = {m, n};
+    d.num_outputs = 2;
+    // row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2); col = 8 * (i / 4) + 2 * (lane % 4) + i % 2
+    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, {4, kThread, kWarp}, {tiles, kReg, 4 * an},
+               {groups_m, kThread, 4 * kWarp * groups_n}},
+              {{2, kReg, 1}, {4, kThread, 1}, {an, kReg, 4}, {groups_n, kThread, 4 * kWarp}}};
+    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
+    return from_digits("wgmma_m64nNk16_d", d, 4 * kWarp * groups_m * groups_n);
+}
+
 std::optional<Fragment> Fragment::mma_m16n8k16_a(int64_t m, int64_t k, int64_t warps_m, int64_t warps_n) {
     if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || k % 16 != 0) return std::nullopt;
     int64_t am = m / warps_m / 16, ak = k / 16;

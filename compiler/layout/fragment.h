@@ -54,6 +54,19 @@ public:
     static std::optional<Fragment> mma_m16n8k16_a(int64_t m, int64_t k, int64_t warps_m, int64_t warps_n);
     static std::optional<Fragment> mma_m16n8k16_b(int64_t k, int64_t n, int64_t warps_m, int64_t warps_n);
     static std::optional<Fragment> mma_m16n8k16_c(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+    // The same C atoms with the warps' rows interleaved: warp row wm holds atom rows
+    // wm, wm + warps_m, ... (16 rows each), as a warpgroup's wgmma accumulator holds them
+    // (wgmma_m64nNk16_d with warps_m = 4 per group), so that an mma.sync accumulator and
+    // a wgmma one of the same rows agree on which warp owns a row.
+    static std::optional<Fragment> mma_m16n8k16_c_interleaved(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+
+    // The wgmma.mma_async.m64nNk16 accumulator D (PTX ISA 9.0, 9.7.15.5.1.1.1, Figure
+    // 149: warp w of a warpgroup holds rows 16w..16w+15 of the 64, as the m16n8 C atoms
+    // along N), tiled over a block: warpgroups in a groups_m x groups_n grid (group g =
+    // gm * groups_n + gn, threads 128 * g + t), each group (rows / groups_m) x
+    // (cols / groups_n), m64 tiles one after another in its registers (the registers
+    // of one wgmma contiguous, in the ISA's order). nullopt if the tile doesn't divide.
+    static std::optional<Fragment> wgmma_m64nNk16_d(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n);
 
     // Any fragment given by expressions: fn(vars, rep) -> (thread, reg). Registers per
     // thread are counted by enumeration.

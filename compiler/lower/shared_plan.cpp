@@ -163,6 +163,11 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, c
     LiveRanges lr(full_writes);
     lr.visit(body);
     auto& bufs = lr.buffers;
+    // wgmma's swizzles repeat at absolute 1024-byte boundaries (PTX ISA, the matrix
+    // descriptor's base offset): tiles that may be its operands start on one.
+    if (target.has_wgmma())
+        for (auto& b : bufs)
+            if (b.bytes >= 1024) b.align = 1024;
     std::vector<size_t> order(bufs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });

@@ -4,6 +4,7 @@
 #include "ops/gemm.h"
 
 #include "ops/gemm_mma.h"
+#include "ops/gemm_wgmma.h"
 
 #include "ops/elab_util.h"
 #include "ops/lower_util.h"
@@ -98,9 +99,13 @@ Stmt elab_gemm(ElabContext& ctx) {
 }
 
 void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
-    auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
-    if (!p) return;
-    lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
+    // Hopper's warpgroup instructions where both operands are shared tiles, else mma.sync.
+    if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()))
+        lc.fixed(g.c.buffer, w->c, g.loc, "the warpgroup tensor-core gemm into '" + g.c.buffer->name + "'");
+    else if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy")))
+        lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
+    else
+        return;
     // ldmatrix reads 8 rows of 16 bytes at one column: the XOR swizzle of the row's
     // 16-byte chunks puts them in 8 different bank groups.
     for (const Buffer& X : {g.a.buffer, g.b.buffer}) {
@@ -147,6 +152,14 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         return copy;
     };
     if (cb->scope != Scope::Fragment) unsupported(loc, "gemm into a " + std::string(scope_name(cb->scope)) + " buffer");
+    auto zero_c = [&]() {
+        const LowerContext::Registers& c = lc.registers(cb);
+        return lc.register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
+            return make_store(c.regs, {r}, make_zero(cb->dtype), loc);
+        });
+    };
+    if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()); w && lc.registers(cb).frag.same_slots(w->c))
+        if (auto out = lower_gemm_wgmma(g, *w, lc)) return g.clear ? make_seq({zero_c(), *out}, loc) : *out;
     // Tensor cores with A already in its threads' registers: no staging of A.
     auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
     if (plan && !lc.registers(cb).frag.same_slots(plan->c)) plan.reset();
@@ -164,13 +177,7 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     };
     if (plan) {
         Stmt mma = lower_gemm_mma(g, *plan, ab, bb, lc, a_regs ? &*a_regs : nullptr);
-        if (g.clear) {
-            const LowerContext::Registers& c = lc.registers(cb);
-            Stmt zero = lc.register_loop(c.frag, loc, [&](const Var& r, const std::vector<Expr>&, const Expr&) {
-                return make_store(c.regs, {r}, make_zero(cb->dtype), loc);
-            });
-            mma = make_seq({zero, mma}, loc);
-        }
+        if (g.clear) mma = make_seq({zero_c(), mma}, loc);
         return finish(mma);
     }
     auto as = *const_shape(ab->shape), bs = *const_shape(bb->shape), cs = *const_shape(cb->shape);

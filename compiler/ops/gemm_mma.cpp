@@ -60,9 +60,11 @@ std::optional<MmaPlan> plan_mma(const GemmNode& g, const target::GpuTarget& t, i
     if (k % 16 != 0) return std::nullopt;
     auto split = warp_split(m, n, threads / 32, policy);
     if (!split) return std::nullopt;
-    auto c = layout::Fragment::mma_m16n8k16_c(m, n, split->first, split->second);
+    bool interleave = t.has_wgmma() && split->second == 1 && split->first > 1;
+    auto c = interleave ? layout::Fragment::mma_m16n8k16_c_interleaved(m, n, split->first, split->second)
+                        : layout::Fragment::mma_m16n8k16_c(m, n, split->first, split->second);
     if (!c) return std::nullopt;
-    return MmaPlan{m, n, k, split->first, split->second, *c};
+    return MmaPlan{m, n, k, split->first, split->second, *c, interleave};
 }
 
 std::optional<std::vector<std::vector<std::vector<int64_t>>>> direct_a_registers(const layout::Fragment& F,
@@ -81,7 +83,7 @@ std::optional<std::vector<std::vector<std::vector<int64_t>>>> direct_a_registers
                 for (int64_t i = 0; i < 8; ++i) {
                     // PTX ISA 9.7.14.5.8: a_i at row groupID + 8 * ((i >> 1) & 1), column
                     // threadID_in_group * 2 + (i & 1) + 8 * (i >> 2).
-                    int64_t row = warp_m * wtile_m + mi * 16 + group + 8 * ((i >> 1) & 1);
+                    int64_t row = p.atom_row(warp_m, mi) + group + 8 * ((i >> 1) & 1);
                     int64_t col = kk * 16 + in_group * 2 + (i & 1) + 8 * (i >> 2);
                     int64_t reg = -1;
                     for (const auto& slot : F.owners({row, col}))
@@ -145,7 +147,8 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
     // A atom (16 x 16) mi: matrices q = 0..3 at rows 8 * (q % 2), columns 8 * (q / 2):
     // registers a0a1, a2a3, a4a5, a6a7 (ISA 9.7.14.5.8).
     for (int64_t mi = 0; mi < atoms_m && !a_regs; ++mi) {
-        Expr r0 = add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * 16));
+        Expr r0 = p.interleave_m ? add(mul(Expr(warp_m), make_int(16)), make_int(mi * 16 * p.warps_m))
+                                 : add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * 16));
         auto [src, trans] = run_start(a, g.trans_a, pa, true, add(r0, mul(floormod(Expr(mat), make_int(2)), make_int(8))),
                                       add(k0, mul(floordiv(Expr(mat), make_int(2)), make_int(8))));
         step.push_back(make_machine_op(MachineOp::Ldmatrix, {4, trans ? 1 : 0}, regs(af, mi * 8, 8), {src}, loc));

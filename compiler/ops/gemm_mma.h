@@ -17,6 +17,14 @@ struct MmaPlan {
     int64_t m, n, k;
     int64_t warps_m, warps_n;
     layout::Fragment c;
+    // Warp rows interleaved (Fragment::mma_m16n8k16_c_interleaved): on targets with wgmma,
+    // for one column of warps, so flash attention's two accumulators (s from wgmma, o
+    // from mma.sync with p in registers) give each warp the same rows.
+    bool interleave_m = false;
+    // The first row of M atom `mi` of warp row `warp_m`.
+    int64_t atom_row(int64_t warp_m, int64_t mi) const {
+        return interleave_m ? (mi * warps_m + warp_m) * 16 : warp_m * (m / warps_m) + mi * 16;
+    }
 };
 
 // The plan for `g` on `t` with `threads` threads and the kernel's @warp_policy

@@ -205,6 +205,7 @@ private:
     void exec_ldmatrix(const ir::MachineOpNode* op, const Active& act);
     void exec_mma(const ir::MachineOpNode* op, const Active& act);
     void exec_cp_async(const ir::MachineOpNode* op, const Active& act);
+    void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
     // Each thread's cp.async state (the PTX ISA model) and, per destination address of a
     // copy in flight, what the shadow needs when it lands.
     struct AsyncCopy {

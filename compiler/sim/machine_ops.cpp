@@ -9,6 +9,7 @@
 #include "scalar/float_formats.h"
 #include "sim/executor.h"
 #include "sim/warp_mma.h"
+#include "sim/warpgroup_mma.h"
 
 namespace tilec::sim::detail {
 
@@ -39,6 +40,13 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
     case MachineOp::Ldmatrix: exec_ldmatrix(op, act); return;
     case MachineOp::Mma: exec_mma(op, act); return;
     case MachineOp::CpAsync: exec_cp_async(op, act); return;
+    case MachineOp::Wgmma: exec_wgmma(op, act); return;
+    // The model runs a wgmma to completion when it is issued: the fences, the commit and
+    // the wait have nothing left to order.
+    case MachineOp::WgmmaFence:
+    case MachineOp::WgmmaCommit:
+    case MachineOp::WgmmaWait:
+    case MachineOp::FenceProxyAsync: return;
     case MachineOp::CpAsyncCommit:
         for (int32_t t : act) async_thread(t).commit_group();
         return;
@@ -188,6 +196,100 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
             }
         }
     });
+}
+
+void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    const int n = static_cast<int>(op->imm.at(0));
+    const bool trans_a = op->imm.at(1) != 0, trans_b = op->imm.at(2) != 0;
+    auto* la = static_cast<const LoadNode*>(op->src.at(0).get());
+    auto* lb = static_cast<const LoadNode*>(op->src.at(1).get());
+    Storage& sa = storage(la->buffer, loc);
+    Storage& sb = storage(lb->buffer, loc);
+    for (Storage* s : {&sa, &sb})
+        if (s->scope != Scope::Shared || !s->arena || s->elem_bytes != 2)
+            fatal(loc, "wgmma operand '" + s->name() + "', which is not a 16-bit shared buffer");
+    const DataType ab = op->src[0]->type;
+    begin_statement();
+    for (const auto& e : op->src) prepare(e, act);
+    std::vector<int64_t> off_a(static_cast<size_t>(threads_), -1), off_b(static_cast<size_t>(threads_), -1);
+    std::vector<std::vector<float>> c(static_cast<size_t>(threads_));
+    for (int32_t t : act) {
+        off_a[t] = offset_of(sa, la->indices, loc, t, false);
+        off_b[t] = offset_of(sb, lb->indices, loc, t, false);
+        for (int i = 0; i < n / 2; ++i) c[t].push_back(static_cast<float>(eval(op->src[2 + i], t).f));
+    }
+    flush();
+    // Warpgroups: 128 consecutive threads.
+    for (size_t k = 0; k < act.size();) {
+        const int first = act[k] / 128 * 128;
+        size_t end = k;
+        while (end < act.size() && act[end] / 128 == act[k] / 128) ++end;
+        std::array<bool, 128> executes{};
+        std::vector<std::vector<float>> cs(128, std::vector<float>(static_cast<size_t>(n / 2), 0.0f));
+        for (size_t a = k; a < end; ++a) {
+            executes[static_cast<size_t>(act[a] - first)] = true;
+            cs[static_cast<size_t>(act[a] - first)] = c[act[a]];
+        }
+        const int lead = act[k];
+        if (off_a[lead] < 0 || off_b[lead] < 0) {
+            k = end;
+            continue;  // reported by offset_of
+        }
+        auto descriptor = [&](const Storage& s, int64_t off, size_t imm0) {
+            isa::WgmmaDescriptor d;
+            d.start = static_cast<uint32_t>(s.base + off * 2);
+            d.lbo = static_cast<uint32_t>(op->imm.at(imm0));
+            d.sbo = static_cast<uint32_t>(op->imm.at(imm0 + 1));
+            d.swizzle = static_cast<isa::WgmmaSwizzle>(op->imm.at(imm0 + 2) & 3);
+            return d;
+        };
+        isa::WgmmaDescriptor da = descriptor(sa, off_a[lead], 3), db = descriptor(sb, off_b[lead], 6);
+        for (size_t a = k; a < end; ++a)
+            if (off_a[act[a]] != off_a[lead] || off_b[act[a]] != off_b[lead])
+                issue(IssueKind::WarpCollective, loc, act[a], [&] {
+                    return "wgmma operands that differ between the threads of a warpgroup (thread " +
+                           std::to_string(act[a]) + "): the descriptors are the warpgroup's";
+                });
+        isa::WgmmaResult r = isa::ptx_wgmma_m64nNk16_f32(
+            n, ab.kind == TypeKind::BFloat ? isa::MmaAbType::Bf16 : isa::MmaAbType::F16,
+            isa::encode_wgmma_descriptor(da), isa::encode_wgmma_descriptor(db), true, trans_a, trans_b, arena_.bytes,
+            cs, executes);
+        for (const auto& is : r.issues)
+            issue(is.problem == isa::WgmmaProblem::ThreadNotExecuting ? IssueKind::WarpCollective
+                                                                        : IssueKind::MatrixAddress,
+                  loc, lead, [&] {
+                      switch (is.problem) {
+                      case isa::WgmmaProblem::ThreadNotExecuting:
+                          return "wgmma not executed by every thread of the warpgroup (thread " +
+                                 std::to_string(first + is.thread) + " does not): the PTX ISA leaves it undefined";
+                      case isa::WgmmaProblem::OutOfBounds: return std::string("wgmma operand outside shared memory");
+                      case isa::WgmmaProblem::BaseOffsetNotModelled:
+                          return std::string("wgmma descriptor with a base offset (not modelled)");
+                      case isa::WgmmaProblem::BadN: return "wgmma with N = " + std::to_string(n);
+                      }
+                      return std::string("wgmma");
+                  });
+        // The operands' bytes are read by the warpgroup (the shadow sees them as the
+        // reads of its first thread).
+        auto mark = [&](Storage& s, const isa::WgmmaDescriptor& d, bool mn_major, int extent) {
+            for (int mn = 0; mn < extent; ++mn)
+                for (int kk = 0; kk < 16; ++kk) {
+                    int64_t o = (static_cast<int64_t>(isa::wgmma_operand_address(d, mn_major, 2, mn, kk)) - s.base) / 2;
+                    if (o >= 0 && o < s.size) shared_read(s, o, lead, loc, op);
+                }
+        };
+        mark(sa, da, trans_a, 64);
+        mark(sb, db, trans_b, n);
+        for (size_t a = k; a < end; ++a) {
+            int t = act[a];
+            for (int i = 0; i < n / 2; ++i)
+                set_register(op->dst[static_cast<size_t>(i)], t,
+                             Value::of_float(r.d[static_cast<size_t>(t - first)][static_cast<size_t>(i)]), loc);
+        }
+        k = end;
+    }
+    flush();
 }
 
 isa::CpAsyncThread& Executor::async_thread(int t) {

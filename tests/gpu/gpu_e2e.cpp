@@ -1,5 +1,5 @@
 // The stdlib kernels on a real NVIDIA GPU: every export of the objects tests/gpu builds
-// (tilec --target=host,sm_80,sm_90 -o X.o) is run through NAME_cuda on device memory and
+// (tilec --target=host,sm_80,sm_90a -o X.o) is run through NAME_cuda on device memory and
 // through NAME_cpu on the same inputs, and the two outputs compared element by element
 // with a bound that fits the output's dtype. Inputs are random (seeded), shapes ragged
 // (not multiples of the kernels' tiles), outputs poisoned (all bits set: NaN in every

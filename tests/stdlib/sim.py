@@ -44,7 +44,7 @@ SIZES = {
     "flash_attn.tile": ["--size", "B=1,H=2,S=100", "--scalar", "scale=0.125"],
 }
 
-ARCHS = ("sm_80", "sm_89", "gfx942")
+ARCHS = ("sm_80", "sm_89", "sm_90a", "gfx942")
 
 
 

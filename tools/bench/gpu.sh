@@ -13,7 +13,7 @@
 #                                           tools/bench/gemm_sweep.tile, next to cuBLAS)
 #
 # BUILD (default build/) is a configured and built tilec tree. The kernels are the
-# stdlib's gemm, softmax and flash_attn exports, compiled with --target=host,sm_80,sm_90
+# stdlib's gemm, softmax and flash_attn exports, compiled with --target=host,sm_80,sm_90a
 # (host code for any x86-64-v2 CPU) and linked with libtile_runtime.so into BUILD/bench/gpu/libtilec_bench_gpu.so, which
 # gpu_bench.py loads with ctypes and calls on torch's tensors and current stream. On a
 # GPU machine lent by the workplace (no LLVM there): build here, then
@@ -37,11 +37,11 @@ if [[ "$mode" != run ]]; then
     done
     mkdir -p "$out"
     for k in gemm softmax flash_attn; do
-        echo "== tilec $k.tile (host, sm_80, sm_90)"
-        "$tilec" "stdlib/kernels/$k.tile" --target=host,sm_80,sm_90 --cpu=x86-64-v2 -o "$out/$k.o"
+        echo "== tilec $k.tile (host, sm_80, sm_90a)"
+        "$tilec" "stdlib/kernels/$k.tile" --target=host,sm_80,sm_90a --cpu=x86-64-v2 -o "$out/$k.o"
     done
-    echo "== tilec tools/bench/gemm_sweep.tile (host, sm_90): tile-shape variants for --sweep"
-    "$tilec" tools/bench/gemm_sweep.tile --target=host,sm_90 --cpu=x86-64-v2 -o "$out/gemm_sweep.o"
+    echo "== tilec tools/bench/gemm_sweep.tile (host, sm_90a): tile-shape variants for --sweep"
+    "$tilec" tools/bench/gemm_sweep.tile --target=host,sm_90a --cpu=x86-64-v2 -o "$out/gemm_sweep.o"
     grep -o 'sweep_[0-9a-z_]*_cuda' "$out/gemm_sweep.h" | sed 's/_cuda$//' | sort -u >"$out/gemm_sweep.txt"
     cp -L "$runtime" "$out/libtile_runtime.so.0"
     # shellcheck disable=SC2016  # $ORIGIN is for the dynamic linker, not the shell

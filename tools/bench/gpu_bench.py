@@ -120,7 +120,7 @@ def main():
             case(f"gemm_{tname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s",
                  1e-2 if tname == "f16" else 2e-2)
 
-    # Tile-shape variants (same body as gemm_f16, sm_90 image only), to choose the defaults.
+    # Tile-shape variants (same body as gemm_f16, sm_90a image only: wgmma), to choose the defaults.
     if args.sweep:
         import os
         names = open(os.path.join(os.path.dirname(args.lib), "gemm_sweep.txt")).read().split()

@@ -1,0 +1,147 @@
+// gemm on warpgroup tensor cores (gemm_wgmma.h). The descriptors follow the PTX ISA's
+// canonical layouts (9.7.15.5.1.2.1.3): a shared tile in Layout::swizzled's form (panels
+// as wide as the swizzle, each row-major and XOR-swizzled, the buffer aligned to the
+// pattern by the shared-memory plan) is K-major when its contiguous dimension is K (rows
+// of W bytes, 8-row groups SBO = 8W apart) and MN-major otherwise (k rows of W bytes,
+// 8-row groups SBO = 8W apart, the next W bytes of M/N LBO = rows * W further). The
+// simulator reads the operands through its own model of the document
+// (sim/warpgroup_mma.h), so a mistake here shows as a wrong result there.
+#include "ops/gemm_wgmma.h"
+
+#include "ops/lower_util.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+std::optional<WgmmaPlan> plan_wgmma(const GemmNode& g, const target::GpuTarget& t, int64_t threads) {
+    const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+    if (!t.has_wgmma() || threads % 128 != 0 || t.warp_size != 32) return std::nullopt;
+    if (A->scope != Scope::Shared || B->scope != Scope::Shared || C->scope != Scope::Fragment) return std::nullopt;
+    if (A->dtype != B->dtype || C->dtype != DataType::f32()) return std::nullopt;
+    bool f16 = A->dtype.kind == TypeKind::Float && A->dtype.bits == 16;
+    if (!f16 && A->dtype.kind != TypeKind::BFloat) return std::nullopt;
+    auto sa = const_shape(A->shape), sb = const_shape(B->shape);
+    if (!sa || !sb || sa->size() != 2 || sb->size() != 2) return std::nullopt;
+    int64_t m = g.trans_a ? (*sa)[1] : (*sa)[0];
+    int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
+    int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
+    if (k % 16 != 0) return std::nullopt;
+    // Warpgroups along M first (each owns whole rows), then along N.
+    const int64_t groups = threads / 128;
+    for (int64_t gm = groups; gm >= 1; --gm) {
+        if (groups % gm != 0) continue;
+        int64_t gn = groups / gm;
+        if (m % (64 * gm) != 0 || n % (8 * gn) != 0) continue;
+        int64_t per = n / gn, inst = per;
+        while (inst > 256 && inst % 2 == 0) inst /= 2;
+        if (inst > 256 || inst % 8 != 0) continue;
+        auto c = layout::Fragment::wgmma_m64nNk16_d(m, n, gm, gn);
+        if (!c) continue;
+        return WgmmaPlan{m, n, k, gm, gn, inst, *c};
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+// How a 2-D shared tile is stored, when a matrix descriptor can describe it.
+struct Storage {
+    bool transposed;  // the buffer's first dimension is the contiguous one
+    int64_t rows;     // extent of the outer (non-contiguous) dimension
+    int64_t width;    // swizzle width in bytes (32 / 64 / 128)
+    int64_t mode;     // descriptor swizzle mode: 1 128B, 2 64B, 3 32B
+};
+
+std::optional<Storage> storage_of(const Buffer& X, const layout::Layout* L) {
+    auto s = const_shape(X->shape);
+    if (!L || !s || s->size() != 2 || L->codomain_shape().size() != 1) return std::nullopt;
+    const int64_t bits = X->dtype.bits;
+    for (bool transposed : {false, true})
+        for (auto mode : {layout::SmemSwizzle::B128, layout::SmemSwizzle::B64, layout::SmemSwizzle::B32}) {
+            int64_t rows = transposed ? (*s)[1] : (*s)[0], cols = transposed ? (*s)[0] : (*s)[1];
+            auto want = layout::Layout::swizzled(rows, cols, static_cast<int>(bits), mode);
+            if (!want) continue;
+            bool same = true;
+            for (int64_t i = 0; i < (*s)[0] && same; ++i)
+                for (int64_t j = 0; j < (*s)[1] && same; ++j)
+                    same = L->offset({i, j}) == (transposed ? want->offset({j, i}) : want->offset({i, j}));
+            if (!same) continue;
+            int64_t width = layout::smem_swizzle_bytes(mode);
+            int64_t code = mode == layout::SmemSwizzle::B128 ? 1 : mode == layout::SmemSwizzle::B64 ? 2 : 3;
+            return Storage{transposed, rows, width, code};
+        }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Stmt> lower_gemm_wgmma(const GemmNode& g, const WgmmaPlan& p, LowerContext& lc) {
+    SourceLoc loc = g.loc;
+    const Buffer &a = g.a.buffer, &b = g.b.buffer;
+    auto sa = storage_of(a, lc.shared_layout(a)), sb = storage_of(b, lc.shared_layout(b));
+    if (!sa || !sb) return std::nullopt;
+    const int64_t eb = (a->dtype.bits + 7) / 8;
+    // Buffer dimension of M/N for each operand: A is [M, K] (or [K, M] with trans_a), B
+    // [K, N] (or [N, K] with trans_b). K-major when the contiguous dimension is K.
+    const int dim_m = g.trans_a ? 1 : 0, dim_n = g.trans_b ? 0 : 1;
+    auto contiguous = [](const Storage& s) { return s.transposed ? 0 : 1; };
+    const bool a_mn_major = contiguous(*sa) == dim_m, b_mn_major = contiguous(*sb) == dim_n;
+    const int64_t tm = 64, tn = p.inst_n;
+    // The descriptors' offsets, and what their start elements must respect: K-major, the
+    // 16 k of a step inside one panel (W >= 32 bytes) and M/N starting on 8 rows;
+    // MN-major, M/N starting on a panel.
+    auto offsets = [&](const Storage& s, bool mn_major, int64_t extent_mn) -> std::optional<std::pair<int64_t, int64_t>> {
+        int64_t panel = s.width / eb;
+        if (!mn_major) {
+            if (16 * eb > s.width) return std::nullopt;
+            return std::make_pair(int64_t{16}, 8 * s.width);
+        }
+        if (extent_mn % panel != 0 && extent_mn > panel) return std::nullopt;
+        return std::make_pair(s.rows * s.width, 8 * s.width);
+    };
+    auto oa = offsets(*sa, a_mn_major, tm), ob = offsets(*sb, b_mn_major, tn);
+    if (!oa || !ob) return std::nullopt;
+    const int64_t per_m = p.m / p.groups_m, per_n = p.n / p.groups_n;
+    if (a_mn_major && per_m % (sa->width / eb) != 0) return std::nullopt;
+    if (b_mn_major && tn % (sb->width / eb) != 0 && tn > sb->width / eb) return std::nullopt;
+
+    const LowerContext::Registers& c = lc.registers(g.c.buffer);
+    const int64_t tiles_m = per_m / tm, tiles_n = per_n / tn, steps_k = p.k / 16;
+    Expr group = floordiv(Expr(lc.thread_idx()), make_int(128));
+    Var gm = make_let_var("group_m", DataType::index(), loc), gn = make_let_var("group_n", DataType::index(), loc);
+    Var kk = make_loop_var("kk", loc);
+    Expr k0 = mul(Expr(kk), make_int(16));
+    auto acc = [&](int64_t first, int64_t count) {
+        std::vector<Expr> out;
+        for (int64_t i = 0; i < count; ++i) out.push_back(make_load(c.regs, {make_int(first + i)}, loc));
+        return out;
+    };
+    const int64_t regs = c.frag.registers_per_thread();
+    std::vector<Stmt> step;
+    for (int64_t mi = 0; mi < tiles_m; ++mi)
+        for (int64_t ni = 0; ni < tiles_n; ++ni) {
+            Expr m0 = add(mul(Expr(gm), make_int(per_m)), make_int(mi * tm));
+            Expr n0 = add(mul(Expr(gn), make_int(per_n)), make_int(ni * tn));
+            Expr at_a = g.trans_a ? make_load(a, {k0, m0}, loc) : make_load(a, {m0, k0}, loc);
+            Expr at_b = g.trans_b ? make_load(b, {n0, k0}, loc) : make_load(b, {k0, n0}, loc);
+            int64_t first = mi * (per_n / 2) + ni * (tn / 2);
+            std::vector<Expr> src{at_a, at_b};
+            for (auto& e : acc(first, tn / 2)) src.push_back(e);
+            step.push_back(make_machine_op(MachineOp::Wgmma,
+                                           {tn, a_mn_major ? 1 : 0, b_mn_major ? 1 : 0, oa->first, oa->second, sa->mode,
+                                            ob->first, ob->second, sb->mode},
+                                           acc(first, tn / 2), std::move(src), loc));
+        }
+    Stmt loop = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, make_seq(step, loc), loc);
+    std::vector<Stmt> body{make_machine_op(MachineOp::FenceProxyAsync, {}, {}, {}, loc),
+                           make_machine_op(MachineOp::WgmmaFence, {}, acc(0, regs), acc(0, regs), loc), loop,
+                           make_machine_op(MachineOp::WgmmaCommit, {}, {}, {}, loc),
+                           make_machine_op(MachineOp::WgmmaWait, {0}, acc(0, regs), acc(0, regs), loc)};
+    Stmt out = make_seq(body, loc);
+    out = make_let(gn, floormod(group, make_int(p.groups_n)), out, loc);
+    out = make_let(gm, floordiv(group, make_int(p.groups_n)), out, loc);
+    return out;
+}
+
+}  // namespace tilec::ops

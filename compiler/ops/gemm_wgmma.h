@@ -1,0 +1,36 @@
+// gemm on NVIDIA Hopper's warpgroup tensor cores (sm_90a, issue 12): the warpgroup
+// partition of the block tile and the lowering to wgmma.mma_async reading both operands
+// from shared memory through matrix descriptors. Internal to compiler/ops (gemm.cpp's
+// layout and lowering hooks call it).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ops/context.h"
+
+namespace tilec::ops {
+
+// The warpgroup plan of one gemm: C (M x N) split over groups_m x groups_n warpgroups of
+// 128 threads, each a (M / groups_m) x (N / groups_n) tile of m64 x inst_n wgmma tiles;
+// c is the accumulator's fragment (Fragment::wgmma_m64nNk16_d of that partition).
+struct WgmmaPlan {
+    int64_t m, n, k;
+    int64_t groups_m, groups_n;
+    int64_t inst_n;
+    layout::Fragment c;
+};
+
+// The plan for `g` on `t` with `threads` threads, or nullopt where another path takes the
+// gemm: a target without wgmma, an operand that is not a shared tile, types other than
+// f16 x f16 or bf16 x bf16 into f32, or a shape the instructions do not tile.
+std::optional<WgmmaPlan> plan_wgmma(const ir::GemmNode& g, const target::GpuTarget& t, int64_t threads);
+
+// c (+)= op(a) @ op(b), c's registers laid out as plan.c, or nullopt when a shared
+// layout is not one a matrix descriptor describes (the caller then takes the CUDA-core
+// path, which any accumulator layout allows). Per k-step of 16, one wgmma per (m64 tile,
+// n tile) of the thread's warpgroup; fence.proxy.async and wgmma.fence before (the
+// operands were written through the generic proxy), commit and wait 0 after.
+std::optional<ir::Stmt> lower_gemm_wgmma(const ir::GemmNode& g, const WgmmaPlan& plan, LowerContext& lc);
+
+}  // namespace tilec::ops
