@@ -19,11 +19,20 @@
 // (j - 1) % S must wait for iteration j - 1's reads of it, and iteration j's reads for
 // the other threads' landed fills.
 //
+// On sm_90a, when the body's wgmma accumulators are touched by wgmma instructions alone
+// (a GEMM main loop), the body's final wgmma_wait 0 becomes wgmma_wait 1: the wgmma of
+// iteration j run while iteration j + 1 waits for its data and issues its own, and the
+// fills move after the rest of the body, behind that wait (the stage they overwrite is
+// the one iteration j - 1's wgmma read, complete once wait 1 returns in iteration j); a
+// wgmma_wait 0 after the loop completes the last group before anything reads the
+// accumulators.
+//
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
 // the loop variable, lets at the top of the body (pure index arithmetic) and values
 // defined outside the loop, and no other statement of the body writes a filled buffer.
 // Anything else runs in order (a serial loop), as does a loop without fills.
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 #include "ir/visitor.h"
@@ -300,14 +309,73 @@ private:
         }
         Var j = loop.var;
         Expr ahead = add(Expr(j), make_int(S - 1));
-        std::vector<Stmt> step;
-        step.push_back(wait(S - 2));
-        step.push_back(make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc));
-        step.push_back(commit());
-        step.push_back(at_iteration(others, Expr(j), true));
+        Stmt body_j = at_iteration(others, Expr(j), true);
+        std::optional<Stmt> final_wgmma_wait;
+        body_j = overlap_wgmma(body_j, final_wgmma_wait);
+        Stmt refill = make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc);
+        std::vector<Stmt> step{wait(S - 2)};
+        if (final_wgmma_wait) {
+            step.insert(step.end(), {body_j, refill, commit()});
+        } else {
+            step.insert(step.end(), {refill, commit(), body_j});
+        }
         out.push_back(make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc));
         out.push_back(wait(0));
+        if (final_wgmma_wait) out.push_back(*final_wgmma_wait);
         return make_seq(out, loc);
+    }
+
+    // The wgmma overlap of the header: `body` with its one wgmma_wait 0 relaxed to 1 when
+    // the registers it names are touched by wgmma instructions alone, and in `after` the
+    // wait 0 that then follows the loop; `body` unchanged otherwise.
+    static Stmt overlap_wgmma(const Stmt& body, std::optional<Stmt>& after) {
+        std::vector<const MachineOpNode*> waits;
+        std::unordered_set<const BufferNode*> regs;
+        struct Waits : IRVisitor {
+            std::vector<const MachineOpNode*>* waits;
+            std::unordered_set<const BufferNode*>* regs;
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op == MachineOp::WgmmaWait) {
+                    waits->push_back(op);
+                    for (auto& d : op->dst) regs->insert(d->as<LoadNode>()->buffer.get());
+                }
+                IRVisitor::visit_machine_op(op);
+            }
+        } w;
+        w.waits = &waits;
+        w.regs = &regs;
+        w.visit(body);
+        if (waits.size() != 1 || waits[0]->imm.at(0) != 0) return body;
+        struct OtherUse : IRVisitor {
+            const std::unordered_set<const BufferNode*>* regs;
+            bool found = false;
+            void visit_machine_op(const MachineOpNode* op) override {
+                bool wgmma = op->op == MachineOp::Wgmma || op->op == MachineOp::WgmmaFence || op->op == MachineOp::WgmmaWait;
+                if (!wgmma) IRVisitor::visit_machine_op(op);
+            }
+            void visit_load(const LoadNode* op) override {
+                found |= regs->count(op->buffer.get()) > 0;
+                IRVisitor::visit_load(op);
+            }
+            void visit_store(const StoreNode* op) override {
+                found |= regs->count(op->buffer.get()) > 0;
+                IRVisitor::visit_store(op);
+            }
+        } use;
+        use.regs = &regs;
+        use.visit(body);
+        if (use.found) return body;
+        const MachineOpNode* wait0 = waits[0];
+        after = make_machine_op(MachineOp::WgmmaWait, {0}, wait0->dst, wait0->src, wait0->loc);
+        struct Relax : IRMutator {
+            const MachineOpNode* target;
+            Stmt mutate_machine_op(const MachineOpNode* op, const Stmt& self) override {
+                if (op != target) return IRMutator::mutate_machine_op(op, self);
+                return make_machine_op(MachineOp::WgmmaWait, {1}, op->dst, op->src, op->loc);
+            }
+        } relax;
+        relax.target = wait0;
+        return relax.mutate(body);
     }
 
     Stmt root_;

@@ -152,6 +152,7 @@ Value Executor::load(const LoadNode* op, int t) {
     record(op, loc, s, false, t, off);
     int64_t slot = s.scope == Scope::Register ? t * s.size + off : off;
     if (s.scope == Scope::Shared) shared_read(s, off, t, loc, op);
+    if (!s.wgmma_pending.empty()) check_wgmma_register(s, slot, off, t, loc, false);
     if (!s.init.empty() && !s.init[static_cast<size_t>(slot)] && opt_.check_uninitialized) {
         issue(IssueKind::Uninitialized, loc, t, [&] {
             return "read of uninitialised " + std::string(kind_word(s.scope)) + " element '" + s.name() +

@@ -75,6 +75,9 @@ struct SharedArena {
     std::vector<ByteShadow> shadow;
     // Per byte: how many issued cp.async copies to it have not completed (landed) yet.
     std::vector<int32_t> pending;
+    // Per byte: how many issued wgmma read it and are not yet complete (no wgmma_wait of
+    // their warpgroup has covered their group).
+    std::vector<int32_t> wgmma_reading;
     void ensure(int64_t n);
     // A new block: nothing written, no accesses; the bytes read as NaN until written.
     void reset();
@@ -94,6 +97,7 @@ struct Storage {
     std::vector<double> own_f;
     std::vector<int64_t> own_i;
     std::vector<uint8_t> init;                // register: written since the alloc
+    std::vector<int32_t> wgmma_pending;       // register: how many wgmma in flight write it (slots)
     std::vector<uint8_t>* written = nullptr;  // tensors: stored by the kernel
     // Shared: the block's arena, which holds the values (and the shadow) at byte `base`
     // on; `instance` tells this execution of the `alloc` from any other.
@@ -217,6 +221,20 @@ private:
     };
     std::vector<std::unique_ptr<isa::CpAsyncThread>> async_;
     std::vector<std::unordered_map<uint32_t, AsyncCopy>> async_copies_;
+    // Per warpgroup (thread / 128): the shared bytes its issued, uncompleted wgmma read,
+    // the uncommitted ones, then one list per committed group, oldest first.
+    struct WgmmaGroups {
+        std::vector<uint32_t> open;
+        std::vector<std::vector<uint32_t>> committed;
+        // The accumulator registers (storage, slot) the same wgmma write.
+        std::vector<std::pair<Storage*, int64_t>> open_regs;
+        std::vector<std::vector<std::pair<Storage*, int64_t>>> committed_regs;
+    };
+    bool in_wgmma_ = false;  // evaluating a wgmma's own operands: its accumulators may be in flight
+    void check_wgmma_register(const Storage& s, int64_t slot, int64_t off, int t, SourceLoc loc, bool write);
+    std::vector<WgmmaGroups> wgmma_groups_;
+    WgmmaGroups& wgmma_group_of(int t);
+    void complete_wgmma_groups(int t, size_t keep);
     isa::CpAsyncThread& async_thread(int t);
     void report_async(const isa::CpAsyncThread& m, size_t& seen, int t, SourceLoc loc);
     std::vector<size_t> async_seen_;

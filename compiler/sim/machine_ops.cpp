@@ -41,11 +41,25 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
     case MachineOp::Mma: exec_mma(op, act); return;
     case MachineOp::CpAsync: exec_cp_async(op, act); return;
     case MachineOp::Wgmma: exec_wgmma(op, act); return;
-    // The model runs a wgmma to completion when it is issued: the fences, the commit and
-    // the wait have nothing left to order.
-    case MachineOp::WgmmaFence:
+    // The model computes a wgmma's result when it is issued; its reads of shared memory
+    // stay in flight until the wait that completes its group (a write to those bytes
+    // before then is reported), as the document allows the hardware to read them late.
     case MachineOp::WgmmaCommit:
+        for (size_t k = 0; k < act.size(); ++k)
+            if (k == 0 || act[k] / 128 != act[k - 1] / 128) {
+                auto& g = wgmma_group_of(act[k]);
+                g.committed.push_back(std::move(g.open));
+                g.open.clear();
+                g.committed_regs.push_back(std::move(g.open_regs));
+                g.open_regs.clear();
+            }
+        return;
     case MachineOp::WgmmaWait:
+        for (size_t k = 0; k < act.size(); ++k)
+            if (k == 0 || act[k] / 128 != act[k - 1] / 128)
+                complete_wgmma_groups(act[k], static_cast<size_t>(op->imm.at(0)));
+        return;
+    case MachineOp::WgmmaFence:
     case MachineOp::FenceProxyAsync: return;
     case MachineOp::CpAsyncCommit:
         for (int32_t t : act) async_thread(t).commit_group();
@@ -198,6 +212,30 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
     });
 }
 
+Executor::WgmmaGroups& Executor::wgmma_group_of(int t) {
+    size_t g = static_cast<size_t>(t / 128);
+    if (wgmma_groups_.size() <= g) wgmma_groups_.resize(g + 1);
+    return wgmma_groups_[g];
+}
+
+void Executor::complete_wgmma_groups(int t, size_t keep) {
+    auto& g = wgmma_group_of(t);
+    while (g.committed.size() > keep) {
+        for (uint32_t b : g.committed.front()) --arena_.wgmma_reading[b];
+        g.committed.erase(g.committed.begin());
+        for (auto [s, slot] : g.committed_regs.front()) --s->wgmma_pending[static_cast<size_t>(slot)];
+        g.committed_regs.erase(g.committed_regs.begin());
+    }
+}
+
+void Executor::check_wgmma_register(const Storage& s, int64_t slot, int64_t off, int t, SourceLoc loc, bool write) {
+    if (in_wgmma_ || !s.wgmma_pending[static_cast<size_t>(slot)]) return;
+    issue(IssueKind::AsyncRead, loc, t, [&] {
+        return std::string(write ? "write of" : "read of") + " register '" + s.name() + "'[" + std::to_string(off) +
+               "] while the wgmma that writes it is in flight (no wgmma.wait_group of its warpgroup completed it)";
+    });
+}
+
 void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     const int n = static_cast<int>(op->imm.at(0));
@@ -211,6 +249,7 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
             fatal(loc, "wgmma operand '" + s->name() + "', which is not a 16-bit shared buffer");
     const DataType ab = op->src[0]->type;
     begin_statement();
+    in_wgmma_ = true;  // wgmma accumulating into registers a wgmma in flight writes: allowed
     for (const auto& e : op->src) prepare(e, act);
     std::vector<int64_t> off_a(static_cast<size_t>(threads_), -1), off_b(static_cast<size_t>(threads_), -1);
     std::vector<std::vector<float>> c(static_cast<size_t>(threads_));
@@ -219,6 +258,7 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
         off_b[t] = offset_of(sb, lb->indices, loc, t, false);
         for (int i = 0; i < n / 2; ++i) c[t].push_back(static_cast<float>(eval(op->src[2 + i], t).f));
     }
+    in_wgmma_ = false;
     flush();
     // Warpgroups: 128 consecutive threads.
     for (size_t k = 0; k < act.size();) {
@@ -272,20 +312,37 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                   });
         // The operands' bytes are read by the warpgroup (the shadow sees them as the
         // reads of its first thread).
+        auto& inflight = wgmma_group_of(lead).open;
         auto mark = [&](Storage& s, const isa::WgmmaDescriptor& d, bool mn_major, int extent) {
             for (int mn = 0; mn < extent; ++mn)
                 for (int kk = 0; kk < 16; ++kk) {
-                    int64_t o = (static_cast<int64_t>(isa::wgmma_operand_address(d, mn_major, 2, mn, kk)) - s.base) / 2;
-                    if (o >= 0 && o < s.size) shared_read(s, o, lead, loc, op);
+                    uint32_t addr = isa::wgmma_operand_address(d, mn_major, 2, mn, kk);
+                    int64_t o = (static_cast<int64_t>(addr) - s.base) / 2;
+                    if (o < 0 || o >= s.size) continue;
+                    shared_read(s, o, lead, loc, op);
+                    for (uint32_t b = addr; b < addr + 2; ++b) {
+                        ++arena_.wgmma_reading[b];
+                        inflight.push_back(b);
+                    }
                 }
         };
         mark(sa, da, trans_a, 64);
         mark(sb, db, trans_b, n);
         for (size_t a = k; a < end; ++a) {
             int t = act[a];
-            for (int i = 0; i < n / 2; ++i)
-                set_register(op->dst[static_cast<size_t>(i)], t,
-                             Value::of_float(r.d[static_cast<size_t>(t - first)][static_cast<size_t>(i)]), loc);
+            for (int i = 0; i < n / 2; ++i) {
+                const Expr& dst = op->dst[static_cast<size_t>(i)];
+                set_register(dst, t, Value::of_float(r.d[static_cast<size_t>(t - first)][static_cast<size_t>(i)]), loc);
+                // In flight until the wait that completes its group.
+                auto* l = static_cast<const LoadNode*>(dst.get());
+                Storage& s = storage(l->buffer, loc);
+                int64_t off = offset_of(s, l->indices, loc, t, true);
+                if (off < 0) continue;
+                if (s.wgmma_pending.empty()) s.wgmma_pending.assign(s.init.size() ? s.init.size() : size_t(threads_ * s.size), 0);
+                int64_t slot = t * s.size + off;
+                ++s.wgmma_pending[static_cast<size_t>(slot)];
+                wgmma_group_of(lead).open_regs.push_back({&s, slot});
+            }
         }
         k = end;
     }

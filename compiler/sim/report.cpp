@@ -22,6 +22,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::WarpCollective: return "divergent warp instruction";
     case IssueKind::MatrixAddress: return "ldmatrix address";
     case IssueKind::AsyncCopy: return "async copy";
+    case IssueKind::AsyncRead: return "async read";
     }
     return "?";
 }
@@ -70,7 +71,9 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
             return kind == SyncKind::Barrier ? hit(self) : self;
         }
         ir::Stmt mutate_machine_op(const ir::MachineOpNode* op, const ir::Stmt& self) override {
-            return kind == SyncKind::AsyncWait && op->op == ir::MachineOp::CpAsyncWait ? hit(self) : self;
+            bool match = (kind == SyncKind::AsyncWait && op->op == ir::MachineOp::CpAsyncWait) ||
+                         (kind == SyncKind::WgmmaWait && op->op == ir::MachineOp::WgmmaWait);
+            return match ? hit(self) : self;
         }
     } drop;
     drop.kind = kind;

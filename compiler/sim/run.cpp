@@ -153,6 +153,7 @@ void Executor::run(interp::RunArgs& args) {
         async_.clear();
         async_copies_.assign(static_cast<size_t>(threads_), {});
         async_seen_.assign(static_cast<size_t>(threads_), 0);
+        wgmma_groups_.assign(static_cast<size_t>((threads_ + 127) / 128), {});
         instances_.assign(1, Instance{nullptr, 0, 1});
         exec(f_.body, all_);
         flush();

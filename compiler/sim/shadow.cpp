@@ -45,6 +45,16 @@ void Executor::check_pending(const Storage& s, int64_t off, int t, SourceLoc loc
             });
             return;
         }
+    if (!write) return;
+    for (int b = 0; b < s.elem_bytes; ++b)
+        if (arena_.wgmma_reading[static_cast<size_t>(first + b)] > 0) {
+            issue(IssueKind::AsyncRead, loc, t, [&] {
+                return "write of '" + s.name() + "' element " + std::to_string(off) +
+                       " while a wgmma that reads it is in flight (no wgmma.wait_group of its warpgroup "
+                       "completed it before this write)";
+            });
+            return;
+        }
 }
 
 void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {

@@ -129,6 +129,7 @@ enum class IssueKind : uint8_t {
     WarpCollective,  // ldmatrix / mma not executed by every lane of the warp
     MatrixAddress,   // an ldmatrix row address misaligned or outside shared memory
     AsyncCopy,       // cp.async: a read or write of its destination before the wait that completes it, a bad size
+    AsyncRead,       // wgmma: a write of shared bytes it reads before the wgmma.wait_group that completes it
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
@@ -187,7 +188,7 @@ ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
 // IR prints) barrier() or cp_async_wait; nullopt if `f` has no such one. For tests that
 // the simulator catches a dropped barrier (a race) or wait (a read of bytes in flight):
 // tilec run --sim-drop-sync=barrier:N / wait:N.
-enum class SyncKind { Barrier, AsyncWait };
+enum class SyncKind { Barrier, AsyncWait, WgmmaWait };
 std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index);
 
 // The counters as a table, one line per source line and kind (--profile).

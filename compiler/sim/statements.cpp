@@ -137,6 +137,7 @@ void Executor::exec_store(const StoreNode* op, const Active& act) {
         record(op, loc, s, true, t, off);
         int64_t slot = s.scope == Scope::Register ? t * s.size + off : off;
         if (s.scope == Scope::Shared) shared_write(s, off, t, loc, op);
+        if (!s.wgmma_pending.empty()) check_wgmma_register(s, slot, off, t, loc, true);
         s.set(slot, p.v);
         if (!s.init.empty()) s.init[static_cast<size_t>(slot)] = 1;
         if (s.written) (*s.written)[static_cast<size_t>(off)] = 1;
@@ -239,6 +240,13 @@ void Executor::exec_allocate(const AllocateNode* op, const Active& act) {
     exec(op->body, act);
     buffers_.pop_back();
     shared_top_ = saved_top;
+    // Registers of a wgmma never waited for leave with their buffer.
+    if (!st.wgmma_pending.empty())
+        for (auto& g : wgmma_groups_) {
+            auto gone = [&](const std::pair<Storage*, int64_t>& r) { return r.first == &st; };
+            std::erase_if(g.open_regs, gone);
+            for (auto& c : g.committed_regs) std::erase_if(c, gone);
+        }
 }
 
 void Executor::barrier(const BarrierNode* op, const Active& act) {

@@ -108,12 +108,14 @@ void SharedArena::ensure(int64_t n) {
     bytes.resize(static_cast<size_t>(n), 0xff);  // all-ones: NaN in every float format
     shadow.resize(static_cast<size_t>(n));
     pending.resize(static_cast<size_t>(n), 0);
+    wgmma_reading.resize(static_cast<size_t>(n), 0);
 }
 
 void SharedArena::reset() {
     std::fill(bytes.begin(), bytes.end(), uint8_t{0xff});
     std::fill(shadow.begin(), shadow.end(), ByteShadow{});
     std::fill(pending.begin(), pending.end(), 0);
+    std::fill(wgmma_reading.begin(), wgmma_reading.end(), 0);
 }
 
 void Storage::allocate_own(int64_t n) {
