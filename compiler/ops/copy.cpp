@@ -118,7 +118,9 @@ Stmt rolled(const Stmt& s) {
 // spread over the threads like a copy's vectors (consecutive threads, consecutive chunks:
 // coalesced). A chunk past the tensor's edge reads fewer bytes (src-size) and the
 // hardware zero-fills the rest: no masked path. The copies are committed as one group;
-// insert-async-waits puts the wait before the first read. nullopt where it does not
+// insert-async-waits puts the wait before the first read. A tile wholly inside the
+// tensor takes an unguarded path (no per-chunk bounds or src-size arithmetic: in a GEMM
+// main loop that arithmetic was most of the issued instructions). nullopt where it does not
 // apply, and the caller's synchronous copy runs instead; at run time too, when a chunk
 // would not be 16-byte aligned in the tensor (a row length or start that is not a
 // multiple of the chunk).
@@ -192,11 +194,27 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         aligned = logical_and(aligned, eq(floormod(stride, make_int(V)), make_int(0)));
     }
     SourceLoc loc = c.loc;
-    Stmt copies = lc.register_loop(*F, loc, [&](const Var&, const std::vector<Expr>& ordered, const Expr& rep) {
+    // The whole tile inside the tensor (its first and last elements' indices in range,
+    // the indices growing with the tile's): then no chunk needs a guard, and the copy is
+    // the address arithmetic and the cp.async alone (what a GEMM main loop runs, but at
+    // the edges).
+    Expr tile_inside = make_bool(true);
+    {
+        std::vector<Expr> first(tile->size(), make_int(0)), end(tile->size());
+        for (size_t d = 0; d < tile->size(); ++d) end[d] = make_int((*tile)[d] - 1);
+        std::vector<Expr> lo = global_indices(g, *tile, first), hi = global_indices(g, *tile, end);
+        for (size_t d = 0; d < rank; ++d)
+            tile_inside = logical_and(tile_inside, logical_and(ge(lo[d], make_int(0)), lt(hi[d], t->shape[d])));
+    }
+    auto chunk_loop = [&](bool guarded) {
+    return lc.register_loop(*F, loc, [&](const Var&, const std::vector<Expr>& ordered, const Expr& rep) {
         std::vector<Expr> coord(tile->size());
         for (size_t k = 0; k < order.size(); ++k) coord[order[k]] = ordered[k];
         coord[cd] = mul(coord[cd], make_int(V));
         std::vector<Expr> gi = global_indices(g, *tile, coord);
+        if (!guarded)
+            return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {16}, {make_load(dst, coord, loc)},
+                                                      {make_load(t, gi, loc), make_int(16)}, loc));
         // Bytes of this chunk inside the tensor: none outside its other dimensions, else
         // up to the end of the contiguous one.
         Expr rows_in = make_bool(true);
@@ -212,6 +230,8 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {16}, {make_load(dst, coord, loc)},
                                                   {make_load(t, at, loc), src_bytes}, loc));
     });
+    };
+    Stmt copies = make_if(tile_inside, chunk_loop(false), chunk_loop(true), loc);
     Stmt async = make_seq({copies, make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc)}, loc);
     // The fallback (misaligned rows) is rare: its element loops stay loops rather than
     // unrolled loads, so it does not raise the kernel's register count.
