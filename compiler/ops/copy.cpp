@@ -118,9 +118,9 @@ Stmt rolled(const Stmt& s) {
 // spread over the threads like a copy's vectors (consecutive threads, consecutive chunks:
 // coalesced). A chunk past the tensor's edge reads fewer bytes (src-size) and the
 // hardware zero-fills the rest: no masked path. The copies are committed as one group;
-// insert-async-waits puts the wait before the first read. A tile wholly inside the
-// tensor takes an unguarded path (no per-chunk bounds or src-size arithmetic: in a GEMM
-// main loop that arithmetic was most of the issued instructions). nullopt where it does not
+// insert-async-waits puts the wait before the first read. On wgmma targets a tile wholly
+// inside the tensor takes an unguarded path (no per-chunk bounds or src-size arithmetic:
+// in a GEMM main loop that arithmetic was most of the issued instructions). nullopt where it does not
 // apply, and the caller's synchronous copy runs instead; at run time too, when a chunk
 // would not be 16-byte aligned in the tensor (a row length or start that is not a
 // multiple of the chunk).
@@ -231,7 +231,11 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
                                                   {make_load(t, at, loc), src_bytes}, loc));
     });
     };
-    Stmt copies = make_if(tile_inside, chunk_loop(false), chunk_loop(true), loc);
+    // Only where wgmma keeps the accumulators out of the way: with mma.sync (sm_80..sm_90)
+    // the unguarded path's hoisted addresses push gemm_*_nt and attn_fwd_d64 past 255
+    // registers (spills), and its gain there is not measured yet.
+    Stmt copies = lc.gpu_target().has_wgmma() ? make_if(tile_inside, chunk_loop(false), chunk_loop(true), loc)
+                                              : chunk_loop(true);
     Stmt async = make_seq({copies, make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc)}, loc);
     // The fallback (misaligned rows) is rare: its element loops stay loops rather than
     // unrolled loads, so it does not raise the kernel's register count.
