@@ -128,11 +128,12 @@ class Gen:
         lines.append("        for i, c in parallel(BM, BN) {")
         if wlet:
             lines.append(wlet.rstrip("\n"))
-        lines.append(f"            y[i, c] = {body};")
+        # An expression of constants alone is an i64 constant: i32 needs the cast.
+        lines.append(f"            y[i, c] = {f'cast<i32>({body})' if self.is_int else body};")
         if direct:
             e2 = self.expr(leaves, max(1, depth - 1))
             lines.append("            if r0 + i < M && c0 + c < N {")
-            cast = f"cast<{T}>({e2})" if T != ACC else e2
+            cast = f"cast<{T}>({e2})" if T != ACC or self.is_int else e2
             lines.append(f"                Z[r0 + i, c0 + c] = {cast};")
             lines.append("            }")
         lines.append("        }")
@@ -150,6 +151,7 @@ class Gen:
         if red:
             post = self.expr(["m[i]"], 1)
             if red != "sum" or self.is_int:
+                post = f"cast<i32>({post})" if self.is_int else post
                 lines.append(f"    for i in parallel(BM) {{ m[i] = {post}; }}")
             lines.append("    copy(m, R[r0]);")
         lines.append("}")
