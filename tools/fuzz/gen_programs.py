@@ -89,6 +89,10 @@ class Gen:
                    "min": "inf" if not self.is_int else "2147483647"}
         if self.is_int and red == "sum":
             red = "max"  # an integer sum of products may exceed i32 (wraps alike, but keep it simple)
+        inner = r.random() < 0.3  # a serial loop with a `var` in the parallel body
+        mirror = r.random() < 0.3 and not (red or scan)  # y through shared memory, each row reversed
+        atomic = r.random() < 0.3 and not self.is_int and not scan  # atomic_add of y into an inout tensor
+        uniform_if = r.random() < 0.3  # a block-uniform `if` around the copy out
 
         params = [f"X: {T}[M, N]"]
         if use_w:
@@ -98,6 +102,8 @@ class Gen:
             params.append(f"R: out {T}[M]")
         if direct:
             params.append(f"Z: out {T}[M, N]")
+        if atomic:
+            params.append("U: inout f32[M, N]")
         lines = [f"kernel fz<BM: int = {BM}, BN: int = {BN}>({', '.join(params)})",
                  f"    grid(cdiv(M, BM)) threads({self.threads})", "{",
                  "    let r0 = block.x * BM;",
@@ -107,6 +113,8 @@ class Gen:
             lines += [f"    fragment m: {ACC}[BM];", f"    fill(m, {neutral[red]});"]
         if scan:
             lines += [f"    fragment carry: {ACC}[BM];", "    fill(carry, 0);"]
+        if mirror:
+            lines.append(f"    shared sh: {ACC}[BM, BN];")
         lines.append("    for t in range(cdiv(N, BN)) {")
         lines.append("        let c0 = t * BN;")
         pad = r.choice(("", ", pad = 1", ", pad = 0"))
@@ -128,6 +136,11 @@ class Gen:
         lines.append("        for i, c in parallel(BM, BN) {")
         if wlet:
             lines.append(wlet.rstrip("\n"))
+        if inner:
+            # k runs over a few columns to the left, clamped inside the tile: reads of x only.
+            lines.append(f"            var a: {ACC} = 0;")
+            lines.append(f"            for k in range({r.randrange(1, 4)}) {{ a += x[i, max(c - k, 0)]; }}")
+            body = f"c0 + c < N ? ({body}) + a : ({body})" if not (red or scan) else body
         # An expression of constants alone is an i64 constant: i32 needs the cast.
         lines.append(f"            y[i, c] = {f'cast<i32>({body})' if self.is_int else body};")
         if direct:
@@ -146,7 +159,18 @@ class Gen:
             lines.append(f"        for i in parallel(BM) {{ carry[i] = {src}[i, BN - 1]; }}")
             lines.append(f"        copy({src}, Y[r0, c0]);")
         else:
-            lines.append("        copy(y, Y[r0, c0]);")
+            if mirror:
+                # Another thread's element: the barrier between the two statements is by design.
+                lines.append("        copy(y, sh);")
+                lines.append("        for i, c in parallel(BM, BN) { y[i, c] = sh[i, BN - 1 - c] + y[i, c]; }")
+            out = "        copy(y, Y[r0, c0]);"
+            if uniform_if:
+                # Block-uniform: every thread takes the same branch.
+                lines += ["        if t % 2 == 0 {", "    " + out, "        } else {", "    " + out, "        }"]
+            else:
+                lines.append(out)
+        if atomic:
+            lines.append("        atomic_add(U[r0, c0], y);")
         lines.append("    }")
         if red:
             post = self.expr(["m[i]"], 1)
