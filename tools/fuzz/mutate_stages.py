@@ -14,7 +14,7 @@ changes one thing an author could plausibly get wrong or push to an extreme:
             swaps, duplications, inserted bytes).
 Each mutant goes through the frontend (`--emit=tir`); one that compiles then goes
 through the CPU backend (`-o M.o`: object and header), `--target=sm_80 --emit=ptx`,
-`--target=gfx942 --emit=amdgcn`, and `tilec run` of its first export on the host and
+`--target=gfx942 --emit=hsaco` (ld.lld), and `tilec run` of its first export on the host and
 on sim:sm_80 with small sizes (--sim-blocks 2). A finding is a crash, a hang (past
 --timeout), an internal compiler error, a compile exiting 1 without a located error or 0
 after one (tests/fuzz/robustness.py's rules). A `tilec run` may FAIL on a mutant (a
@@ -142,7 +142,7 @@ def check_mutant(index, seed, sources, tilec, work, timeout, run_timeout):
     if code == 0:
         compile_stage("cpu", ["-o", os.path.join(d, "m.o")])
         compile_stage("ptx", ["--target=sm_80", "--emit=ptx", "-o", os.path.join(d, "m.ptx")])
-        compile_stage("amdgcn", ["--target=gfx942", "--emit=amdgcn", "-o", os.path.join(d, "m.s")])
+        compile_stage("hsaco", ["--target=gfx942", "--emit=hsaco", "-o", os.path.join(d, "m.hsaco")])
         found = fuzzlib.exports(tir)
         if found:
             sym, sizes, scalars = found[0]
