@@ -60,7 +60,8 @@ void Machine::race_check(const Storage& s, int64_t off, const int64_t* idx, Sour
         if (!s.global && run.last_shadow->dense.empty())
             run.last_shadow->dense.resize(s.f ? s.own_f.size() : s.own_i.size());
     }
-    RaceShadow& sh = s.global ? run.last_shadow->sparse[off] : run.last_shadow->dense[static_cast<size_t>(off)];
+    RaceShadow& sh =
+        s.global ? run.last_shadow->sparse[off] : run.last_shadow->dense[static_cast<size_t>(off)];
     const int64_t it = run.iteration;
     const char* other = nullptr;
     if (sh.writer >= 0 && sh.writer != it)
@@ -68,8 +69,9 @@ void Machine::race_check(const Storage& s, int64_t off, const int64_t* idx, Sour
     else if (write && (sh.reader == -2 || (sh.reader >= 0 && sh.reader != it)))
         other = "read by another iteration";
     if (other)
-        fail(loc, "race in a parallel loop: " + element_str(s, idx) + (write ? " written here was " : " read here was ") +
-                      other + " of the same loop (its iterations run in no order)");
+        fail(loc, "race in a parallel loop: " + element_str(s, idx) +
+                      (write ? " written here was " : " read here was ") + other +
+                      " of the same loop (its iterations run in no order)");
     if (write)
         sh.writer = it;
     else if (sh.reader == -1)

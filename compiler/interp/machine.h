@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -125,7 +125,7 @@ private:
         int64_t reader = -1;  // the iteration that read it, -1: none, -2: several
     };
     struct StorageShadow {
-        std::vector<RaceShadow> dense;                    // a tile: every element
+        std::vector<RaceShadow> dense;                   // a tile: every element
         std::unordered_map<int64_t, RaceShadow> sparse;  // a tensor: those accessed
     };
     struct ParallelRun {

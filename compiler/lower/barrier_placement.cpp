@@ -212,7 +212,8 @@ private:
             // A parallel loop's registers (thread_lower.cpp): a barrier inside could only
             // order one iteration after another, a race the simulator should report.
             auto* f = s->as<ForNode>();
-            return f->for_kind == ForKind::Parallel || thread_dependent(f->min) || thread_dependent(f->extent);
+            return f->for_kind == ForKind::Parallel || thread_dependent(f->min) ||
+                   thread_dependent(f->extent);
         }
         case StmtKind::Seq:
         case StmtKind::LetStmt:

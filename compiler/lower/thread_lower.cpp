@@ -409,15 +409,16 @@ Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
         unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
                                    std::to_string(f_.threads) + " threads (it does not divide among them)");
     std::vector<std::pair<Buffer, Buffer>> staged;
-    Stmt loop = register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-        BodyRewriter rw(this, vars, extents, r, rep, F);
-        Stmt b = rw.mutate(body);
-        staged = rw.staged_fragments;
-        VarMap map;
-        for (size_t d = 0; d < vars.size(); ++d)
-            map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
-        return substitute(b, map);
-    });
+    Stmt loop =
+        register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            BodyRewriter rw(this, vars, extents, r, rep, F);
+            Stmt b = rw.mutate(body);
+            staged = rw.staged_fragments;
+            VarMap map;
+            for (size_t d = 0; d < vars.size(); ++d)
+                map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
+            return substitute(b, map);
+        });
     // Each iteration on one thread: nothing in the body needs another thread's access
     // ordered before it, except another iteration's, which is a race (language.md,
     // section 12). The loop stays `parallel` so that place-barriers keeps it whole and
@@ -431,10 +432,13 @@ Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
     // (each element by one replica; place-barriers then orders the loop after it).
     for (auto& [frag, copy] : staged) {
         const FragInfo& info = frags_.at(frag.get());
-        Stmt publish = register_loop(info.frag, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-            return guard_replica(rep, make_store(copy, coord, make_load(info.regs, {r}, outer.loc), outer.loc));
-        });
-        loop = make_allocate(copy, make_seq({make_full_write(copy, publish, outer.loc), loop}, outer.loc), outer.loc);
+        Stmt publish = register_loop(
+            info.frag, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+                return guard_replica(
+                    rep, make_store(copy, coord, make_load(info.regs, {r}, outer.loc), outer.loc));
+            });
+        loop = make_allocate(copy, make_seq({make_full_write(copy, publish, outer.loc), loop}, outer.loc),
+                             outer.loc);
     }
     return loop;
 }

@@ -230,11 +230,14 @@ private:
 
     void report(const Access& a, int64_t it, int64_t elem, const Access& w, int64_t wit) {
         std::string what = element_str(a.buffer, elem);
-        diag_.error(a.loc, "race in a parallel loop: iteration " + iteration_str(it) + " " +
-                               (a.write ? "writes '" : "reads '") + what + "', which iteration " +
-                               iteration_str(wit) +
-                               " writes (the iterations of one parallel loop run in no order: " +
-                               (a.write ? "give each element one writer" : "read another iteration's result in a later statement") + ")")
+        diag_
+            .error(a.loc, "race in a parallel loop: iteration " + iteration_str(it) + " " +
+                              (a.write ? "writes '" : "reads '") + what + "', which iteration " +
+                              iteration_str(wit) +
+                              " writes (the iterations of one parallel loop run in no order: " +
+                              (a.write ? "give each element one writer"
+                                       : "read another iteration's result in a later statement") +
+                              ")")
             .note(w.loc, "'" + what + "' written here");
     }
 
