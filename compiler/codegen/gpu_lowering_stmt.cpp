@@ -73,9 +73,10 @@ void GpuLowering::atomic_rmw(const ir::AtomicRmwNode& a) {
 void GpuLowering::lower_for(const ir::ForNode& f) {
     auto mn = ir::as_const_int(f.min);
     auto ext = ir::as_const_int(f.extent);
-    if (f.for_kind == ir::ForKind::Unroll && mn && ext && *ext <= 256) {
-        // Register loops: unrolled here, so register indices are constants and the
-        // register arrays become registers.
+    if ((f.for_kind == ir::ForKind::Unroll || f.for_kind == ir::ForKind::Parallel) && mn && ext &&
+        *ext <= 256) {
+        // Register loops (a parallel loop's, at thread level, too): unrolled here, so
+        // register indices are constants and the register arrays become registers.
         for (int64_t i = 0; i < *ext; ++i) {
             bind(f.var, llvm::ConstantInt::get(reg_type(f.var->type), *mn + i, true));
             stmt(f.body);

@@ -19,6 +19,7 @@
 #include "support/sha256.h"
 #include "support/stage_timer.h"
 #include "target/target.h"
+#include "transform/parallel_races.h"
 #include "transform/simplify.h"
 #ifndef TILEC_VERSION
 #define TILEC_VERSION "0.0.0"
@@ -305,7 +306,10 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         arch_tasks.push_back(graph.add(
             [&r, &t, &options, &source, cubin, hsaco, amd_text] {
                 if (t.is_nvidia()) {
-                    r.ptx = codegen::merge_ptx(r.parts);
+                    // A file with no exports (only funcs, or kernels without defaults) gives
+                    // a module of no entries, as the AMDGPU and host outputs do.
+                    r.ptx = r.parts.empty() ? codegen::compile_nvptx({}, t, codegen::NvptxOutput::Ptx, source)
+                                            : codegen::merge_ptx(r.parts);
                     r.parts.clear();
                     r.optimized.clear();
                     if (!cubin) return;
@@ -375,7 +379,10 @@ std::string compile_cache_key(const Options& options, const SourceManager& sourc
 
 }  // namespace
 
-void add_tile_passes(ir::PassManager& pm) { pm.add(transform::make_simplify_pass()); }
+void add_tile_passes(ir::PassManager& pm) {
+    pm.add(transform::make_simplify_pass());
+    pm.add(transform::make_parallel_race_check_pass());
+}
 
 int compile(const Options& options) {
     SourceManager sources;

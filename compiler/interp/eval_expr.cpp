@@ -70,6 +70,7 @@ Value Machine::eval(const Expr& e) {
         const Storage& s = storage(op->buffer, op->loc);
         int64_t idx[kMaxRank];
         int64_t off = element_offset(s, op->indices, op->loc, idx);
+        if (parallel_) race_check(s, off, idx, op->loc, false);
         return s.read(off, idx, op->loc);
     }
     }

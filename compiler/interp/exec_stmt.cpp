@@ -50,6 +50,36 @@ void Machine::exec_print(const PrintNode* op) {
     os << out << '\n';
 }
 
+void Machine::race_check(const Storage& s, int64_t off, const int64_t* idx, SourceLoc loc, bool write) {
+    ir::Scope scope = s.buffer->scope;
+    if (scope == Scope::Local || scope == Scope::Register) return;  // per thread
+    ParallelRun& run = *parallel_;
+    if (run.last != &s) {
+        run.last = &s;
+        run.last_shadow = &run.storages[&s];
+        if (!s.global && run.last_shadow->dense.empty())
+            run.last_shadow->dense.resize(s.f ? s.own_f.size() : s.own_i.size());
+    }
+    RaceShadow& sh =
+        s.global ? run.last_shadow->sparse[off] : run.last_shadow->dense[static_cast<size_t>(off)];
+    const int64_t it = run.iteration;
+    const char* other = nullptr;
+    if (sh.writer >= 0 && sh.writer != it)
+        other = "written by another iteration";
+    else if (write && (sh.reader == -2 || (sh.reader >= 0 && sh.reader != it)))
+        other = "read by another iteration";
+    if (other)
+        fail(loc, "race in a parallel loop: " + element_str(s, idx) +
+                      (write ? " written here was " : " read here was ") + other +
+                      " of the same loop (its iterations run in no order)");
+    if (write)
+        sh.writer = it;
+    else if (sh.reader == -1)
+        sh.reader = it;
+    else if (sh.reader != it)
+        sh.reader = -2;
+}
+
 void Machine::exec(const Stmt& s) {
     switch (s->kind) {
     case StmtKind::Seq:
@@ -58,13 +88,21 @@ void Machine::exec(const Stmt& s) {
     case StmtKind::For: {
         auto* op = static_cast<const ForNode*>(s.get());
         int64_t min = eval_int(op->min), extent = eval_int(op->extent);
+        // A parallel nest's iterations: each run of its innermost body is one.
+        bool parallel = op->for_kind == ForKind::Parallel;
+        bool outermost = parallel && !parallel_;
+        auto* inner = op->body->as<ForNode>();
+        bool innermost = parallel && !(inner && inner->for_kind == ForKind::Parallel);
+        if (outermost) parallel_.emplace();
         push_var(op->var.get(), Value{});
         for (int64_t k = 0; k < extent; ++k) {
             vars_.back().second = Value::of_int(
                 normalize_int(static_cast<int64_t>(static_cast<uint64_t>(min) + k), op->var->type));
+            if (innermost) ++parallel_->iteration;
             exec(op->body);
         }
         pop_var();
+        if (outermost) parallel_.reset();
         return;
     }
     case StmtKind::If: {
@@ -121,7 +159,9 @@ void Machine::exec(const Stmt& s) {
         if (!st.writable) fail(op->loc, "store to input tensor '" + st.name() + "'");
         int64_t idx[kMaxRank];
         int64_t off = element_offset(st, op->indices, op->loc, idx);
-        st.write(off, eval(op->value), op->value->type);
+        Value v = eval(op->value);
+        if (parallel_) race_check(st, off, idx, op->loc, true);
+        st.write(off, v, op->value->type);
         return;
     }
     case StmtKind::Evaluate: eval(static_cast<const EvaluateNode*>(s.get())->value); return;

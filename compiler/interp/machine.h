@@ -3,8 +3,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -110,7 +112,30 @@ public:
     void exec_cumsum(const ir::CumsumNode* op);
     void exec_atomic_add(const ir::AtomicAddNode* op);
 
+    // ---- races within a parallel loop (exec_stmt.cpp) ----
+    // While a parallel loop runs, each access to an element of a shared, fragment or
+    // global buffer is checked against the loop's earlier accesses: an element that one
+    // iteration writes and another reads or writes is a race (language.md, section 12),
+    // reported at the access.
+    void race_check(const Storage& s, int64_t off, const int64_t* idx, SourceLoc loc, bool write);
+
 private:
+    struct RaceShadow {
+        int64_t writer = -1;  // the iteration that wrote the element, -1: none
+        int64_t reader = -1;  // the iteration that read it, -1: none, -2: several
+    };
+    struct StorageShadow {
+        std::vector<RaceShadow> dense;                   // a tile: every element
+        std::unordered_map<int64_t, RaceShadow> sparse;  // a tensor: those accessed
+    };
+    struct ParallelRun {
+        int64_t iteration = -1;  // of the innermost loop of the nest, counted from 0
+        std::unordered_map<const Storage*, StorageShadow> storages;
+        const Storage* last = nullptr;  // the storage of the previous access, and its shadow
+        StorageShadow* last_shadow = nullptr;
+    };
+    std::optional<ParallelRun> parallel_;  // set while a parallel loop runs
+
     Value eval_binary(const ir::BinaryNode* op);
     Value eval_call(const ir::CallNode* op);
     void exec_print(const ir::PrintNode* op);

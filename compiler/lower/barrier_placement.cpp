@@ -46,6 +46,7 @@
 
 #include "ir/visitor.h"
 #include "lower/thread_lower.h"
+#include "transform/eval_int.h"
 #include "transform/simplify.h"
 
 namespace tilec::lower {
@@ -60,14 +61,7 @@ namespace {
 // elements, which conflict with the writes anyway).
 constexpr int64_t kMaxEnumeration = int64_t(1) << 18;
 
-// A binding around an access: a loop, a let, or an `if` condition (then or else side).
-struct Binder {
-    enum Kind { Loop, Let, Cond } kind;
-    const VarNode* var = nullptr;  // Loop, Let
-    Expr a, b;                     // Loop: min, extent; Let: value; Cond: condition
-    bool negated = false;          // Cond: the else side
-    const void* origin = nullptr;  // the node that introduces it (cache key)
-};
+using Binder = transform::AccessBinder;
 
 struct MemAccess {
     const BufferNode* buffer = nullptr;
@@ -100,54 +94,8 @@ void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has
 }
 
 
-// The bound values, innermost last (few: a linear search beats hashing).
-using Env = std::vector<std::pair<const VarNode*, int64_t>>;
-
-// Integer evaluation of an index or condition; nullopt for anything else.
-std::optional<int64_t> eval(const Expr& e, const Env& env) {
-    switch (e->kind) {
-    case ExprKind::IntImm: return static_cast<const IntImmNode*>(e.get())->value;
-    case ExprKind::Var: {
-        auto* v = static_cast<const VarNode*>(e.get());
-        for (size_t k = env.size(); k-- > 0;)
-            if (env[k].first == v) return env[k].second;
-        return std::nullopt;
-    }
-    case ExprKind::Cast: {
-        if (!e->type.is_integer() && e->type.kind != TypeKind::Bool) return std::nullopt;
-        auto v = eval(static_cast<const CastNode*>(e.get())->value, env);
-        if (v && e->type.kind == TypeKind::Bool) return *v != 0;
-        return v;
-    }
-    case ExprKind::Unary: {
-        auto* u = static_cast<const UnaryNode*>(e.get());
-        auto a = eval(u->a, env);
-        if (!a) return std::nullopt;
-        switch (u->op) {
-        case UnaryOp::Neg: return -*a;
-        case UnaryOp::Not: return *a == 0;
-        case UnaryOp::BitNot: return ~*a;
-        }
-        return std::nullopt;
-    }
-    case ExprKind::Select: {
-        auto* s = static_cast<const SelectNode*>(e.get());
-        auto c = eval(s->cond, env);
-        if (!c) return std::nullopt;
-        return eval(*c ? s->t : s->f, env);
-    }
-    case ExprKind::Binary: {
-        auto* b = static_cast<const BinaryNode*>(e.get());
-        if (!b->a->type.is_integer() && b->a->type.kind != TypeKind::Bool) return std::nullopt;
-        auto x = eval(b->a, env);
-        if (!x) return std::nullopt;
-        auto y = eval(b->b, env);
-        if (!y) return std::nullopt;
-        return transform::fold_int_binary(b->op, *x, *y, b->a->type);
-    }
-    default: return std::nullopt;
-    }
-}
+using Env = transform::IntEnv;
+using transform::eval_int;
 
 class BarrierPlacer {
 public:
@@ -261,8 +209,11 @@ private:
         switch (s->kind) {
         case StmtKind::If: return thread_dependent(s->as<IfNode>()->cond);
         case StmtKind::For: {
+            // A parallel loop's registers (thread_lower.cpp): a barrier inside could only
+            // order one iteration after another, a race the simulator should report.
             auto* f = s->as<ForNode>();
-            return thread_dependent(f->min) || thread_dependent(f->extent);
+            return f->for_kind == ForKind::Parallel || thread_dependent(f->min) ||
+                   thread_dependent(f->extent);
         }
         case StmtKind::Seq:
         case StmtKind::LetStmt:
@@ -408,7 +359,7 @@ private:
                         lins = std::move(next);
                         continue;
                     }
-                    auto v = eval(indices[d], env);
+                    auto v = eval_int(indices[d], env);
                     if (!v) {
                         ok = false;
                         return;
@@ -437,13 +388,13 @@ private:
             const Binder& c = *binders[k];
             switch (c.kind) {
             case Binder::Cond: {
-                auto v = eval(c.a, env);
+                auto v = eval_int(c.a, env);
                 if (v && ((*v != 0) == c.negated)) return;  // this side is not taken
                 enumerate(k + 1, t);
                 return;
             }
             case Binder::Let: {
-                auto v = eval(c.a, env);
+                auto v = eval_int(c.a, env);
                 if (!v) {
                     ok = false;
                     return;
@@ -454,8 +405,8 @@ private:
                 return;
             }
             case Binder::Loop: {
-                auto mn = eval(c.a, env);
-                auto ext = eval(c.b, env);
+                auto mn = eval_int(c.a, env);
+                auto ext = eval_int(c.b, env);
                 if (!mn || !ext) {
                     ok = false;
                     return;

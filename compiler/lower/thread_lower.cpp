@@ -198,10 +198,6 @@ Stmt ThreadLowering::lower_allocate(const AllocateNode& a) {
         if (!F)
             unsupported(a.loc, "fragment '" + b->name + "' of shape " + layout::shape_str(*shape) + " on " +
                                    std::to_string(f_.threads) + " threads (it does not divide among them)");
-        if (F->replicate() > 1 && !plan_.reduced.count(b.get()))
-            unsupported(a.loc, "fragment '" + b->name + "' smaller than the block (" +
-                                   std::to_string(layout::shape_size(*shape)) + " elements on " +
-                                   std::to_string(f_.threads) + " threads)");
         Buffer regs =
             make_buffer(b->name, b->dtype, {make_int(F->registers_per_thread())}, Scope::Register, b->loc);
         frags_.emplace(b.get(), FragInfo{regs, *F});
@@ -285,30 +281,54 @@ struct ThreadLowering::BodyRewriter : IRMutator {
         return frag.apply(indices, make_int(0)).second;
     }
 
-    // The register buffer for a fragment access at the loop's coordinates.
-    Buffer register_of(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
+    const FragInfo& fragment(const Buffer& b) const {
         auto it = self->frags_.find(b.get());
         if (it == self->frags_.end())
             TILEC_ICE("thread-level lowering: fragment '" + b->name + "' not allocated");
-        bool same = indices.size() == vars.size() && it->second.frag.shape() == extents;
+        return it->second;
+    }
+
+    // Whether a fragment access is at the loop's own coordinates (its register r).
+    bool at_coordinates(const Buffer& b, const std::vector<Expr>& indices) const {
+        bool same = indices.size() == vars.size() && fragment(b).frag.shape() == extents;
         for (size_t d = 0; same && d < indices.size(); ++d) {
             auto v = expr_as<VarNode>(indices[d]);
             same = v && v.get() == vars[d].get();
         }
-        if (!same)
-            unsupported(loc, "fragment '" + b->name +
-                                 "' indexed other than by its parallel loop's "
-                                 "coordinates (or, for a read, all of them but one)");
-        return it->second.regs;
+        return same;
     }
+
+    // The register buffer for a fragment store at the loop's coordinates.
+    Buffer register_of(const Buffer& b, const std::vector<Expr>& indices, SourceLoc loc) {
+        if (!at_coordinates(b, indices))
+            unsupported(loc, "a store to fragment '" + b->name +
+                                 "' indexed other than by its parallel loop's coordinates");
+        return fragment(b).regs;
+    }
+
+    // A fragment read elsewhere than at the loop's coordinates (y[i, BN - 1], a[j, i]):
+    // the element may sit in another thread's registers, so the loop reads a copy of
+    // the whole fragment that lower_parallel publishes in shared memory before it.
+    // Under the race rule no other iteration writes what an iteration reads, so the
+    // copy taken before the loop holds every value read.
+    Buffer staged(const Buffer& b, SourceLoc loc) {
+        for (auto& [frag, copy] : staged_fragments)
+            if (frag == b) return copy;
+        Buffer copy = make_buffer(b->name + "_staged", b->dtype, b->shape, Scope::Shared, loc);
+        staged_fragments.emplace_back(b, copy);
+        return copy;
+    }
+    std::vector<std::pair<Buffer, Buffer>> staged_fragments;  // fragment, its shared copy
 
     Expr mutate_load(const LoadNode* op, const Expr& s) override {
         if (op->buffer->scope == Scope::Fragment) {
-            auto it = self->frags_.find(op->buffer.get());
-            if (it != self->frags_.end())
-                if (auto reg = broadcast_register(it->second.frag, op->indices))
-                    return make_load(it->second.regs, {*reg}, op->loc);
-            return make_load(register_of(op->buffer, op->indices, op->loc), {r}, op->loc);
+            const FragInfo& info = fragment(op->buffer);
+            if (auto reg = broadcast_register(info.frag, op->indices))
+                return make_load(info.regs, {*reg}, op->loc);
+            if (at_coordinates(op->buffer, op->indices)) return make_load(info.regs, {r}, op->loc);
+            std::vector<Expr> idx;
+            if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
+            return make_load(staged(op->buffer, op->loc), idx, op->loc);
         }
         Buffer b = self->plain_buffer(op->buffer, op->loc);
         std::vector<Expr> idx;
@@ -388,14 +408,39 @@ Stmt ThreadLowering::lower_parallel(const ForNode& outer) {
     if (!F)
         unsupported(outer.loc, "a parallel loop over " + layout::shape_str(extents) + " on " +
                                    std::to_string(f_.threads) + " threads (it does not divide among them)");
-    return register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
-        BodyRewriter rw(this, vars, extents, r, rep, F);
-        Stmt b = rw.mutate(body);
-        VarMap map;
-        for (size_t d = 0; d < vars.size(); ++d)
-            map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
-        return substitute(b, map);
-    });
+    std::vector<std::pair<Buffer, Buffer>> staged;
+    Stmt loop =
+        register_loop(*F, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+            BodyRewriter rw(this, vars, extents, r, rep, F);
+            Stmt b = rw.mutate(body);
+            staged = rw.staged_fragments;
+            VarMap map;
+            for (size_t d = 0; d < vars.size(); ++d)
+                map[vars[d].get()] = is_const_int(mins[d], 0) ? coord[d] : add(mins[d], coord[d]);
+            return substitute(b, map);
+        });
+    // Each iteration on one thread: nothing in the body needs another thread's access
+    // ordered before it, except another iteration's, which is a race (language.md,
+    // section 12). The loop stays `parallel` so that place-barriers keeps it whole and
+    // the simulator reports such a race instead of a barrier hiding it. A replicated
+    // loop's stores are done by replica 0 and read by all: barriers may go inside.
+    if (F->replicate() == 1) {
+        auto* f = loop->as<ForNode>();
+        loop = make_for(f->var, f->min, f->extent, ForKind::Parallel, f->body, f->loc);
+    }
+    // The fragments the body reads off its coordinates, published whole beforehand
+    // (each element by one replica; place-barriers then orders the loop after it).
+    for (auto& [frag, copy] : staged) {
+        const FragInfo& info = frags_.at(frag.get());
+        Stmt publish = register_loop(
+            info.frag, outer.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
+                return guard_replica(
+                    rep, make_store(copy, coord, make_load(info.regs, {r}, outer.loc), outer.loc));
+            });
+        loop = make_allocate(copy, make_seq({make_full_write(copy, publish, outer.loc), loop}, outer.loc),
+                             outer.loc);
+    }
+    return loop;
 }
 
 }  // namespace detail

@@ -5,7 +5,9 @@
 // Coverage today (the thinnest end-to-end path): element-wise kernels. `copy` between
 // a global region and a whole fragment or shared buffer (or between two whole
 // non-global buffers of one shape), `fill` of a fragment or shared buffer, `parallel`
-// loops whose fragment accesses are the loop's own coordinates, serial loops, `if`,
+// loops whose fragment stores are at the loop's own coordinates (a read elsewhere goes
+// through a copy of the fragment published in shared memory before the loop; fragments
+// smaller than the block are replicated), serial loops, `if`,
 // `let`, `var` locals, shared memory up to the target's static limit; and row
 // reductions: reduce_sum / max / min / absmax of a whole fragment over one dimension
 // into a whole fragment (dim dropped or kept as 1), the layouts planned by layout

@@ -31,8 +31,11 @@ private:
             error(v->loc, "thread index '" + v->name + "' of dimension " + std::to_string(v->dim));
     }
     void visit_for(const ForNode* op) override {
-        if (op->for_kind == ForKind::Parallel || op->for_kind == ForKind::Pipelined)
+        // A parallel loop at thread level is a parallel loop's registers (thread_lower.cpp).
+        if (op->for_kind == ForKind::Pipelined)
             error(op->loc, std::string(for_kind_name(op->for_kind)) + " loop at thread level");
+        if (op->for_kind == ForKind::Parallel && (!as_const_int(op->min) || !as_const_int(op->extent)))
+            error(op->loc, "parallel loop of run-time bounds at thread level");
         IRVisitor::visit_for(op);
     }
     void visit_allocate(const AllocateNode* op) override {

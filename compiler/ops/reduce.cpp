@@ -50,8 +50,6 @@ Stmt lower_reduce(const ReduceNode& op, LowerContext& lc) {
         unsupported(loc, "reduce other than of a whole fragment into a whole fragment");
     const LowerContext::Registers& src = lc.registers(sb);
     const LowerContext::Registers& dst = lc.registers(db);
-    if (src.frag.replicate() > 1)
-        unsupported(loc, "reduce of fragment '" + sb->name + "' held by several threads (replicas)");
     auto G = src.frag.reduce_dim(static_cast<size_t>(op.dim), db->rank() == sb->rank());
     if (!G || !G->same_slots(dst.frag))
         unsupported(loc, "reduce into fragment '" + db->name + "' laid out other than '" + sb->name +
@@ -97,7 +95,10 @@ Stmt lower_reduce(const ReduceNode& op, LowerContext& lc) {
     });
     size_t dim = static_cast<size_t>(op.dim);
     bool keep = db->rank() == sb->rank();
-    Stmt fold = lc.register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+    // A source smaller than the block has replicas (each element on several threads):
+    // only replica 0 folds its registers, the others' partials stay the identity, so the
+    // exchange below counts every element once.
+    Stmt fold = lc.register_loop(src.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
         std::vector<Expr> out;
         for (size_t d = 0; d < coord.size(); ++d) {
             if (d != dim)
@@ -107,7 +108,7 @@ Stmt lower_reduce(const ReduceNode& op, LowerContext& lc) {
         }
         Expr g = G->apply(out, make_int(0)).second;
         Expr x = as_acc(make_load(src.regs, {r}, loc), sb->dtype);
-        return make_store(part, {g}, combine(make_load(part, {g}, loc), x), loc);
+        return guard_replica(rep, make_store(part, {g}, combine(make_load(part, {g}, loc), x), loc));
     });
     auto start = [&](const Var& r) -> Expr {
         return op.clear ? identity : as_acc(make_load(dst.regs, {r}, loc), dt);

@@ -37,7 +37,7 @@ void Executor::exec(const Stmt& s, const Active& act) {
         flush();
         // The backend turns an unrolled register loop's accesses into vector accesses:
         // count them as one request per node and warp over all iterations.
-        bool vector = op->for_kind == ForKind::Unroll;
+        bool vector = op->for_kind == ForKind::Unroll || op->for_kind == ForKind::Parallel;
         unroll_depth_ += vector;
         std::vector<Value>& vals = push_tvar(op->var.get());
         Active sub;

@@ -390,8 +390,12 @@ public:
         Expr mn = mutate(op->min), ext = mutate(op->extent);
         WI be = bnd(ext), bm = bnd(mn);
         if (be.hi <= 0) return make_seq({}, op->loc);
-        if (is_const_int(ext, 1)) return mutate(substitute(op->body, VarMap{{op->var.get(), mn}}));
-        known_.set(op->var, narrow(WI{bm.lo, addw(addw(bm.hi, be.hi), -1)}));
+        // A parallel loop keeps its unit dimensions: they are how its fragments' indices
+        // match its coordinates (s[i, c] in `parallel(1, BN)`, a row per block).
+        if (is_const_int(ext, 1) && op->for_kind != ForKind::Parallel)
+            return mutate(substitute(op->body, VarMap{{op->var.get(), mn}}));
+        // (A range of one value would fold the variable to a constant all the same.)
+        if (!is_const_int(ext, 1)) known_.set(op->var, narrow(WI{bm.lo, addw(addw(bm.hi, be.hi), -1)}));
         Stmt body = mutate(op->body);
         known_.erase(op->var.get());
         if (mn == op->min && ext == op->extent && body == op->body) return self;

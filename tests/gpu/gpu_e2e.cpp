@@ -67,6 +67,9 @@
 #ifdef TILE_GPU_E2E_HAS_flash_attn
 #include "gpu_flash_attn.h"
 #endif
+#ifdef TILE_GPU_E2E_HAS_row_kernels
+#include "gpu_row_kernels.h"
+#endif
 
 namespace {
 
@@ -407,6 +410,12 @@ const std::vector<Case>& cases() {
         CASE(gemm_splitk_f16, F16, kGemmSplitK),
         CASE(gemm_splitk_bf16, BF16, kGemmSplitK),
         CASE(gemm_splitk_f16_s8, F16, kGemmSplitK),
+#endif
+#ifdef TILE_GPU_E2E_HAS_row_kernels
+        CASE(softmax_f16_row, F16, kRows),
+        CASE(rmsnorm_bf16_row, BF16, kRmsnorm),
+        CASE(layernorm_f32_row, F32, kLayernorm),
+        CASE(cumsum_carry_f32, F32, kScanRows),
 #endif
 #ifdef TILE_GPU_E2E_HAS_flash_attn
         CASE(attn_fwd, F16, kAttention128),

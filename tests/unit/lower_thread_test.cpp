@@ -68,7 +68,8 @@ struct Census : ir::IRVisitor {
     }
     void visit_barrier(const ir::BarrierNode*) override { ++barriers; }
     void visit_for(const ir::ForNode* op) override {
-        if (op->for_kind == ir::ForKind::Unroll) ++unrolled;
+        // A parallel loop's registers stay `parallel` at thread level (unrolled alike).
+        if (op->for_kind == ir::ForKind::Unroll || op->for_kind == ir::ForKind::Parallel) ++unrolled;
         IRVisitor::visit_for(op);
     }
     void visit_if(const ir::IfNode* op) override {

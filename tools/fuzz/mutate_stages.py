@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Mutation fuzzing through every stage of tilec, not just the frontend.
+
+Seeds: the stdlib kernels, the samples and the lit tests' kernels. Each mutant
+changes one thing an author could plausibly get wrong or push to an extreme:
+  number    a number token becomes 0, -1, 1, 3, 2^31 - 1, 2^31, 2^32, 2^63 - 1, 2^63,
+            1e30, 0x7fffffffffffffff or 0xffffffffffffffff (shapes, extents, constants,
+            template arguments and defaults are all numbers);
+  type      an element-type name becomes another one (f8, 4-bit and bool included);
+  define    a `-D NAME=VALUE` for a compile-time parameter of the file, VALUE a number
+            of the list above, a type name, true/false or a misspelling;
+  export    an export's template argument changed, an export dropped or duplicated;
+  token     a token-level mutant (tests/fuzz/robustness.py: truncations, deletions,
+            swaps, duplications, inserted bytes).
+Each mutant goes through the frontend (`--emit=tir`); one that compiles then goes
+through the CPU backend (`-o M.o`: object and header), `--target=sm_80 --emit=ptx`,
+`--target=gfx942 --emit=hsaco` (ld.lld), and `tilec run` of its first export on the host and
+on sim:sm_80 with small sizes (--sim-blocks 2). A finding is a crash, a hang (past
+--timeout), an internal compiler error, a compile exiting 1 without a located error or 0
+after one (tests/fuzz/robustness.py's rules). A `tilec run` may FAIL on a mutant (a
+mutation can make a program read out of bounds or race) or run past --run-timeout (a
+loop of 2^63 iterations runs that long): only its crashes count; its time-outs are
+counted apart.
+
+    mutate_stages.py --count 150 --seed 1            (bounded: what ctest runs)
+    mutate_stages.py --minutes 20 --keep-dir D       (long run: prints the figures)
+
+Exit status: 0 when nothing was found, 1 otherwise, 2 on a usage error.
+"""
+
+import glob
+import os
+import random
+import re
+import shutil
+import sys
+
+import fuzzlib
+
+NUMBERS = ("0", "-1", "1", "3", "2147483647", "2147483648", "4294967296", "9223372036854775807",
+           "9223372036854775808", "1e30", "0x7fffffffffffffff", "0xffffffffffffffff")
+TYPES = ("f16", "bf16", "f32", "f64", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "bool",
+         "f8e4m3", "f8e5m2", "i4", "u4")
+DEFINE_VALUES = NUMBERS + ("f16", "bf16", "f8e4m3", "i4", "bool", "true", "false", "f17", "", "=1")
+TEMPLATE_RE = re.compile(r"\b([A-Za-z_]\w*)\s*:\s*(int|bool|type)\b")
+EXPORT_RE = re.compile(r"^export\s+[^;]*;[ \t]*$", re.M)
+EXPORT_ARG_RE = re.compile(r"(\b[A-Za-z_]\w*\s*=\s*)([^,>]+)")
+TYPE_WORD_RE = re.compile(r"\b(" + "|".join(TYPES) + r")\b")
+NUMBER_RE = re.compile(r"(?<![\w.])(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)(?![\w.])")
+
+
+def seeds(root):
+    files = sorted(glob.glob(os.path.join(root, "stdlib", "kernels", "*.tile")))
+    files += sorted(glob.glob(os.path.join(root, "samples", "*.tile")))
+    files += sorted(glob.glob(os.path.join(root, "tests", "lit", "*.tile")))
+    files += sorted(glob.glob(os.path.join(root, "tests", "lit", "Inputs", "*.tile")))
+    # Only files with a kernel of their own (some lit files only compile the stdlib's).
+    return [f for f in files if re.search(r"^kernel\b", open(f, encoding="latin-1").read(), re.M)]
+
+
+def code_spans(text):
+    """(start, end) of the text outside comments, for choosing mutation points."""
+    spans, pos = [], 0
+    for m in re.finditer(r"//[^\n]*|/\*.*?\*/", text, re.S):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    return spans
+
+
+def in_code(spans, i):
+    return any(a <= i < b for a, b in spans)
+
+
+def mutant(text, rng):
+    """(kind, description, new text, extra tilec arguments) for one random mutation."""
+    spans = code_spans(text)
+    kind = rng.choice(("number", "number", "type", "define", "define", "export", "token"))
+    if kind == "number":
+        hits = [m for m in NUMBER_RE.finditer(text) if in_code(spans, m.start())]
+        if hits:
+            m = rng.choice(hits)
+            v = rng.choice(NUMBERS)
+            return kind, f"{m.group()!r} -> {v} at offset {m.start()}", text[:m.start()] + v + text[m.end():], []
+    if kind == "type":
+        hits = [m for m in TYPE_WORD_RE.finditer(text) if in_code(spans, m.start())]
+        if hits:
+            m = rng.choice(hits)
+            v = rng.choice(TYPES)
+            return kind, f"{m.group()} -> {v} at offset {m.start()}", text[:m.start()] + v + text[m.end():], []
+    if kind == "define":
+        names = sorted({m.group(1) for m in TEMPLATE_RE.finditer(text)})
+        if names:
+            n, v = rng.choice(names), rng.choice(DEFINE_VALUES)
+            return kind, f"-D {n}={v}", text, ["-D", f"{n}={v}"]
+    if kind == "export":
+        exports = list(EXPORT_RE.finditer(text))
+        if exports:
+            m = rng.choice(exports)
+            line = m.group()
+            what = rng.choice(("arg", "drop", "duplicate"))
+            args = list(EXPORT_ARG_RE.finditer(line))
+            if what == "arg" and args:
+                a = rng.choice(args)
+                v = rng.choice(NUMBERS + TYPES + ("true", "false"))
+                new = line[:a.start(2)] + v + line[a.end(2):]
+                return kind, f"export argument {a.group().strip()} -> {v}", text[:m.start()] + new + text[m.end():], []
+            if what == "drop":
+                return kind, f"dropped {line.strip()!r}", text[:m.start()] + text[m.end():], []
+            dup = re.sub(r"\bas\s+(\w+)", r"as \1_fz", line)
+            return kind, f"duplicated {line.strip()!r}", text[:m.end()] + "\n" + dup + text[m.end():], []
+    choices = fuzzlib.robustness.mutate(text, 6, rng) or [("none", "unchanged", text)]
+    k, what, new = rng.choice(choices)
+    return "token", f"{k}: {what}", new, []
+
+
+def check_mutant(index, seed, sources, tilec, work, timeout, run_timeout):
+    rng = random.Random(f"{seed}:{index}")
+    source = rng.choice(sources)
+    with open(source, "rb") as f:
+        text = f.read().decode("latin-1")
+    kind, what, new, extra = mutant(text, rng)
+    d = os.path.join(work, f"m{index:06d}")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, os.path.basename(source))
+    with open(path, "wb") as f:
+        f.write(new.encode("latin-1"))
+    inc = ["-I", os.path.dirname(source)]
+    findings, runs, slow = [], 0, []
+
+    def compile_stage(stage, args):
+        nonlocal runs
+        cmd = [tilec, path] + args + extra + inc
+        code, out, _ = fuzzlib.run(cmd, timeout)
+        runs += 1
+        why = fuzzlib.judge_compile(code, out)
+        if why:
+            findings.append(("hang" if code is None else "crash", f"{stage}: {why}", cmd, out))
+        return code, out
+
+    code, tir = compile_stage("frontend", ["--emit=tir"])
+    if code == 0:
+        compile_stage("cpu", ["-o", os.path.join(d, "m.o")])
+        compile_stage("ptx", ["--target=sm_80", "--emit=ptx", "-o", os.path.join(d, "m.ptx")])
+        compile_stage("hsaco", ["--target=gfx942", "--emit=hsaco", "-o", os.path.join(d, "m.hsaco")])
+        found = fuzzlib.exports(tir)
+        if found:
+            sym, sizes, scalars = found[0]
+            size_arg = ",".join(f"{s}={rng.choice((1, 2, 7, 33, 130))}" for s in sizes)
+            for target in ("host", "sim:sm_80"):
+                cmd = [tilec, "run", path, "-k", sym, f"--target={target}", "--repeat", "1", "--sim-blocks", "2"]
+                if size_arg:
+                    cmd += ["--size", size_arg]
+                cmd += extra + inc
+                code, out, _ = fuzzlib.run(cmd, run_timeout)
+                runs += 1
+                if code is None:
+                    # A mutant may ask for that much work (a loop of 2^63 iterations):
+                    # counted, not a finding. Compiles must always end.
+                    slow.append(target)
+                    continue
+                why = fuzzlib.judge_run(code, out)
+                if why:
+                    findings.append(("crash", f"run {target}: {why}", cmd, out))
+    return index, path, f"{os.path.relpath(source, fuzzlib.REPO)}: {kind}: {what}", kind, findings, runs, slow
+
+
+def main():
+    ap = fuzzlib.common_args(__doc__, 150, "mutants")
+    ap.add_argument("--root", default=fuzzlib.REPO, help="where the seed files are")
+    ap.add_argument("--run-timeout", type=float, default=20.0,
+                    help="seconds per tilec run of a mutant (then counted as a run time-out, not a finding)")
+    args = ap.parse_args()
+    sources = seeds(os.path.abspath(args.root))
+
+    def record(result, tally, keep):
+        i, path, what, kind, findings, runs, slow = result
+        tally.add("inputs")
+        tally.add("run-timeouts", len(slow))
+        tally.add(f"kind:{kind}")
+        tally.add("runs", runs)
+        for fkind, fwhat, cmd, out in findings:
+            kept = os.path.join(keep, f"m{i:06d}", os.path.basename(path))
+            os.makedirs(os.path.dirname(kept), exist_ok=True)
+            shutil.copy(path, kept)
+            cmd = [kept if c == path else c for c in cmd]
+            tally.finding(fkind, f"mutant {i} ({what}): {fwhat}", cmd, out)
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+    ran = fuzzlib.drive("mutate_stages", args, "mutants",
+                        lambda i, work: check_mutant(i, args.seed, sources, args.tilec, work, args.timeout,
+                                                     args.run_timeout),
+                        record)
+    if ran is None:
+        return 2
+    tally = ran[0]
+    kinds = sorted(k for k in tally.counts if k.startswith("kind:"))
+    print("mutate_stages: by kind: " + ", ".join(f"{k[5:]} {tally.counts[k]}" for k in kinds))
+    return fuzzlib.finish("mutate_stages", args, *ran[:3], ("inputs", "runs", "crash", "hang", "run-timeouts"), ran[3])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
