@@ -98,7 +98,7 @@ Stmt elab_gemm(ElabContext& ctx) {
 }
 
 void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
-    auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+    auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"), !lc.attr("allow_tf32").empty());
     if (!p) return;
     lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
     // ldmatrix reads 8 rows of 16 bytes at one column: the XOR swizzle of the row's
@@ -148,7 +148,7 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     };
     if (cb->scope != Scope::Fragment) unsupported(loc, "gemm into a " + std::string(scope_name(cb->scope)) + " buffer");
     // Tensor cores with A already in its threads' registers: no staging of A.
-    auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+    auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"), !lc.attr("allow_tf32").empty());
     if (plan && !lc.registers(cb).frag.same_slots(plan->c)) plan.reset();
     std::optional<std::vector<std::vector<std::vector<int64_t>>>> a_regs;
     if (plan && g.a.buffer->scope == Scope::Fragment)
