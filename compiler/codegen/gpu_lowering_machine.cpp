@@ -2,10 +2,10 @@
 // cp.async (+ commit / wait_group) as the NVVM intrinsics LLVM's NVPTX backend selects to
 // those instructions; sm_90a's wgmma family as inline PTX (LLVM 19 has no intrinsics for
 // wgmma.mma_async), its accumulators tied through the fence and the wait so that no
-// access to them moves across either. Register operands
-// are elements of register arrays (f16 / bf16 held as f32 values, rounded exactly back
-// to their storage type here), packed two to a 32-bit register as the PTX ISA's fragments
-// hold them (element 2j in the low half).
+// access to them moves across either. Register operands are elements of register arrays
+// (f16 / bf16 held as f32 values, rounded exactly back to their storage type here),
+// packed 32 / bits to a 32-bit register as the PTX ISA's fragments hold them (the
+// lower-numbered element in the low bits).
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -44,33 +44,65 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         auto* src = m.src.at(0)->as<ir::LoadNode>();
         llvm::Value* p = element_ptr(buffer(src->buffer), src->indices);
         llvm::Value* r = b_.CreateIntrinsic(ids[trans][num == 1 ? 0 : num == 2 ? 1 : 2], {p->getType()}, {p});
+        // Each b32 register holds 32 / bits elements (ldmatrix moves bytes; 8-, 16- and
+        // 32-bit elements all fill it, lower-numbered element in the low bits).
         DataType t = src->buffer->dtype;
-        auto* pair = llvm::FixedVectorType::get(storage_type(t), 2);
+        const unsigned per = 32 / static_cast<unsigned>(t.bits);
+        auto* packed = llvm::FixedVectorType::get(storage_type(t), per);
         for (int q = 0; q < num; ++q) {
             llvm::Value* word = num == 1 ? r : b_.CreateExtractValue(r, {unsigned(q)});
-            llvm::Value* v = b_.CreateBitCast(word, pair);
-            for (int h = 0; h < 2; ++h) store_element(m.dst.at(2 * q + h), b_.CreateExtractElement(v, uint64_t(h)));
+            llvm::Value* v = b_.CreateBitCast(word, packed);
+            for (unsigned h = 0; h < per; ++h)
+                store_element(m.dst.at(per * q + h), b_.CreateExtractElement(v, uint64_t(h)));
         }
         return;
     }
     case ir::MachineOp::Mma: {
-        DataType ab = m.src.at(0)->type;
-        llvm::Intrinsic::ID id = is_bf16(ab) ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
-                                             : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
+        // The intrinsic of the form (ir::is_mma_form); its parameters are the fragment's
+        // b32 registers (or f32 / <2 x half> values), filled from the elements in order.
+        const int64_t k = m.imm.at(2);
+        DataType ab = m.src.at(0)->type, cd = m.src.at(static_cast<size_t>(k / 2 + k / 4))->type;
+        llvm::Intrinsic::ID id = k == 8                      ? llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
+                                 : k == 32 && ab.is_uint()   ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_u8
+                                 : k == 32                   ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8
+                                 : is_bf16(ab)               ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16
+                                 : cd == DataType::f32()     ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                                             : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f16_f16;
         llvm::Function* fn = llvm::Intrinsic::getDeclaration(&m_, id);
         llvm::FunctionType* ft = fn->getFunctionType();
-        auto* pair = llvm::FixedVectorType::get(storage_type(ab), 2);
         std::vector<llvm::Value*> args;
-        for (int i = 0; i < 6; ++i) {
-            llvm::Value* v = llvm::PoisonValue::get(pair);
-            for (int h = 0; h < 2; ++h)
-                v = b_.CreateInsertElement(v, to_storage(expr(m.src.at(2 * i + h)), ab), uint64_t(h));
+        size_t next = 0;
+        while (args.size() < ft->getNumParams()) {
             llvm::Type* want = ft->getParamType(static_cast<unsigned>(args.size()));
-            args.push_back(want == pair ? v : b_.CreateBitCast(v, want));
+            DataType et = m.src.at(next)->type;
+            if (et.bits == 32) {
+                llvm::Value* v = expr(m.src.at(next++));
+                // .tf32 operands: cvt.rna.tf32.f32 (the C elements stay f32).
+                if (et == DataType::f32() && want->isIntegerTy(32))
+                    v = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {v});
+                args.push_back(v);
+                continue;
+            }
+            const unsigned per = 32 / static_cast<unsigned>(et.bits);
+            auto* packed = llvm::FixedVectorType::get(storage_type(et), per);
+            llvm::Value* v = llvm::PoisonValue::get(packed);
+            for (unsigned h = 0; h < per; ++h)
+                v = b_.CreateInsertElement(v, to_storage(expr(m.src.at(next++)), et), uint64_t(h));
+            args.push_back(want == packed ? v : b_.CreateBitCast(v, want));
         }
-        for (int i = 12; i < 16; ++i) args.push_back(expr(m.src.at(i)));
         llvm::Value* d = b_.CreateCall(fn, args);
-        for (unsigned i = 0; i < 4; ++i) store_element(m.dst.at(i), b_.CreateExtractValue(d, {i}));
+        // D: four f32 / s32 values, or two <2 x half> (f16 accumulators).
+        auto* st = llvm::cast<llvm::StructType>(d->getType());
+        size_t out = 0;
+        for (unsigned i = 0; i < st->getNumElements(); ++i) {
+            llvm::Value* field = b_.CreateExtractValue(d, {i});
+            if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(field->getType())) {
+                for (unsigned h = 0; h < vt->getNumElements(); ++h)
+                    store_element(m.dst.at(out++), b_.CreateExtractElement(field, uint64_t(h)));
+            } else {
+                store_element(m.dst.at(out++), field);
+            }
+        }
         return;
     }
     case ir::MachineOp::CpAsync: {

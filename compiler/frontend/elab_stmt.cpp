@@ -455,6 +455,14 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         attrs_.emplace_back("warp_policy", p);
         return nullptr;
     }
+    if (s.name == "allow_tf32") {
+        if (!s.args.empty()) {
+            diags_.error(s.range, "@allow_tf32 takes no arguments");
+            return nullptr;
+        }
+        attrs_.emplace_back("allow_tf32", "true");
+        return nullptr;
+    }
     if (s.name == "layout") {
         std::string buf = name_arg(0), kind = name_arg(1);
         if (s.args.size() != 2 || buf.empty() || (kind != "swizzle" && kind != "row_major" && kind != "padded")) {
@@ -471,8 +479,8 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         attrs_.emplace_back("layout(" + buf + ")", kind);
         return nullptr;
     }
-    diags_.warning(s.name_range, "unknown annotation '@" + s.name + "' ignored (known: @layout, @rasterize, "
-                                                                   "@warp_policy)");
+    diags_.warning(s.name_range, "unknown annotation '@" + s.name + "' ignored (known: @allow_tf32, @layout, "
+                                                                   "@rasterize, @warp_policy)");
     return nullptr;
 }
 

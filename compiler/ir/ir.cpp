@@ -626,6 +626,14 @@ const char* machine_op_name(MachineOp op) {
     return "?";
 }
 
+bool is_mma_form(int64_t k, DataType ab, DataType cd) {
+    const bool f16 = ab.kind == TypeKind::Float && ab.bits == 16;
+    if (k == 16) return ((f16 || ab.kind == TypeKind::BFloat) && cd == DataType::f32()) || (f16 && cd == ab);
+    if (k == 32) return (ab == DataType::i8() || ab == DataType::u8()) && cd == DataType::i32();
+    if (k == 8) return ab == DataType::f32() && cd == DataType::f32();
+    return false;
+}
+
 bool is_no_op(const Stmt& s) {
     if (!s) return true;
     auto seq = s->as<SeqNode>();

@@ -567,13 +567,17 @@ struct FullWriteNode : StmtNode {
 // reference). Per op:
 //   Ldmatrix  ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16; imm {num, trans};
 //             src {s[i..]}: the first element of the 16-byte row this lane addresses
-//             (lanes 8q..8q+7 address the rows of matrix q, q < num), s shared, 16-bit;
-//             dst 2*num register elements: register q's low half, then its high half.
+//             (lanes 8q..8q+7 address the rows of matrix q, q < num), s shared, of 8-,
+//             16- or 32-bit elements (ldmatrix moves b16 pairs: .trans for 16-bit only);
+//             dst num * 32 / bits register elements: register q's bytes low to high.
 //             Warp-collective: every lane executes it with no lane-dependent guard.
 //   Mma       mma.sync.aligned.m{m}n{n}k{k}.row.col; imm {m, n, k}; src: the lane's A
 //             elements, then B's, then C's, in the PTX ISA's fragment order (a0, a1,
-//             ...); dst: D's elements (d0..d3). A and B f16 or bf16 (one type), C and D
-//             f32. Warp-collective.
+//             ...): k/2 of A, k/4 of B, 4 of C; dst: D's elements (d0..d3). The forms
+//             (is_mma_form): m16n8k16 f16 or bf16 A/B (one type) with f32 C/D, or f16
+//             A/B with f16 C/D; m16n8k32 i8 or u8 A/B with i32 C/D (.s32.s8.s8.s32,
+//             .u8); m16n8k8 f32 A/B with f32 C/D, which is .tf32: each A/B element is
+//             first rounded by cvt.rna.tf32.f32. Warp-collective.
 //   CpAsync   cp.async.{ca|cg}.shared.global (cg for 16 bytes); imm {bytes}: 4, 8 or 16;
 //             dst {s[i..]} the first shared element, src {G[j..], n}: the first global
 //             element and the bytes to read from it (an index expression, 0..bytes; the
@@ -613,6 +617,9 @@ enum class MachineOp : uint8_t {
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async"
 const char* machine_op_name(MachineOp op);
+// Whether mma.sync m16n8k{k} with A/B elements of `ab` and C/D elements of `cd` is a
+// form MachineOp::Mma takes (see above).
+bool is_mma_form(int64_t k, DataType ab, DataType cd);
 struct MachineOpNode : StmtNode {
     static constexpr StmtKind kKind = StmtKind::MachineOp;
     MachineOp op;

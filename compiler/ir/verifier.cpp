@@ -382,34 +382,40 @@ private:
             return false;
         };
         auto scope_of = [](const Expr& e) { return expr_as<LoadNode>(e) ? expr_as<LoadNode>(e)->buffer->scope : Scope::Register; };
-        auto is16 = [](DataType t) { return (t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat; };
         switch (op->op) {
         case MachineOp::Ldmatrix: {
             if (op->imm.size() != 2) return (void)counts(2, 0, 1);
             int64_t num = op->imm[0];
             if (num != 1 && num != 2 && num != 4) return error(op->loc, name + " of " + std::to_string(num) + " matrices");
-            if (!counts(2, 2 * num, 1)) return;
-            if (scope_of(op->src[0]) != Scope::Shared || !is16(op->src[0]->type))
-                error(op->loc, name + " reads a 16-bit shared buffer");
+            const DataType et = op->src.empty() ? DataType::f16() : op->src[0]->type;
+            const int bits = et.bits;
+            if (!et.is_scalar() || (bits != 8 && bits != 16 && bits != 32) || !counts(2, num * 32 / bits, 1)) {
+                if (op->src.size() == 1) error(op->loc, name + " reads a shared buffer of 8-, 16- or 32-bit elements");
+                return;
+            }
+            if (scope_of(op->src[0]) != Scope::Shared) error(op->loc, name + " reads a shared buffer");
+            if (op->imm[1] != 0 && bits != 16) error(op->loc, name + ".trans of " + std::to_string(bits) + "-bit elements");
             for (const auto& d : op->dst)
                 if (scope_of(d) != Scope::Register || d->type != op->src[0]->type)
                     error(op->loc, name + " writes registers of its source's type");
             return;
         }
         case MachineOp::Mma: {
-            if (!counts(3, 4, 16) || op->imm != std::vector<int64_t>{16, 8, 16}) {
-                if (op->imm.size() == 3) error(op->loc, name + ": only m16n8k16 (8 A, 4 B, 4 C elements) is modelled");
-                return;
-            }
-            DataType ab = op->src[0]->type;
-            if (!is16(ab)) error(op->loc, name + " of " + ab.str() + " operands");
-            for (size_t i = 0; i < 12; ++i)
+            if (op->imm.size() != 3 || op->imm[0] != 16 || op->imm[1] != 8 ||
+                (op->imm[2] != 8 && op->imm[2] != 16 && op->imm[2] != 32))
+                return error(op->loc, name + ": only m16n8k8, m16n8k16 and m16n8k32 are modelled");
+            const int64_t k = op->imm[2], na = k / 2, nb = k / 4;
+            if (!counts(3, 4, static_cast<size_t>(na + nb + 4))) return;
+            DataType ab = op->src[0]->type, cd = op->src[na + nb]->type;
+            if (!is_mma_form(k, ab, cd))
+                error(op->loc, name + " m16n8k" + std::to_string(k) + " of " + ab.str() + " operands into " + cd.str());
+            for (int64_t i = 0; i < na + nb; ++i)
                 if (op->src[i]->type != ab) error(op->loc, name + ": A and B elements of one type");
-            for (size_t i = 12; i < 16; ++i)
-                if (op->src[i]->type != DataType::f32()) error(op->loc, name + ": C elements are f32");
+            for (int64_t i = na + nb; i < na + nb + 4; ++i)
+                if (op->src[i]->type != cd) error(op->loc, name + ": C elements of one type");
             for (const auto& d : op->dst)
-                if (d->type != DataType::f32() || scope_of(d) != Scope::Register)
-                    error(op->loc, name + ": D elements are f32 registers");
+                if (d->type != cd || scope_of(d) != Scope::Register)
+                    error(op->loc, name + ": D elements are registers of C's type");
             return;
         }
         case MachineOp::CpAsync: {

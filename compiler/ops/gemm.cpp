@@ -102,7 +102,8 @@ void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
     // Hopper's warpgroup instructions where both operands are shared tiles, else mma.sync.
     if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()))
         lc.fixed(g.c.buffer, w->c, g.loc, "the warpgroup tensor-core gemm into '" + g.c.buffer->name + "'");
-    else if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy")))
+    else if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"),
+                               !lc.attr("allow_tf32").empty()))
         lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
     else
         return;
@@ -161,7 +162,7 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()); w && lc.registers(cb).frag.same_slots(w->c))
         if (auto out = lower_gemm_wgmma(g, *w, lc)) return g.clear ? make_seq({zero_c(), *out}, loc) : *out;
     // Tensor cores with A already in its threads' registers: no staging of A.
-    auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+    auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"), !lc.attr("allow_tf32").empty());
     if (plan && !lc.registers(cb).frag.same_slots(plan->c)) plan.reset();
     std::optional<std::vector<std::vector<std::vector<int64_t>>>> a_regs;
     if (plan && g.a.buffer->scope == Scope::Fragment)

@@ -77,14 +77,6 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
 
 namespace {
 
-// The b16 bits of a value of a 16-bit float type, and back (the values are already of
-// that format: exact).
-uint16_t b16_bits(Value v, DataType t) {
-    uint8_t b[2];
-    encode(b, v, t);
-    return static_cast<uint16_t>(b[0] | (b[1] << 8));
-}
-
 // A warp's lanes as the ISA models take them: none executing yet, those past the
 // block's last thread exited (they do not exist).
 template <typename Lane>
@@ -105,8 +97,9 @@ void Executor::exec_ldmatrix(const MachineOpNode* op, const Active& act) {
     const bool trans = op->imm.at(1) != 0;
     auto* src = static_cast<const LoadNode*>(op->src.at(0).get());
     Storage& s = storage(src->buffer, loc);
-    if (s.scope != Scope::Shared || !s.arena || s.elem_bytes != 2)
-        fatal(loc, "ldmatrix from '" + s.name() + "', which is not a 16-bit shared buffer");
+    const int eb = s.elem_bytes, per = 4 / (eb > 0 ? eb : 1);
+    if (s.scope != Scope::Shared || !s.arena || (eb != 1 && eb != 2 && eb != 4))
+        fatal(loc, "ldmatrix from '" + s.name() + "', which is not a shared buffer of 8-, 16- or 32-bit elements");
     begin_statement();
     for (const auto& i : src->indices) prepare(i, act);
     std::vector<int64_t> off(static_cast<size_t>(threads_), -1);
@@ -118,7 +111,7 @@ void Executor::exec_ldmatrix(const MachineOpNode* op, const Active& act) {
             int l = act[a] - first;
             lanes[l].executes = true;
             // An address outside the buffer (reported by offset_of) reads outside the view.
-            lanes[l].addr = off[act[a]] < 0 ? uint32_t(-1) - 64 : static_cast<uint32_t>(s.base + off[act[a]] * 2);
+            lanes[l].addr = off[act[a]] < 0 ? uint32_t(-1) - 64 : static_cast<uint32_t>(s.base + off[act[a]] * eb);
         }
         isa::LdmatrixResult r = isa::ptx_ldmatrix_m8n8_b16(num, trans, arena_.bytes, lanes);
         for (const auto& is : r.issues) {
@@ -148,65 +141,96 @@ void Executor::exec_ldmatrix(const MachineOpNode* op, const Active& act) {
         for (int l = 0; l < 8 * num; ++l) {
             if (!lanes[l].executes || off[first + l] < 0) continue;
             int64_t o = off[first + l];
-            for (int e = 0; e < 8 && o + e < s.size; ++e) shared_read(s, o + e, first + l, loc, op);
-            accesses_.push_back({op, loc, true, false, first + l, s.base + o * 2, 16, l / 8});
+            for (int e = 0; e < 16 / eb && o + e < s.size; ++e) shared_read(s, o + e, first + l, loc, op);
+            accesses_.push_back({op, loc, true, false, first + l, s.base + o * eb, 16, l / 8});
         }
         for (size_t a = k; a < end; ++a) {
             int t = act[a], l = t - first;
+            // Register q's bytes, low to high: `per` elements, the first in the low bits.
             for (int q = 0; q < num; ++q) {
-                uint32_t bits = r.r[l][q];
-                for (int h = 0; h < 2; ++h) {
-                    uint8_t b[2] = {static_cast<uint8_t>(bits >> (16 * h)), static_cast<uint8_t>(bits >> (16 * h + 8))};
-                    set_register(op->dst.at(2 * q + h), t, decode(b, s.dtype), loc);
-                }
+                uint8_t b[4];
+                for (int i = 0; i < 4; ++i) b[i] = static_cast<uint8_t>(r.r[l][q] >> (8 * i));
+                for (int h = 0; h < per; ++h) set_register(op->dst.at(per * q + h), t, decode(b + h * eb, s.dtype), loc);
             }
         }
     });
     flush();
 }
 
+// mma.sync of any form ir::is_mma_form admits: each lane's elements packed into the
+// b32 registers of the ISA's fragments (tf32 operands through cvt.rna.tf32.f32 first, as
+// the instruction's IR form says), the warp's registers run through the model of the
+// form, and D's registers unpacked into the destination elements.
 void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
-    if (op->imm != std::vector<int64_t>{16, 8, 16} || op->src.size() != 16 || op->dst.size() != 4)
-        fatal(loc, "only mma m16n8k16 with f32 accumulators is simulated");
-    const DataType ab = op->src[0]->type;
+    const int64_t k = op->imm.size() == 3 ? op->imm[2] : 0, na = k / 2, nb = k / 4;
+    if (op->src.size() != static_cast<size_t>(na + nb + 4) || op->dst.size() != 4 ||
+        !is_mma_form(k, op->src[0]->type, op->src[static_cast<size_t>(na + nb)]->type))
+        fatal(loc, "mma form not simulated");
+    const DataType ab = op->src[0]->type, cd = op->src[static_cast<size_t>(na + nb)]->type;
+    const bool tf32 = k == 8;
+    // Elements [first, first + count) of type t into b32 registers, 32 / bits apiece.
+    auto pack = [&](int t, size_t first, size_t count, DataType et, uint32_t* out) {
+        const int eb = et.bits / 8, per = 4 / eb;
+        for (size_t i = 0; i < count; ++i) {
+            Value v = eval(op->src[first + i], t);
+            if (tf32 && first < static_cast<size_t>(na + nb)) {
+                out[i] = isa::ptx_cvt_rna_tf32_f32(static_cast<float>(v.f));
+                continue;
+            }
+            uint8_t b[4] = {0, 0, 0, 0};
+            encode(b, v, et);
+            if (i % per == 0) out[i / per] = 0;
+            for (int j = 0; j < eb; ++j) out[i / per] |= uint32_t(b[j]) << (8 * (eb * (i % per) + j));
+        }
+    };
     begin_statement();
     for (const auto& e : op->src) prepare(e, act);
-    std::vector<std::array<uint32_t, 10>> regs(static_cast<size_t>(threads_));
+    std::vector<isa::MmaLane> regs(static_cast<size_t>(threads_));
     for (int32_t t : act) {
         auto& r = regs[t];
-        for (int i = 0; i < 6; ++i)
-            r[i] = b16_bits(eval(op->src[2 * i], t), ab) | (uint32_t(b16_bits(eval(op->src[2 * i + 1], t), ab)) << 16);
-        for (int i = 0; i < 4; ++i) {
-            float f = static_cast<float>(eval(op->src[12 + i], t).f);
-            std::memcpy(&r[6 + i], &f, 4);
-        }
+        pack(t, 0, static_cast<size_t>(na), ab, r.a.data());
+        pack(t, static_cast<size_t>(na), static_cast<size_t>(nb), ab, r.b.data());
+        pack(t, static_cast<size_t>(na + nb), 4, cd, r.c.data());
     }
     flush();
-    per_warp(act, [&](size_t k, size_t end) {
-        const int first = act[k] / warp_ * warp_;
+    per_warp(act, [&](size_t k0, size_t end) {
+        const int first = act[k0] / warp_ * warp_;
         auto lanes = warp_lanes<isa::MmaLane>(first, threads_);
-        for (size_t a = k; a < end; ++a) {
+        for (size_t a = k0; a < end; ++a) {
             int l = act[a] - first;
-            const auto& r = regs[act[a]];
+            lanes[l] = regs[act[a]];
             lanes[l].executes = true;
-            lanes[l].a = {r[0], r[1], r[2], r[3]};
-            lanes[l].b = {r[4], r[5]};
-            lanes[l].c = {r[6], r[7], r[8], r[9]};
+            lanes[l].exited = false;
         }
-        isa::MmaResult res = isa::ptx_mma_sync_f32(
-            isa::MmaShape::M16N8K16, ab.kind == TypeKind::BFloat ? isa::MmaAbType::Bf16 : isa::MmaAbType::F16, lanes);
-        for (const auto& is : res.issues)
-            issue(IssueKind::WarpCollective, loc, act[k], [&] {
+        isa::MmaResult res = k == 32  ? isa::ptx_mma_sync_s32_s8(lanes, ab.is_uint(), ab.is_uint())
+                             : tf32   ? isa::ptx_mma_sync_f32(isa::MmaShape::M16N8K8, isa::MmaAbType::Tf32, lanes)
+                             : cd != DataType::f32() ? isa::ptx_mma_sync_f16(lanes)
+                             : isa::ptx_mma_sync_f32(isa::MmaShape::M16N8K16,
+                                                     ab.kind == TypeKind::BFloat ? isa::MmaAbType::Bf16 : isa::MmaAbType::F16,
+                                                     lanes);
+        for (const auto& is : res.issues) {
+            if (is.problem == isa::MmaProblem::Int32Overflow) {
+                issue(IssueKind::WarpCollective, loc, act[k0], [&] {
+                    return "mma.sync s32 result element (" + std::to_string(is.lane / 8) + ", " +
+                           std::to_string(is.lane % 8) + ") overflows; the PTX ISA does not define it without "
+                           ".satfinite";
+                });
+                continue;
+            }
+            issue(IssueKind::WarpCollective, loc, act[k0], [&] {
                 return "mma.sync not executed by every lane of the warp (lane " + std::to_string(is.lane) +
                        " does not): the PTX ISA leaves the result undefined";
             });
-        for (size_t a = k; a < end; ++a) {
+        }
+        // D element i: register i (32-bit C) or half i % 2 of register i / 2 (f16).
+        const int eb = cd.bits / 8, per = 4 / eb;
+        for (size_t a = k0; a < end; ++a) {
             int t = act[a], l = t - first;
             for (int i = 0; i < 4; ++i) {
-                float f;
-                std::memcpy(&f, &res.d[l][i], 4);
-                set_register(op->dst[i], t, Value::of_float(f), loc);
+                uint8_t b[4];
+                for (int j = 0; j < eb; ++j) b[j] = static_cast<uint8_t>(res.d[l][i / per] >> (8 * (eb * (i % per) + j)));
+                set_register(op->dst[i], t, decode(b, cd), loc);
             }
         }
     });

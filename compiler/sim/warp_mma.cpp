@@ -75,13 +75,14 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // ---------------------------------------------------------------------------------
 // mma.sync
 
-MmaShapeInfo mma_shape_info(MmaShape shape) {
+MmaShapeInfo mma_shape_info(MmaShape shape, MmaAbType ab) {
     if (shape == MmaShape::M16N8K16) return {16, 8, 16, 4, 2, 4, 2};
     if (shape == MmaShape::M16N8K32) return {16, 8, 32, 4, 2, 4, 4};
+    if (ab == MmaAbType::Tf32) return {16, 8, 8, 4, 2, 4, 1};
     return {16, 8, 8, 2, 1, 4, 2};
 }
 
-MatCoord mma_a_coord(MmaShape shape, int lane, int i) {
+MatCoord mma_a_coord(MmaShape shape, int lane, int i, MmaAbType ab) {
     const int group = lane >> 2, tig = lane % 4;
     if (shape == MmaShape::M16N8K16) {
         const int row = ((0 <= i && i < 2) || (4 <= i && i < 6)) ? group : group + 8;
@@ -93,16 +94,19 @@ MatCoord mma_a_coord(MmaShape shape, int lane, int i) {
         const int col = i < 8 ? tig * 4 + (i & 0x3) : tig * 4 + (i & 0x3) + 16;
         return {row, col};
     }
+    if (ab == MmaAbType::Tf32)
+        return {(i == 0 || i == 2) ? group : group + 8, i < 2 ? tig : tig + 4};
     return {i < 2 ? group : group + 8, tig * 2 + (i & 0x1)};
 }
 
-MatCoord mma_b_coord(MmaShape shape, int lane, int i) {
+MatCoord mma_b_coord(MmaShape shape, int lane, int i, MmaAbType ab) {
     const int group = lane >> 2, tig = lane % 4;
     if (shape == MmaShape::M16N8K16) {
         const int row = i < 2 ? tig * 2 + (i & 0x1) : tig * 2 + (i & 0x1) + 8;
         return {row, group};
     }
     if (shape == MmaShape::M16N8K32) return {i < 4 ? tig * 4 + (i & 0x3) : tig * 4 + (i & 0x3) + 16, group};
+    if (ab == MmaAbType::Tf32) return {i == 0 ? tig : tig + 4, group};
     return {tig * 2 + i, group};
 }
 
@@ -140,17 +144,18 @@ void mma_isa_lane_issues(const std::array<MmaLane, 32>& lanes, MmaResult& r) {
 
 MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLane, 32>& lanes) {
     MmaResult r;
-    if (shape == MmaShape::M16N8K32) {
+    if (shape == MmaShape::M16N8K32 || (ab == MmaAbType::Tf32 && shape != MmaShape::M16N8K8)) {
         r.issues.push_back({MmaProblem::ShapeTypeMismatch, -1});
         return r;
     }
     mma_isa_lane_issues(lanes, r);
-    const MmaShapeInfo info = mma_shape_info(shape);
-    auto decode = [&](uint16_t bits) {
-        return ab == MmaAbType::F16 ? f16_to_float(bits) : bf16_to_float(bits);
-    };
-    auto half_of = [](uint32_t reg, int i) {
-        return static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff);
+    const MmaShapeInfo info = mma_shape_info(shape, ab);
+    // Element i of a register: a 16-bit half (f16, bf16) or the whole tf32 register,
+    // whose low 13 bits are not part of the value.
+    auto element = [&](uint32_t reg, int i) {
+        if (ab == MmaAbType::Tf32) return std::bit_cast<float>(reg & ~uint32_t{0x1fff});
+        const uint16_t half = static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff);
+        return ab == MmaAbType::F16 ? f16_to_float(half) : bf16_to_float(half);
     };
     // Gather the full matrices from every lane's fragments (a non-executing lane's
     // elements are 0: the result is undefined and reported).
@@ -160,13 +165,13 @@ MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLan
     for (int lane = 0; lane < 32; ++lane) {
         const MmaLane& l = lanes[lane];
         if (l.exited || !l.executes) continue;
-        for (int i = 0; i < 2 * info.a_regs; ++i) {
-            const MatCoord at = mma_a_coord(shape, lane, i);
-            A[static_cast<std::size_t>(at.row * info.k + at.col)] = decode(half_of(l.a[i / 2], i));
+        for (int i = 0; i < info.per_reg * info.a_regs; ++i) {
+            const MatCoord at = mma_a_coord(shape, lane, i, ab);
+            A[static_cast<std::size_t>(at.row * info.k + at.col)] = element(l.a[i / info.per_reg], i);
         }
-        for (int i = 0; i < 2 * info.b_regs; ++i) {
-            const MatCoord at = mma_b_coord(shape, lane, i);
-            B[static_cast<std::size_t>(at.row * info.n + at.col)] = decode(half_of(l.b[i / 2], i));
+        for (int i = 0; i < info.per_reg * info.b_regs; ++i) {
+            const MatCoord at = mma_b_coord(shape, lane, i, ab);
+            B[static_cast<std::size_t>(at.row * info.n + at.col)] = element(l.b[i / info.per_reg], i);
         }
         for (int i = 0; i < info.c_regs; ++i) {
             const MatCoord at = mma_c_coord(shape, lane, i);
@@ -195,13 +200,14 @@ MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLan
     return r;
 }
 
-MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
+MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes, bool a_unsigned, bool b_unsigned) {
     MmaResult r;
     mma_isa_lane_issues(lanes, r);
     const MmaShape shape = MmaShape::M16N8K32;
     const MmaShapeInfo info = mma_shape_info(shape);
-    auto byte_of = [](uint32_t reg, int i) {
-        return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * (i & 3))));
+    auto byte_as = [](uint32_t reg, int i, bool is_unsigned) -> int64_t {
+        const uint8_t b = static_cast<uint8_t>(reg >> (8 * (i & 3)));
+        return is_unsigned ? int64_t{b} : int64_t{static_cast<int8_t>(b)};
     };
     std::vector<int64_t> A(static_cast<std::size_t>(info.m * info.k), 0);
     std::vector<int64_t> B(static_cast<std::size_t>(info.k * info.n), 0);
@@ -211,11 +217,11 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
         if (l.exited || !l.executes) continue;
         for (int i = 0; i < 4 * info.a_regs; ++i) {
             const MatCoord at = mma_a_coord(shape, lane, i);
-            A[static_cast<std::size_t>(at.row * info.k + at.col)] = byte_of(l.a[i / 4], i);
+            A[static_cast<std::size_t>(at.row * info.k + at.col)] = byte_as(l.a[i / 4], i, a_unsigned);
         }
         for (int i = 0; i < 4 * info.b_regs; ++i) {
             const MatCoord at = mma_b_coord(shape, lane, i);
-            B[static_cast<std::size_t>(at.row * info.n + at.col)] = byte_of(l.b[i / 4], i);
+            B[static_cast<std::size_t>(at.row * info.n + at.col)] = byte_as(l.b[i / 4], i, b_unsigned);
         }
         for (int i = 0; i < info.c_regs; ++i) {
             const MatCoord at = mma_c_coord(shape, lane, i);
@@ -242,6 +248,36 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes) {
         }
     }
     return r;
+}
+
+MmaResult ptx_mma_sync_f16(const std::array<MmaLane, 32>& lanes) {
+    // C as f32 values in the f32 model's registers, the sums as it forms them, then each
+    // d rounded to f16 and packed two to a register.
+    std::array<MmaLane, 32> wide = lanes;
+    for (int lane = 0; lane < 32; ++lane)
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t reg = lanes[lane].c[i / 2];
+            const uint16_t h = static_cast<uint16_t>((i & 1) ? reg >> 16 : reg & 0xffff);
+            wide[lane].c[i] = std::bit_cast<uint32_t>(f16_to_float(h));
+        }
+    MmaResult r = ptx_mma_sync_f32(MmaShape::M16N8K16, MmaAbType::F16, wide);
+    for (auto& d : r.d) {
+        uint32_t packed[2] = {0, 0};
+        for (int i = 0; i < 4; ++i) {
+            const _Float16 h = static_cast<_Float16>(std::bit_cast<float>(d[i]));  // IEEE RNE
+            packed[i / 2] |= static_cast<uint32_t>(std::bit_cast<uint16_t>(h)) << (16 * (i & 1));
+        }
+        d = {packed[0], packed[1], 0, 0};
+    }
+    return r;
+}
+
+uint32_t ptx_cvt_rna_tf32_f32(float a) {
+    const uint32_t bits = std::bit_cast<uint32_t>(a);
+    if (!std::isfinite(a)) return bits;
+    // Round the magnitude at bit 13, halves away from zero (adding half an ulp to the
+    // magnitude bits carries into the exponent as it should), then clear the low bits.
+    return (bits + 0x1000u) & ~uint32_t{0x1fff};
 }
 
 // ---------------------------------------------------------------------------------

@@ -125,22 +125,40 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // The integer sum is exact (computed in 64 bits). The syntax's optional {.satfinite}
 // (clamping) is not modelled, and the text read does not say what an s32 overflow gives
 // without it: such a result is reported (Int32Overflow) and 0 stands in that element.
+//
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32  d, a, b, c;  (9.7.14.5.7, "Matrix
+// Fragments for mma.m16n8k8", .tf32: one .tf32 element per .b32 register, Figure 72):
+//  A: a0..a3 in 4 registers: row = groupID for a0 and a2, groupID + 8 for a1 and a3;
+//     col = threadID_in_group for a0 and a1, threadID_in_group + 4 for a2 and a3
+//  B: b0, b1 in 2 registers: row = threadID_in_group for b0, + 4 for b1; col = groupID
+//  C/D (.f32): as for the other shapes.
+// A .tf32 operand is a .b32 register holding a tf32 value as cvt.rna.tf32.f32 leaves it:
+// f32's sign, 8-bit exponent and the top 10 mantissa bits, the low 13 bits zero. The
+// model reads the value with those 13 bits cleared (tilec always converts first, so
+// they are zero); products of two 11-bit significands are exact in f32 and accumulate
+// as for f16.
+//
+// mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16  d, a, b, c;  (9.7.14.5.8, C/D .f16:
+// "two .f16x2 registers", c0..c3 / d0..d3 at the .f32 formulas, element 2j in the low
+// half of register j). The document fixes neither the order of the additions nor the
+// precision of the partial sums; the model sums the exact products onto c in f32, in
+// the order above, and rounds d once to f16 (round to nearest even).
 enum class MmaShape : uint8_t { M16N8K16, M16N8K8, M16N8K32 };
-enum class MmaAbType : uint8_t { F16, Bf16 };
+enum class MmaAbType : uint8_t { F16, Bf16, Tf32 };
 
 struct MmaShapeInfo {
     int m, n, k, a_regs, b_regs, c_regs;
-    int per_reg;  // A/B elements per .b32 register: 2 (f16, bf16) or 4 (s8)
+    int per_reg;  // A/B elements per .b32 register: 1 (tf32), 2 (f16, bf16) or 4 (s8)
 };
-MmaShapeInfo mma_shape_info(MmaShape shape);
+MmaShapeInfo mma_shape_info(MmaShape shape, MmaAbType ab = MmaAbType::F16);
 
 // The document's fragment formulas: where element i of a lane's A / B / C (= D) fragment
-// lies in the full matrix.
+// lies in the full matrix (`ab` tells the .tf32 fragments of m16n8k8 from the others).
 struct MatCoord {
     int row = 0, col = 0;
 };
-MatCoord mma_a_coord(MmaShape shape, int lane, int i);
-MatCoord mma_b_coord(MmaShape shape, int lane, int i);
+MatCoord mma_a_coord(MmaShape shape, int lane, int i, MmaAbType ab = MmaAbType::F16);
+MatCoord mma_b_coord(MmaShape shape, int lane, int i, MmaAbType ab = MmaAbType::F16);
 MatCoord mma_c_coord(MmaShape shape, int lane, int i);
 
 struct MmaLane {
@@ -165,8 +183,17 @@ struct MmaResult {
     std::vector<MmaIssue> issues;
 };
 MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLane, 32>& lanes);
-// m16n8k32 .s32.s8.s8.s32: `c` and `d` hold s32 bits.
-MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes);
+// m16n8k32 .s32.s8.s8.s32 (.u8 for an unsigned operand): `c` and `d` hold s32 bits.
+MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes, bool a_unsigned = false,
+                              bool b_unsigned = false);
+// m16n8k16 .f16.f16.f16.f16: `c` and `d` hold two .f16x2 registers (c[0], c[1]).
+MmaResult ptx_mma_sync_f16(const std::array<MmaLane, 32>& lanes);
+
+// cvt.rna.tf32.f32 d, a ("Data Movement and Conversion Instructions: cvt": .rna is
+// "round to nearest, ties away from zero"; the .tf32 result is a .b32 register): a
+// finite f32 rounded to 10 mantissa bits, the low 13 bits of the result zero. NaN and
+// infinity pass through as f32 bits (the model is not used for them).
+uint32_t ptx_cvt_rna_tf32_f32(float a);
 
 // The element decoders the model uses (exact): f16 (IEEE binary16) and bf16 bits to f32.
 float f16_to_float(uint16_t bits);

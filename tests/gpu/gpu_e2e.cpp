@@ -173,12 +173,26 @@ std::string open_device() {
 
 // ---- element types ----------------------------------------------------------------------
 
-enum class DType { F32, F16, BF16 };
+// I8 cases (integer gemm) write I32 outputs; integers compare exactly (eps 0).
+enum class DType { F32, F16, BF16, I8, I32 };
 
-size_t dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
-const char* dtype_name(DType t) { return t == DType::F32 ? "f32" : t == DType::F16 ? "f16" : "bf16"; }
+size_t dtype_bytes(DType t) {
+    return t == DType::F32 || t == DType::I32 ? 4 : t == DType::I8 ? 1 : 2;
+}
+const char* dtype_name(DType t) {
+    switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I8: return "i8";
+    case DType::I32: return "i32";
+    }
+    return "?";
+}
 // The spacing of the dtype's numbers relative to their magnitude (one ulp at 1.0).
-double dtype_eps(DType t) { return t == DType::F32 ? 0x1p-23 : t == DType::F16 ? 0x1p-10 : 0x1p-7; }
+double dtype_eps(DType t) {
+    return t == DType::F32 ? 0x1p-23 : t == DType::F16 ? 0x1p-10 : t == DType::BF16 ? 0x1p-7 : 0.0;
+}
 
 uint32_t float_bits(float f) {
     uint32_t u;
@@ -228,6 +242,12 @@ float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 
 
 // Element i of a buffer of dtype t, as a double.
 double load(const std::vector<unsigned char>& buf, DType t, size_t i) {
+    if (t == DType::I8) return static_cast<int8_t>(buf[i]);
+    if (t == DType::I32) {
+        int32_t v;
+        std::memcpy(&v, buf.data() + 4 * i, 4);
+        return v;
+    }
     if (t == DType::F32) {
         float f;
         std::memcpy(&f, buf.data() + 4 * i, 4);
@@ -237,7 +257,17 @@ double load(const std::vector<unsigned char>& buf, DType t, size_t i) {
     std::memcpy(&h, buf.data() + 2 * i, 2);
     return t == DType::F16 ? f16_to_float(h) : bf16_to_float(h);
 }
+// Integers take v scaled to [-8, 8] and rounded (small: i32 sums stay exact).
 void store(std::vector<unsigned char>& buf, DType t, size_t i, float v) {
+    if (t == DType::I8) {
+        buf[i] = static_cast<unsigned char>(static_cast<int8_t>(std::lrint(4 * v)));
+        return;
+    }
+    if (t == DType::I32) {
+        int32_t x = static_cast<int32_t>(std::lrint(4 * v));
+        std::memcpy(buf.data() + 4 * i, &x, 4);
+        return;
+    }
     if (t == DType::F32) {
         std::memcpy(buf.data() + 4 * i, &v, 4);
         return;
@@ -345,6 +375,9 @@ const Family kLayernorm = {{{"X", Role::In, "M*N"}, {"gamma", Role::In, "N"}, {"
 // Transposed operands change the strides, not the element counts: the same buffers serve.
 const Family kGemm = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::Out, "M*N"}},
                       {"M", "K", "N"}, {}, {{1, 1, 1}, {130, 45, 67}, {200, 129, 300}, {64, 32, 128}}, kDot};
+// f16 accumulators: the GPU rounds each mma's sum to f16, the CPU each product's: both
+// carry f16 rounding of running sums of up to ~80 over K = 300 (many ulps).
+const Family kGemmAcc16 = {kGemm.tensors, kGemm.sizes, {}, kGemm.shapes, {128, 512, 1.0 / 8}};
 const Family kScanRows = {{{"X", Role::In, "M*N"}, {"Y", Role::Out, "M*N"}},
                           {"M", "N"}, {}, kRowShapes, kScan};
 const Family kGemmSplitK = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::InOut, "M*N", true}},
@@ -399,6 +432,9 @@ const std::vector<Case>& cases() {
         CASE(gemm_bf16_tt, BF16, kGemm),
         CASE(gemm_f16_m64, F16, kGemm),
         CASE(gemm_bf16_m64, BF16, kGemm),
+        CASE(gemm_f16_acc16, F16, kGemmAcc16),
+        CASE(gemm_i8, I8, kGemm),
+        CASE(gemm_i8_nt, I8, kGemm),
 #endif
 #ifdef TILE_GPU_E2E_HAS_cumsum
         CASE(cumsum_f32, F32, kScanRows),
@@ -485,7 +521,7 @@ bool run_shape(const Case& c, const std::vector<int64_t>& shape, std::mt19937_64
     std::vector<std::unique_ptr<DeviceBuffer>> device;
     for (size_t i = 0; i < n; ++i) {
         const TensorSpec& t = f.tensors[i];
-        types[i] = t.fixed_f32 ? DType::F32 : c.dtype;
+        types[i] = t.fixed_f32 ? DType::F32 : c.dtype == DType::I8 && t.role != Role::In ? DType::I32 : c.dtype;
         counts[i] = element_count(t.elements, f, shape);
         host[i].assign(static_cast<size_t>(counts[i]) * dtype_bytes(types[i]), 0xff);  // poison: NaN
         if (t.role != Role::Out)

@@ -604,3 +604,149 @@ TEST_CASE("warp mma: cp.async operand constraints from the document", "[sim][war
         CHECK(u.issues().empty());
     }
 }
+
+// Issue 11, the other dtypes. Each packs its fragments from the section's register table
+// as written in the document (not through the model's coordinate functions).
+
+TEST_CASE("warp mma: m16n8k32 .u8 operands are unsigned (PTX ISA 9.7.14.5.10, .u8)", "[sim][warp_mma]") {
+    std::mt19937 rng(8);
+    std::uniform_int_distribution<int> u8(0, 255), small(-100000, 100000);
+    std::vector<int> A(16 * 32), B(32 * 8);
+    std::vector<int32_t> C(16 * 8);
+    for (auto& v : A) v = u8(rng);
+    for (auto& v : B) v = u8(rng);
+    for (auto& v : C) v = small(rng);
+    auto r = ptx_mma_sync_s32_s8(pack_s8(A, B, C), /*a_unsigned=*/true, /*b_unsigned=*/true);
+    CHECK(r.issues.empty());
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+        for (int i = 0; i < 4; ++i) {
+            int64_t want = C[static_cast<std::size_t>(rows[i] * 8 + cols[i])];
+            for (int k = 0; k < 32; ++k)
+                want += int64_t{A[static_cast<std::size_t>(rows[i] * 32 + k)]} * B[static_cast<std::size_t>(k * 8 + cols[i])];
+            CHECK(static_cast<int32_t>(r.d[l][i]) == want);
+        }
+    }
+    // The same bytes read as .s8 give another (signed) product: the flag matters.
+    auto s = ptx_mma_sync_s32_s8(pack_s8(A, B, C));
+    CHECK(s.d != r.d);
+}
+
+namespace {
+
+// m16n8k8 .tf32 fragments as 9.7.14.5.7 (Figure 72 and the formulas under it) lists
+// them: A a0 = (g, t), a1 = (g + 8, t), a2 = (g, t + 4), a3 = (g + 8, t + 4); B b0 =
+// (t, g), b1 = (t + 4, g); C c0..c3 = (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+// `junk` is or-ed into the low 13 bits of every A and B register.
+std::array<MmaLane, 32> pack_tf32(const std::vector<float>& A, const std::vector<float>& B,
+                                  const std::vector<float>& C, uint32_t junk) {
+    std::array<MmaLane, 32> lanes{};
+    auto bits = [&](float v) { return std::bit_cast<uint32_t>(v) | junk; };
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        auto a = [&](int row, int col) { return bits(A[static_cast<std::size_t>(row * 8 + col)]); };
+        auto b = [&](int row, int col) { return bits(B[static_cast<std::size_t>(row * 8 + col)]); };
+        auto c = [&](int row, int col) { return std::bit_cast<uint32_t>(C[static_cast<std::size_t>(row * 8 + col)]); };
+        lanes[l].a = {a(g, t), a(g + 8, t), a(g, t + 4), a(g + 8, t + 4)};
+        lanes[l].b = {b(t, g), b(t + 4, g)};
+        lanes[l].c = {c(g, 2 * t), c(g, 2 * t + 1), c(g + 8, 2 * t), c(g + 8, 2 * t + 1)};
+    }
+    return lanes;
+}
+
+}  // namespace
+
+TEST_CASE("warp mma: m16n8k8 .tf32 fragments and product (PTX ISA 9.7.14.5.7, Figure 72)", "[sim][warp_mma]") {
+    // The formulas cover A (16 x 8) and B (8 x 8) once each.
+    const MmaShapeInfo info = mma_shape_info(MmaShape::M16N8K8, MmaAbType::Tf32);
+    CHECK((info.per_reg == 1 && info.a_regs == 4 && info.b_regs == 2));
+    std::set<std::pair<int, int>> a, b;
+    for (int l = 0; l < 32; ++l) {
+        for (int i = 0; i < 4; ++i) a.insert({mma_a_coord(MmaShape::M16N8K8, l, i, MmaAbType::Tf32).row,
+                                              mma_a_coord(MmaShape::M16N8K8, l, i, MmaAbType::Tf32).col});
+        for (int i = 0; i < 2; ++i) b.insert({mma_b_coord(MmaShape::M16N8K8, l, i, MmaAbType::Tf32).row,
+                                              mma_b_coord(MmaShape::M16N8K8, l, i, MmaAbType::Tf32).col});
+    }
+    CHECK((a.size() == 128 && a.begin()->first == 0 && a.rbegin()->first == 15 && a.rbegin()->second == 7));
+    CHECK((b.size() == 64 && b.rbegin()->first == 7 && b.rbegin()->second == 7));
+    // Values with few significant bits: D exact, and the low 13 bits do not count.
+    std::mt19937 rng(19);
+    std::uniform_int_distribution<int> small(-64, 64);
+    std::vector<float> A(16 * 8), B(8 * 8), C(16 * 8);
+    for (auto& v : A) v = static_cast<float>(small(rng)) / 8;
+    for (auto& v : B) v = static_cast<float>(small(rng));
+    for (auto& v : C) v = static_cast<float>(small(rng));
+    for (uint32_t junk : {0u, 0x1fffu, 0x0155u}) {
+        auto r = ptx_mma_sync_f32(MmaShape::M16N8K8, MmaAbType::Tf32, pack_tf32(A, B, C, junk));
+        CHECK(r.issues.empty());
+        for (int l = 0; l < 32; ++l) {
+            const int g = l / 4, t = l % 4;
+            const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+            for (int i = 0; i < 4; ++i) {
+                double want = C[static_cast<std::size_t>(rows[i] * 8 + cols[i])];
+                for (int k = 0; k < 8; ++k)
+                    want += double{A[static_cast<std::size_t>(rows[i] * 8 + k)]} * B[static_cast<std::size_t>(k * 8 + cols[i])];
+                CHECK(std::bit_cast<float>(r.d[l][i]) == want);
+            }
+        }
+    }
+    // .tf32 is m16n8k8 (or k4) only: not the k16 shape.
+    CHECK(ptx_mma_sync_f32(MmaShape::M16N8K16, MmaAbType::Tf32, {}).issues.at(0).problem ==
+          MmaProblem::ShapeTypeMismatch);
+}
+
+TEST_CASE("warp mma: cvt.rna.tf32.f32 rounds to nearest, ties away from zero", "[sim][warp_mma]") {
+    auto tf32 = [](float v) { return std::bit_cast<float>(ptx_cvt_rna_tf32_f32(v)); };
+    // tf32 keeps 10 mantissa bits: its ulp at 1 is 2^-10.
+    CHECK(tf32(1.0f) == 1.0f);
+    CHECK(tf32(1.0f + std::ldexp(1.0f, -11)) == 1.0f + std::ldexp(1.0f, -10));           // tie: away
+    CHECK(tf32(-(1.0f + std::ldexp(1.0f, -11))) == -(1.0f + std::ldexp(1.0f, -10)));     // tie: away
+    CHECK(tf32(1.0f + 3 * std::ldexp(1.0f, -11)) == 1.0f + std::ldexp(1.0f, -9));        // tie: away (up)
+    CHECK(tf32(1.0f + std::ldexp(1.0f, -11) - std::ldexp(1.0f, -23)) == 1.0f);           // below the tie
+    CHECK(tf32(2.0f - std::ldexp(1.0f, -23)) == 2.0f);                                    // carries into the exponent
+    for (float v : {0.1f, -3.14159f, 1e-30f, 6.5e4f}) CHECK((ptx_cvt_rna_tf32_f32(v) & 0x1fffu) == 0);
+}
+
+TEST_CASE("warp mma: m16n8k16 .f16.f16.f16.f16, C/D as two .f16x2 registers (PTX ISA 9.7.14.5.8)",
+          "[sim][warp_mma]") {
+    const FragCase s = kShapes[0];
+    REQUIRE(s.k == 16);
+    std::mt19937 rng(16);
+    std::uniform_int_distribution<int> small(-8, 8);
+    std::vector<double> A(16 * 16), B(16 * 8);
+    std::vector<float> C(16 * 8);
+    for (auto& v : A) v = small(rng);
+    for (auto& v : B) v = small(rng) / 4.0;
+    for (auto& v : C) v = static_cast<float>(small(rng));
+    auto lanes = pack(s, A, B, C, [](double v) { return tilec::scalar::f16_bits(v); });
+    // C/D .f16: "two .f16x2 registers": c0, c1 (row g) in register 0, c2, c3 (row g + 8)
+    // in register 1, the lower-numbered element in the low half.
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        auto h = [&](int row, int col) {
+            return uint32_t{tilec::scalar::f16_bits(C[static_cast<std::size_t>(row * 8 + col)])};
+        };
+        lanes[l].c = {h(g, 2 * t) | (h(g, 2 * t + 1) << 16), h(g + 8, 2 * t) | (h(g + 8, 2 * t + 1) << 16), 0, 0};
+    }
+    auto r = ptx_mma_sync_f16(lanes);
+    CHECK(r.issues.empty());
+    auto want = product64(s, A, B, C);
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        auto d = [&](int reg, int half) { return tilec::scalar::f16_value(static_cast<uint16_t>(r.d[l][reg] >> (16 * half))); };
+        CHECK(d(0, 0) == want[static_cast<std::size_t>(g * 8 + 2 * t)]);
+        CHECK(d(0, 1) == want[static_cast<std::size_t>(g * 8 + 2 * t + 1)]);
+        CHECK(d(1, 0) == want[static_cast<std::size_t>((g + 8) * 8 + 2 * t)]);
+        CHECK(d(1, 1) == want[static_cast<std::size_t>((g + 8) * 8 + 2 * t + 1)]);
+        CHECK((r.d[l][2] == 0 && r.d[l][3] == 0));
+    }
+    // D is rounded to f16: 2049 (not an f16) becomes 2048 (round to nearest even).
+    std::vector<double> A1(16 * 16, 0), B1(16 * 8, 0);
+    std::vector<float> C1(16 * 8, 0);
+    A1[0] = 1, B1[0] = 1;
+    auto one = pack(s, A1, B1, C1, [](double v) { return tilec::scalar::f16_bits(v); });
+    for (auto& l : one) l.c = {0, 0, 0, 0};
+    one[0].c[0] = tilec::scalar::f16_bits(2048.0);
+    CHECK(tilec::scalar::f16_value(static_cast<uint16_t>(ptx_mma_sync_f16(one).d[0][0] & 0xffff)) == 2048.0);
+}
