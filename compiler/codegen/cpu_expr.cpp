@@ -12,6 +12,18 @@
 
 namespace tilec::codegen {
 
+// Sets fast-math flags on v where it is still an instruction (constants fold first).
+static llvm::Value* set_fast_math(llvm::Value* v, llvm::FastMathFlags flags) {
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(v)) inst->setFastMathFlags(flags);
+    return v;
+}
+
+static llvm::FastMathFlags allow_reciprocal() {
+    llvm::FastMathFlags flags;
+    flags.setAllowReciprocal();
+    return flags;
+}
+
 using ir::BinaryOp;
 using ir::DataType;
 
@@ -209,7 +221,10 @@ llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
     case BinaryOp::Mul: return is_float ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, nsw);
     case BinaryOp::Div:
         if (!is_float) TILEC_ICE("CPU backend: float division on " + t.str());
-        return b_.CreateFDiv(a, b);
+        // arcp: a divisor that does not change in a loop becomes one reciprocal before
+        // it and a multiply per element (LLVM's LICM); softmax and the norms divide a
+        // row by its sum. Within about an ulp of the quotient (docs/language.md, s. 10).
+        return set_fast_math(b_.CreateFDiv(a, b), allow_reciprocal());
     case BinaryOp::Mod:
         if (!is_float) TILEC_ICE("CPU backend: fmod on " + t.str());
         return b_.CreateFRem(a, b);
@@ -223,8 +238,7 @@ llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
     case BinaryOp::Min:
     case BinaryOp::Max: {
         bool mn = e.op == BinaryOp::Min;
-        if (is_float)  // NaN-propagating, like the reference interpreter
-            return b_.CreateBinaryIntrinsic(mn ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a, b);
+        if (is_float) return float_min_max(mn, a, b);
         auto id = is_signed ? (mn ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
                             : (mn ? llvm::Intrinsic::umin : llvm::Intrinsic::umax);
         return b_.CreateBinaryIntrinsic(id, a, b);
@@ -288,6 +302,16 @@ llvm::Value* FunctionLowering::lower_logical(const ir::BinaryNode& e) {
 }
 
 // `c ? t : f` as a select when both sides are safe to evaluate, else as branches.
+llvm::Value* FunctionLowering::float_min_max(bool is_min, llvm::Value* a, llvm::Value* b) {
+    // NaN-propagating like the reference interpreter; nsz because ordering -0 below +0
+    // costs x86 two blends per vector and the language does not promise it.
+    llvm::FastMathFlags no_signed_zeros;
+    no_signed_zeros.setNoSignedZeros();
+    return set_fast_math(
+        b_.CreateBinaryIntrinsic(is_min ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a, b),
+        no_signed_zeros);
+}
+
 llvm::Value* FunctionLowering::lower_select(const ir::SelectNode& e) {
     llvm::Value* c = expr(e.cond);
     auto side = [&](const ir::Expr& x) { return convert(expr(x), x->type, e.type); };

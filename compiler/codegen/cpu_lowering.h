@@ -123,6 +123,9 @@ public:
     llvm::Value* from_storage(llvm::Value* v, ir::DataType t);  // memory -> register
     llvm::Value* const_value(double v, ir::DataType t);         // a literal, rounded to t
     llvm::Value* const_int(int64_t v, ir::DataType t);
+    // Float min/max as the language defines them (cpu_expr.cpp): NaN propagates, the
+    // sign of a zero result is unspecified (docs/language.md, section 10).
+    llvm::Value* float_min_max(bool is_min, llvm::Value* a, llvm::Value* b);
 
     // Element access with integer (i64) indices, one per dimension (cpu_stmt.cpp).
     llvm::Value* load_element(const ir::Buffer& b, const std::vector<llvm::Value*>& idx);

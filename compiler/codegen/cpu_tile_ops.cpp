@@ -368,15 +368,13 @@ void FunctionLowering::lower_reduce(const ir::ReduceNode& s) {
                    : (is_signed ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse()) : x);
             [[fallthrough]];
         case ir::ReduceKind::Max:
-            return b_.CreateBinaryIntrinsic(fp          ? llvm::Intrinsic::maximum
-                                            : is_signed ? llvm::Intrinsic::smax
-                                                        : llvm::Intrinsic::umax,
+        case ir::ReduceKind::Min: {
+            bool is_min = s.reduce_kind == ir::ReduceKind::Min;
+            if (fp) return float_min_max(is_min, acc, x);
+            return b_.CreateBinaryIntrinsic(is_signed ? (is_min ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
+                                                      : (is_min ? llvm::Intrinsic::umin : llvm::Intrinsic::umax),
                                             acc, x);
-        case ir::ReduceKind::Min:
-            return b_.CreateBinaryIntrinsic(fp          ? llvm::Intrinsic::minimum
-                                            : is_signed ? llvm::Intrinsic::smin
-                                                        : llvm::Intrinsic::umin,
-                                            acc, x);
+        }
         }
         return acc;
     };

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# tools/bench/cpu.sh: builds and runs tile_bench, the CPU benchmark of tilec-compiled
-# kernels (GEMM f32 and f16 at 1024^3 and 2048^3 in GFLOP/s, softmax f32 4096 x 4096 in
-# GB/s), each next to a naive C++ loop compiled here with -O3 -march=native.
+# tools/bench/cpu.sh: builds and runs tile_bench, the CPU table of issue 15 in one run:
+# softmax / rmsnorm / layernorm f32 at 4096 x 4096 in GB/s next to memcpy of the same
+# bytes; GEMM f32 and f16 at 1024^3 and 2048^3 in GFLOP/s next to OpenBLAS's sgemm
+# (dlopen'ed when libopenblas.so.0 is installed, e.g. Debian's libopenblas0-pthread;
+# column skipped otherwise) and as a share of the measured FMA peak. See bench.cpp.
 #
 #   tools/bench/cpu.sh [BUILD_DIR] [tile_bench options: --quick --reps N --threads T]
 #
@@ -27,11 +29,13 @@ out="$build/bench"
 mkdir -p "$out"
 # The same kernels the stdlib exports, compiled by this tilec, plus bench.tile's f32 GEMM.
 "$tilec" "$root/stdlib/kernels/gemm.tile" -o "$out/gemm.o"
-"$tilec" "$root/stdlib/kernels/softmax.tile" -o "$out/softmax.o"
+for k in softmax rmsnorm layernorm; do
+  "$tilec" "$root/stdlib/kernels/$k.tile" -o "$out/$k.o"
+done
 "$tilec" "$root/tools/bench/bench.tile" -o "$out/bench.o"
 "${CXX:-c++}" -std=c++17 -O3 -march=native -Wall -Wextra -I"$out" -I"$root/runtime/include" \
-  "$root/tools/bench/bench.cpp" "$out/gemm.o" "$out/softmax.o" "$out/bench.o" "$runtime" \
-  -lpthread -o "$out/tile_bench"
+  "$root/tools/bench/bench.cpp" "$out/gemm.o" "$out/softmax.o" "$out/rmsnorm.o" "$out/layernorm.o" "$out/bench.o" "$runtime" \
+  -lpthread -ldl -o "$out/tile_bench"
 
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//') ($(nproc) threads available)"
 exec "$out/tile_bench" "$@"
