@@ -438,7 +438,8 @@ private:
             if (n < 8 || n > 256 || n % 8 != 0) return error(op->loc, name + " with n = " + std::to_string(n));
             if (!counts(9, size_t(n / 2), size_t(n / 2 + 2))) return;
             DataType ab = op->src[0]->type;
-            if (!is16(ab) || op->src[1]->type != ab || scope_of(op->src[0]) != Scope::Shared ||
+            bool is16 = (ab.kind == TypeKind::Float && ab.bits == 16) || ab.kind == TypeKind::BFloat;
+            if (!is16 || op->src[1]->type != ab || scope_of(op->src[0]) != Scope::Shared ||
                 scope_of(op->src[1]) != Scope::Shared)
                 error(op->loc, name + ": A and B are elements of 16-bit shared buffers of one type");
             for (size_t i = 0; i < size_t(n / 2); ++i) {
