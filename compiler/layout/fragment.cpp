@@ -101,29 +101,36 @@ Fragment Fragment::broadcast(std::vector<int64_t> shape, int64_t threads) {
 
 // In the three mma fragments below, lane = 4 * groupID + threadID_in_group and the
 // ISA's register number i inside one atom are spelled as digits of the row / column.
-std::optional<Fragment> Fragment::mma_m16n8k16_c(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
+namespace {
+
+// The m16n8 C atoms over a warps_m x warps_n grid; `interleave` puts the warp-row digit
+// below the atom-row digit (warp rows interleaved, as a warpgroup's wgmma holds them).
+std::optional<DigitMap> mma_c_digits(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n, bool interleave) {
     if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0) return std::nullopt;
     int64_t am = m / warps_m / 16, an = n / warps_n / 8;
     DigitMap d;
     d.shape = {m, n};
     d.num_outputs = 2;
     // row = groupID + 8 * (i >> 1); col = threadID_in_group * 2 + (i & 1)
-    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, {am, kReg, 4 * an}, {warps_m, kThread, kWarp * warps_n}},
+    Digit atoms{am, kReg, 4 * an}, warps{warps_m, kThread, kWarp * warps_n};
+    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, interleave ? warps : atoms, interleave ? atoms : warps},
               {{2, kReg, 1}, {4, kThread, 1}, {an, kReg, 4}, {warps_n, kThread, kWarp}}};
     for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
-    return from_digits("mma_m16n8k16_c", d, kWarp * warps_m * warps_n);
+    return d;
+}
+
+}  // namespace
+
+std::optional<Fragment> Fragment::mma_m16n8k16_c(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
+    auto d = mma_c_digits(m, n, warps_m, warps_n, false);
+    if (!d) return std::nullopt;
+    return from_digits("mma_m16n8k16_c", *d, kWarp * warps_m * warps_n);
 }
 
 std::optional<Fragment> Fragment::mma_m16n8k16_c_interleaved(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
-    if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0) return std::nullopt;
-    int64_t am = m / warps_m / 16, an = n / warps_n / 8;
-    DigitMap d;
-    d.shape = {m, n};
-    d.num_outputs = 2;
-    d.dims = {{{8, kThread, 4}, {2, kReg, 2}, {warps_m, kThread, kWarp * warps_n}, {am, kReg, 4 * an}},
-              {{2, kReg, 1}, {4, kThread, 1}, {an, kReg, 4}, {warps_n, kThread, kWarp}}};
-    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
-    return from_digits("mma_m16n8k16_c_interleaved", d, kWarp * warps_m * warps_n);
+    auto d = mma_c_digits(m, n, warps_m, warps_n, true);
+    if (!d) return std::nullopt;
+    return from_digits("mma_m16n8k16_c_interleaved", *d, kWarp * warps_m * warps_n);
 }
 
 std::optional<Fragment> Fragment::wgmma_m64nNk16_d(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n) {
