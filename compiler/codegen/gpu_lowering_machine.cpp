@@ -127,6 +127,12 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         return;
     case ir::MachineOp::WgmmaCommit: tied_registers_asm("wgmma.commit_group.sync.aligned;", m); return;
     case ir::MachineOp::FenceProxyAsync: tied_registers_asm("fence.proxy.async.shared::cta;", m); return;
+    // Simulated only until the TMA lowering and its host-side tensor maps land (issue 12).
+    case ir::MachineOp::MbarrierInit:
+    case ir::MachineOp::MbarrierArrive:
+    case ir::MachineOp::MbarrierWait:
+    case ir::MachineOp::TmaLoad:
+        TILEC_ICE(std::string("machine ") + ir::machine_op_name(m.op) + " has no NVPTX emission yet");
     case ir::MachineOp::CpAsyncWait:
         b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(m.imm.at(0)))});
         return;

@@ -622,6 +622,10 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::WgmmaCommit: return "wgmma_commit";
     case MachineOp::WgmmaWait: return "wgmma_wait";
     case MachineOp::FenceProxyAsync: return "fence_proxy_async";
+    case MachineOp::MbarrierInit: return "mbarrier_init";
+    case MachineOp::MbarrierArrive: return "mbarrier_arrive";
+    case MachineOp::MbarrierWait: return "mbarrier_wait";
+    case MachineOp::TmaLoad: return "tma_load";
     }
     return "?";
 }

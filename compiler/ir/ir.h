@@ -602,6 +602,23 @@ struct FullWriteNode : StmtNode {
 //             accumulators it makes readable (so that nothing moves their reads above it).
 //   FenceProxyAsync  fence.proxy.async.shared::cta: the thread's shared-memory writes
 //             become visible to the async proxy that wgmma reads through.
+// sm_90 mbarriers and TMA (issue 12; simulated, not yet lowered or emitted): `bar` is an
+// element of a shared u64 buffer, the mbarrier object.
+//   MbarrierInit     mbarrier.init.shared::cta.b64 [bar], count; imm {count}; dst {bar}.
+//   MbarrierArrive   mbarrier.arrive{.expect_tx}.shared::cta.b64 _, [bar]{, tx}; imm
+//             {tx}: 0 a plain arrive-on, else expect-tx of tx bytes then the arrive-on;
+//             dst {bar}.
+//   MbarrierWait     a mbarrier.try_wait.parity.shared::cta.b64 loop; src {bar, parity}:
+//             returns once the phase of that parity (the current or the preceding one)
+//             has completed.
+//   TmaLoad   cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::
+//             complete_tx::bytes; imm {swizzle, box_0 .. box_{r-1}}: the tensor map's
+//             swizzle (0 none, 1 32B, 2 64B, 3 128B: CUtensorMapSwizzle) and box, box_0
+//             the innermost (the tensor's last dimension); dst {s[..]}: the shared element
+//             where the box starts; src {G[..], bar}: the global tensor (row-major, its
+//             tensor map) at the box's first element (coordinates may lie outside: those
+//             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
+//             complete. The bytes land when a wait on the barrier sees the phase complete.
 enum class MachineOp : uint8_t {
     Ldmatrix,
     Mma,
@@ -612,10 +629,15 @@ enum class MachineOp : uint8_t {
     WgmmaFence,
     WgmmaCommit,
     WgmmaWait,
-    FenceProxyAsync
+    FenceProxyAsync,
+    MbarrierInit,
+    MbarrierArrive,
+    MbarrierWait,
+    TmaLoad
 };
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
-// "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async"
+// "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
+// "mbarrier_arrive", "mbarrier_wait", "tma_load"
 const char* machine_op_name(MachineOp op);
 // Whether mma.sync m16n8k{k} with A/B elements of `ab` and C/D elements of `cd` is a
 // form MachineOp::Mma takes (see above).

@@ -382,6 +382,7 @@ private:
             return false;
         };
         auto scope_of = [](const Expr& e) { return expr_as<LoadNode>(e) ? expr_as<LoadNode>(e)->buffer->scope : Scope::Register; };
+        auto is_mbarrier = [&](const Expr& e) { return scope_of(e) == Scope::Shared && e->type == DataType::u64(); };
         switch (op->op) {
         case MachineOp::Ldmatrix: {
             if (op->imm.size() != 2) return (void)counts(2, 0, 1);
@@ -460,6 +461,35 @@ private:
             return;
         case MachineOp::WgmmaCommit:
         case MachineOp::FenceProxyAsync: counts(0, 0, 0); return;
+        case MachineOp::MbarrierInit:
+        case MachineOp::MbarrierArrive: {
+            if (!counts(1, 1, 0)) return;
+            if (!is_mbarrier(op->dst[0])) error(op->loc, name + " names an element of a shared u64 buffer");
+            if (op->op == MachineOp::MbarrierInit && (op->imm[0] < 1 || op->imm[0] >= (int64_t{1} << 20)))
+                error(op->loc, name + " count outside 1 .. 2^20 - 1");
+            if (op->op == MachineOp::MbarrierArrive && (op->imm[0] < 0 || op->imm[0] >= (int64_t{1} << 20)))
+                error(op->loc, name + " of a transaction count outside 0 .. 2^20 - 1");
+            return;
+        }
+        case MachineOp::MbarrierWait:
+            if (!counts(0, 0, 2)) return;
+            if (!is_mbarrier(op->src[0])) error(op->loc, name + " names an element of a shared u64 buffer");
+            if (!op->src[1]->type.is_integer()) error(op->loc, name + ": the phase parity is an integer");
+            return;
+        case MachineOp::TmaLoad: {
+            auto g = op->src.empty() ? nullptr : expr_as<LoadNode>(op->src[0]);
+            size_t rank = g ? g->indices.size() : 0;
+            if (!counts(rank + 1, 1, 2)) return;
+            if (scope_of(op->dst[0]) != Scope::Shared || g->buffer->scope != Scope::Global || !g->buffer->strides.empty())
+                error(op->loc, name + " copies a row-major global tensor to shared memory");
+            if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
+            if (rank < 1 || rank > 5) error(op->loc, name + " of a rank-" + std::to_string(rank) + " tensor (1..5)");
+            if (op->imm[0] < 0 || op->imm[0] > 3) error(op->loc, name + " swizzle mode " + std::to_string(op->imm[0]));
+            for (size_t i = 1; i < op->imm.size(); ++i)
+                if (op->imm[i] < 1 || op->imm[i] > 256) error(op->loc, name + " box dimension outside 1..256");
+            if (!is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
+            return;
+        }
         }
     }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "ir/ir.h"
 #include "scalar/scalar.h"
 #include "sim/sim.h"
+#include "sim/mbarrier_tma.h"
 #include "sim/warp_mma.h"
 
 namespace tilec::sim::detail {
@@ -78,6 +80,9 @@ struct SharedArena {
     // Per byte: how many issued wgmma read it and are not yet complete (no wgmma_wait of
     // their warpgroup has covered their group).
     std::vector<int32_t> wgmma_reading;
+    // Per byte: how many issued TMA box copies to it have not landed yet (their mbarrier
+    // phase has not been seen complete by a wait).
+    std::vector<int32_t> tma_pending;
     void ensure(int64_t n);
     // A new block: nothing written, no accesses; the bytes read as NaN until written.
     void reset();
@@ -210,6 +215,24 @@ private:
     void exec_mma(const ir::MachineOpNode* op, const Active& act);
     void exec_cp_async(const ir::MachineOpNode* op, const Active& act);
     void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
+    void exec_mbarrier(const ir::MachineOpNode* op, const Active& act);
+    void exec_tma_load(const ir::MachineOpNode* op, const Active& act);
+    // The mbarrier objects of the block, by shared byte address (mbarrier_tma.h's model),
+    // and the TMA box copies in flight: their bytes, read from global memory at the issue,
+    // land when a wait on their barrier finds the transaction pending (the hardware may
+    // land them any time before the phase completes; the model does it as late as a
+    // waiting thread can tell).
+    struct TmaInFlight {
+        uint32_t bar = 0;
+        uint32_t tx = 0;
+        std::vector<std::pair<uint32_t, uint8_t>> bytes;  // shared address, value
+    };
+    std::map<uint32_t, isa::Mbarrier> mbarriers_;
+    std::vector<TmaInFlight> tma_in_flight_;
+    // The mbarrier object `bar` (a Load of a shared u64 element) names for thread t: its
+    // address, or nullopt (reported) outside shared memory.
+    std::optional<uint32_t> mbarrier_address(const ir::Expr& bar, int t, SourceLoc loc);
+    void land_tma(uint32_t bar);
     // Each thread's cp.async state (the PTX ISA model) and, per destination address of a
     // copy in flight, what the shadow needs when it lands.
     struct AsyncCopy {

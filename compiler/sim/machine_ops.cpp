@@ -61,6 +61,10 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
         return;
     case MachineOp::WgmmaFence:
     case MachineOp::FenceProxyAsync: return;
+    case MachineOp::MbarrierInit:
+    case MachineOp::MbarrierArrive:
+    case MachineOp::MbarrierWait: exec_mbarrier(op, act); return;
+    case MachineOp::TmaLoad: exec_tma_load(op, act); return;
     case MachineOp::CpAsyncCommit:
         for (int32_t t : act) async_thread(t).commit_group();
         return;

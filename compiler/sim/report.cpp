@@ -23,6 +23,8 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::MatrixAddress: return "ldmatrix address";
     case IssueKind::AsyncCopy: return "async copy";
     case IssueKind::AsyncRead: return "async read";
+    case IssueKind::Mbarrier: return "mbarrier";
+    case IssueKind::Tma: return "tma";
     }
     return "?";
 }

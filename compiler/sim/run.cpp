@@ -152,6 +152,8 @@ void Executor::run(interp::RunArgs& args) {
         arena_.reset();
         async_.clear();
         async_copies_.assign(static_cast<size_t>(threads_), {});
+        mbarriers_.clear();
+        tma_in_flight_.clear();
         async_seen_.assign(static_cast<size_t>(threads_), 0);
         wgmma_groups_.assign(static_cast<size_t>((threads_ + 127) / 128), {});
         instances_.assign(1, Instance{nullptr, 0, 1});

@@ -45,6 +45,16 @@ void Executor::check_pending(const Storage& s, int64_t off, int t, SourceLoc loc
             });
             return;
         }
+    for (int b = 0; b < s.elem_bytes; ++b)
+        if (arena_.tma_pending[static_cast<size_t>(first + b)] > 0) {
+            issue(IssueKind::AsyncCopy, loc, t, [&] {
+                return std::string(write ? "write of '" : "read of '") + s.name() + "' element " +
+                       std::to_string(off) +
+                       " while a TMA copy into it is in flight (no mbarrier wait saw the phase its bytes "
+                       "complete before this access)";
+            });
+            return;
+        }
     if (!write) return;
     for (int b = 0; b < s.elem_bytes; ++b)
         if (arena_.wgmma_reading[static_cast<size_t>(first + b)] > 0) {

@@ -130,6 +130,8 @@ enum class IssueKind : uint8_t {
     MatrixAddress,   // an ldmatrix row address misaligned or outside shared memory
     AsyncCopy,       // cp.async: a read or write of its destination before the wait that completes it, a bad size
     AsyncRead,       // wgmma: a write of shared bytes it reads before the wgmma.wait_group that completes it
+    Mbarrier,        // an mbarrier used outside its rules, or a wait on a phase nothing can complete (a hang)
+    Tma,             // a TMA copy the tensor map or destination rules refuse
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 

@@ -109,6 +109,7 @@ void SharedArena::ensure(int64_t n) {
     shadow.resize(static_cast<size_t>(n));
     pending.resize(static_cast<size_t>(n), 0);
     wgmma_reading.resize(static_cast<size_t>(n), 0);
+    tma_pending.resize(static_cast<size_t>(n), 0);
 }
 
 void SharedArena::reset() {
@@ -116,6 +117,7 @@ void SharedArena::reset() {
     std::fill(shadow.begin(), shadow.end(), ByteShadow{});
     std::fill(pending.begin(), pending.end(), 0);
     std::fill(wgmma_reading.begin(), wgmma_reading.end(), 0);
+    std::fill(tma_pending.begin(), tma_pending.end(), 0);
 }
 
 void Storage::allocate_own(int64_t n) {

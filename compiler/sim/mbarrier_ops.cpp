@@ -1,0 +1,163 @@
+// mbarrier and TMA instructions (ir.h: MbarrierInit / Arrive / Wait, TmaLoad) run through
+// the document models of mbarrier_tma.h. A TMA reads global memory at its issue and
+// writes the shadow as its issuing thread (so an access by another thread in the same
+// barrier epoch, before the copy, is a race: the refill of a stage others still read);
+// its bytes stay in flight (any access is reported) until a wait on its mbarrier lands
+// them, and the wait is what orders them for the waiting threads (no barrier needed).
+// A wait whose phase cannot complete (arrivals missing, bytes never expected) would hang
+// on the GPU: it is reported, and the threads go on.
+#include <cstring>
+
+#include "sim/executor.h"
+
+namespace tilec::sim::detail {
+
+using namespace ir;
+
+std::optional<uint32_t> Executor::mbarrier_address(const Expr& bar, int t, SourceLoc loc) {
+    auto* l = static_cast<const LoadNode*>(bar.get());
+    Storage& s = storage(l->buffer, loc);
+    if (s.scope != Scope::Shared || !s.arena || s.elem_bytes != 8)
+        fatal(loc, "an mbarrier in '" + s.name() + "', which is not a shared buffer of 64-bit elements");
+    int64_t off = offset_of(s, l->indices, loc, t, false);
+    if (off < 0) return std::nullopt;
+    return static_cast<uint32_t>(s.base + off * 8);
+}
+
+void Executor::land_tma(uint32_t bar) {
+    isa::Mbarrier& m = mbarriers_[bar];
+    for (auto it = tma_in_flight_.begin(); it != tma_in_flight_.end();) {
+        if (it->bar != bar) {
+            ++it;
+            continue;
+        }
+        for (auto [addr, value] : it->bytes) {
+            arena_.bytes[addr] = value;
+            --arena_.tma_pending[addr];
+            // Ordered for the waiting threads by the barrier, not by a bar.sync epoch.
+            arena_.shadow[addr].w_epoch = 0;
+        }
+        m.complete_tx(it->tx);
+        it = tma_in_flight_.erase(it);
+    }
+}
+
+void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    begin_statement();
+    const Expr& bar = op->op == MachineOp::MbarrierWait ? op->src.at(0) : op->dst.at(0);
+    for (const auto& i : static_cast<const LoadNode*>(bar.get())->indices) prepare(i, act);
+    if (op->op == MachineOp::MbarrierWait) prepare(op->src.at(1), act);
+    auto report = [&](int t, isa::MbarrierProblem p) {
+        if (p != isa::MbarrierProblem::None)
+            issue(IssueKind::Mbarrier, loc, t, [&] { return std::string(machine_op_name(op->op)) + ": " + isa::mbarrier_problem_text(p); });
+    };
+    for (int32_t t : act) {
+        auto addr = mbarrier_address(bar, t, loc);
+        if (!addr) continue;
+        isa::Mbarrier& m = mbarriers_[*addr];
+        switch (op->op) {
+        case MachineOp::MbarrierInit: {
+            // Bytes still in flight on the object would complete a phase of the new one.
+            bool busy = false;
+            for (const auto& f : tma_in_flight_) busy |= f.bar == *addr;
+            if (busy)
+                issue(IssueKind::Mbarrier, loc, t, [&] { return std::string("mbarrier_init of an object with TMA bytes in flight"); });
+            report(t, m.init(op->imm.at(0)));
+            break;
+        }
+        case MachineOp::MbarrierArrive:
+            report(t, op->imm.at(0) > 0 ? m.arrive_expect_tx(op->imm.at(0)) : m.arrive());
+            break;
+        case MachineOp::MbarrierWait: {
+            uint32_t parity = static_cast<uint32_t>(eval_int(op->src.at(1), t) & 1);
+            if (!m.initialised) {
+                report(t, isa::MbarrierProblem::NotInitialised);
+                break;
+            }
+            if (m.test_wait_parity(parity)) break;
+            land_tma(*addr);
+            if (!m.test_wait_parity(parity))
+                issue(IssueKind::Mbarrier, loc, t, [&] {
+                    return "mbarrier_wait on phase parity " + std::to_string(parity) +
+                           " that nothing can complete (" + std::to_string(m.pending) +
+                           " arrivals missing, tx-count " + std::to_string(m.tx) + "): the thread would hang";
+                });
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    auto* dl = static_cast<const LoadNode*>(op->dst.at(0).get());
+    auto* gl = static_cast<const LoadNode*>(op->src.at(0).get());
+    Storage& d = storage(dl->buffer, loc);
+    Storage& g = storage(gl->buffer, loc);
+    if (d.scope != Scope::Shared || !d.arena || g.scope != Scope::Global || d.dtype != g.dtype)
+        fatal(loc, "tma_load from '" + g.name() + "' into '" + d.name() + "': global to shared of one type only");
+    begin_statement();
+    for (const auto& i : dl->indices) prepare(i, act);
+    for (const auto& i : gl->indices) prepare(i, act);
+    for (const auto& i : static_cast<const LoadNode*>(op->src.at(1).get())->indices) prepare(i, act);
+    const int eb = d.elem_bytes;
+    const int rank = static_cast<int>(gl->indices.size());
+    for (int32_t t : act) {
+        int64_t doff = offset_of(d, dl->indices, loc, t, true);
+        auto bar = mbarrier_address(op->src.at(1), t, loc);
+        if (doff < 0 || !bar) continue;
+        // The tensor map of the row-major tensor: dimension 0 is its last.
+        isa::TensorMapDesc map;
+        map.elem_bytes = eb;
+        map.rank = rank;
+        map.global_address = 0;  // the tensor's own byte 0 (the entry point checks the pointer's alignment)
+        std::vector<int32_t> coords(static_cast<size_t>(rank));
+        uint64_t stride = static_cast<uint64_t>(eb);
+        for (int i = 0; i < rank; ++i) {
+            size_t dim = static_cast<size_t>(rank - 1 - i);
+            map.dims[i] = static_cast<uint64_t>(g.shape.at(dim));
+            if (i > 0) map.strides[i - 1] = stride;
+            stride *= map.dims[i];
+            map.box[i] = static_cast<uint32_t>(op->imm.at(static_cast<size_t>(1 + i)));
+            coords[static_cast<size_t>(i)] = static_cast<int32_t>(eval_int(gl->indices[dim], t));
+        }
+        map.swizzle = static_cast<isa::TmaSwizzle>(op->imm.at(0));
+        isa::TmaBoxCopy copy = isa::tma_load_tile(map, coords, static_cast<uint32_t>(d.base + doff * eb));
+        if (!copy.problem.empty()) {
+            issue(IssueKind::Tma, loc, t, [&] { return "tma_load of '" + g.name() + "' refused: " + copy.problem; });
+            continue;
+        }
+        TmaInFlight f;
+        f.bar = *bar;
+        f.tx = copy.tx_bytes;
+        f.bytes.reserve(copy.writes.size() * static_cast<size_t>(eb));
+        for (const auto& w : copy.writes) {
+            if (w.smem_addr + static_cast<uint32_t>(eb) > static_cast<uint32_t>(d.base + d.size * eb) ||
+                w.smem_addr < static_cast<uint32_t>(d.base)) {
+                issue(IssueKind::Tma, loc, t, [&] {
+                    return "tma_load box of '" + g.name() + "' writes past the end of '" + d.name() + "'";
+                });
+                f.bytes.clear();
+                break;
+            }
+            uint8_t v[8] = {};
+            if (!w.fill) {
+                int64_t goff = static_cast<int64_t>(w.global_addr) / eb;
+                encode(v, g.get(goff), g.dtype);
+                accesses_.push_back({gl, loc, false, false, t, g.base + goff * eb, eb});
+            }
+            int64_t elem = (static_cast<int64_t>(w.smem_addr) - d.base) / eb;
+            shared_write(d, elem, t, loc, op);
+            for (int b = 0; b < eb; ++b) {
+                f.bytes.emplace_back(w.smem_addr + static_cast<uint32_t>(b), v[b]);
+                ++arena_.tma_pending[w.smem_addr + static_cast<uint32_t>(b)];
+            }
+        }
+        if (!f.bytes.empty()) tma_in_flight_.push_back(std::move(f));
+    }
+    flush();
+}
+
+}  // namespace tilec::sim::detail
