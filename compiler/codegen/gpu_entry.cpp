@@ -117,8 +117,82 @@ llvm::GlobalVariable* emit_module_global(ModuleState& ms, const GpuEmbedding& gp
     return module;
 }
 
+// NAME_cuda's launch of a kernel with TMA tensor maps: a tile_tma_map per map, filled from
+// the arguments (the tensor's pointer, its dimensions innermost first, the byte strides
+// of the outer dimensions) and the map's box and swizzle, then tile_cuda_launch_tma with
+// the images whose kernel takes them.
+void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& f, const GpuKernel& kernel,
+                     const std::vector<GpuImage>& images, llvm::GlobalVariable* module_global, llvm::Function* fn,
+                     llvm::Value* args, size_t num_args, llvm::Value* grid_arr, llvm::Value* block_arr) {
+    auto& ctx = ms.ctx;
+    llvm::IRBuilderBase& b = fl.builder();
+    auto* ptr = llvm::PointerType::get(ctx, 0);
+    auto* i32 = llvm::Type::getInt32Ty(ctx);
+    auto* i64 = llvm::Type::getInt64Ty(ctx);
+    auto* intptr = ms.module.getDataLayout().getIntPtrType(ctx);
+    // tile/runtime.h's tile_tma_map.
+    auto* map_type = llvm::StructType::get(ctx, {ptr, llvm::ArrayType::get(i64, 5), llvm::ArrayType::get(i64, 4), i32,
+                                                 i32, i32, llvm::ArrayType::get(i32, 5)});
+    const size_t n_maps = kernel.tma_maps.size();
+    auto* maps_type = llvm::ArrayType::get(map_type, n_maps);
+    llvm::Value* maps;
+    {
+        llvm::IRBuilder<> eb(&fn->getEntryBlock(), fn->getEntryBlock().getFirstInsertionPt());
+        maps = eb.CreateAlloca(maps_type, nullptr, "tma_maps");
+    }
+    b.CreateStore(llvm::Constant::getNullValue(maps_type), maps);
+    for (size_t k = 0; k < n_maps; ++k) {
+        const ir::TmaMapUse& use = kernel.tma_maps[k];
+        const ir::Buffer& t = f.params.at(use.param).buffer;
+        const size_t rank = t->shape.size();
+        const int64_t eb = (t->dtype.bits + 7) / 8;
+        llvm::Value* m = b.CreateConstInBoundsGEP2_32(maps_type, maps, 0, static_cast<unsigned>(k));
+        b.CreateStore(fn->getArg(static_cast<unsigned>(use.param + 1)), b.CreateStructGEP(map_type, m, 0));
+        llvm::Value* packed = b.getInt64(1);
+        for (size_t i = 0; i < rank; ++i) {
+            size_t dim = rank - 1 - i;
+            llvm::Value* extent = fl.expr(t->shape[dim]);
+            b.CreateStore(extent, b.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(i64, 5), b.CreateStructGEP(map_type, m, 1), 0,
+                                                               static_cast<unsigned>(i)));
+            if (i > 0) {
+                llvm::Value* stride = t->strides.empty() ? packed : fl.expr(t->strides[dim]);
+                b.CreateStore(b.CreateMul(stride, b.getInt64(static_cast<uint64_t>(eb))),
+                              b.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(i64, 4), b.CreateStructGEP(map_type, m, 2),
+                                                           0, static_cast<unsigned>(i - 1)));
+            }
+            packed = b.CreateMul(packed, extent);
+            b.CreateStore(b.getInt32(static_cast<uint32_t>(use.imm.at(1 + i))),
+                          b.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(i32, 5), b.CreateStructGEP(map_type, m, 6), 0,
+                                                       static_cast<unsigned>(i)));
+        }
+        b.CreateStore(b.getInt32(static_cast<uint32_t>(eb)), b.CreateStructGEP(map_type, m, 3));
+        b.CreateStore(b.getInt32(static_cast<uint32_t>(rank)), b.CreateStructGEP(map_type, m, 4));
+        b.CreateStore(b.getInt32(static_cast<uint32_t>(use.imm.at(0))), b.CreateStructGEP(map_type, m, 5));
+    }
+    // Which images' kernels take the maps: cubins by arch, the PTX by its virtual arch.
+    uint64_t mask = 0;
+    for (size_t i = 0; i < images.size() && i < 64; ++i) {
+        for (const auto& arch : kernel.tma_archs) {
+            const target::GpuTarget* t = target::find_gpu_target(arch);
+            bool match = images[i].kind == GpuImageKind::Ptx ? t && images[i].arch == t->ptx_arch : images[i].arch == arch;
+            if (match) mask |= uint64_t{1} << i;
+        }
+    }
+    // tile_status tile_cuda_launch_tma(module, kernel, stream, grid, block, dynamic_smem,
+    //     args, num_args, maps, num_maps, tma_images)
+    auto* lty = llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr, intptr, ptr, i32, ptr, i32, i64}, false);
+    auto launcher = ms.module.getOrInsertFunction("tile_cuda_launch_tma", lty);
+    llvm::Value* status = b.CreateCall(
+        launcher, {module_global, ms.c_string(kernel.symbol), fn->getArg(0), grid_arr, block_arr,
+                   llvm::ConstantInt::get(intptr, kernel.cuda_dynamic_smem), args,
+                   b.getInt32(static_cast<uint32_t>(num_args)), maps, b.getInt32(static_cast<uint32_t>(n_maps)),
+                   b.getInt64(mask)},
+        "status");
+    b.CreateRet(status);
+}
+
 void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel, GpuApi api,
-                llvm::GlobalVariable* module_global) {
+                llvm::GlobalVariable* module_global, const std::vector<GpuImage>& images) {
     auto& ctx = ms.ctx;
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i32 = llvm::Type::getInt32Ty(ctx);
@@ -164,6 +238,10 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
         b.CreateStore(b.getInt32(d == 0 ? static_cast<uint32_t>(kernel.threads) : 1),
                       b.CreateConstInBoundsGEP2_32(dims_type, block_arr, 0, d));
     }
+    if (api == GpuApi::Cuda && !kernel.tma_maps.empty()) {
+        emit_tma_launch(ms, fl, f, kernel, images, module_global, fn, args, n, grid_arr, block_arr);
+        return;
+    }
     // tile_status tile_cuda_launch(tile_gpu_module*, const char* kernel, void* stream,
     //     const uint32_t grid[3], const uint32_t block[3], size_t dynamic_smem, void** args)
     auto* lty = llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr, intptr, ptr}, false);
@@ -190,8 +268,8 @@ void emit_gpu_embedding(ModuleState& ms, const ir::Module& module, const GpuEmbe
         if (it == funcs.end()) TILEC_ICE("GPU entry point for an unknown export " + k.export_name);
         if (k.threads <= 0 || k.threads > 1024)
             TILEC_ICE("GPU kernel " + k.symbol + " has " + std::to_string(k.threads) + " threads per block");
-        if (k.cuda) emit_entry(ms, *it->second, k, GpuApi::Cuda, module_global);
-        if (k.hip) emit_entry(ms, *it->second, k, GpuApi::Hip, module_global);
+        if (k.cuda) emit_entry(ms, *it->second, k, GpuApi::Cuda, module_global, gpu.images);
+        if (k.hip) emit_entry(ms, *it->second, k, GpuApi::Hip, module_global, gpu.images);
     }
 }
 

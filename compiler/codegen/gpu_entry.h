@@ -22,6 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "ir/tma_maps.h"
+#include <vector>
+
 #include "ir/ir.h"
 
 namespace tilec::codegen {
@@ -50,6 +53,11 @@ struct GpuKernel {
     int64_t hip_dynamic_smem = 0;
     bool cuda = false;         // emit NAME_cuda
     bool hip = false;          // emit NAME_hip
+    // The tensor maps of its TMA copies (ir/tma_maps.h), the same in every image whose
+    // kernel takes them, and those images' archs ("sm_90a"): NAME_cuda then encodes them
+    // (tile_cuda_launch_tma) for those images only.
+    std::vector<ir::TmaMapUse> tma_maps;
+    std::vector<std::string> tma_archs;
 };
 
 struct GpuEmbedding {

@@ -49,6 +49,11 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
         else
             params.push_back(scalar_arg_type(ctx, p.var->type));
     }
+    // The tensor maps of the tma_load instructions: 128-byte, 64-byte-aligned
+    // __grid_constant__ parameters after the function's own (the entry point appends them).
+    std::vector<ir::TmaMapUse> maps = ir::tma_map_uses(f);
+    auto* map_type = llvm::ArrayType::get(llvm::Type::getInt8Ty(ctx), 128);
+    for (size_t k = 0; k < maps.size(); ++k) params.push_back(llvm::PointerType::get(ctx, 0));
     auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
     auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, f.name, m);
     fn->setCallingConv(cc);
@@ -77,6 +82,19 @@ llvm::Function* emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target
         else if (GpuLowering::is_narrow(t))
             v = low.round_narrow(arg, t);
         low.bind(p.var, v);
+    }
+    if (!maps.empty()) {
+        std::vector<llvm::Value*> addrs;
+        for (size_t k = 0; k < maps.size(); ++k) {
+            unsigned i = static_cast<unsigned>(f.params.size() + k);
+            fn->getArg(i)->setName("tensor_map" + std::to_string(k));
+            fn->addParamAttr(i, llvm::Attribute::getWithByValType(ctx, map_type));
+            fn->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+            // With the grid_constant annotation the address is the parameter's own
+            // (cvta.param), which is where the TMA unit reads the map.
+            addrs.push_back(b.CreatePtrToInt(fn->getArg(i), b.getInt64Ty()));
+        }
+        low.bind_tensor_maps(f, maps, addrs);
     }
     if (f.shared_bytes) low.set_shared_arena(*f.shared_bytes, f.dynamic_shared_bytes() > 0);
     for (size_t i = 0; i < f.params.size(); ++i)

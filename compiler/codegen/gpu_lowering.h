@@ -31,6 +31,7 @@
 
 #include "codegen/cpu_lowering.h"  // const_extent
 #include "ir/ir.h"
+#include "ir/tma_maps.h"
 #include "support/diagnostics.h"
 #include "target/target.h"
 
@@ -90,6 +91,13 @@ public:
     // (block rasterization); set before the body is lowered.
     void set_block_index(int dim, llvm::Value* v) { sregs_[dim] = v; }
     void bind_tensor(const ir::Buffer& buf, llvm::Value* base);
+    // The tensor maps of `f`'s tma_load instructions (ir/tma_maps.h) and the generic
+    // address of each (its __grid_constant__ parameter).
+    void bind_tensor_maps(const ir::PrimFunc& f, std::vector<ir::TmaMapUse> maps, std::vector<llvm::Value*> addrs) {
+        tma_func_ = &f;
+        tma_maps_ = std::move(maps);
+        tma_addrs_ = std::move(addrs);
+    }
 
     // ---- types ---------------------------------------------------------------------
     llvm::Type* reg_type(DataType t);
@@ -150,11 +158,17 @@ public:
     void wgmma(const ir::MachineOpNode& m);
     // Inline PTX `text` whose outputs are m.dst, each tied to its m.src (none: no operands).
     void tied_registers_asm(const std::string& text, const ir::MachineOpNode& m);
+    // mbarrier and TMA instructions as inline PTX (LLVM 19 has no intrinsics for them).
+    void mbarrier_or_tma(const ir::MachineOpNode& m);
     // Stores a value of the storage type to the element `dst` (a Load) names.
     void store_element(const ir::Expr& dst, llvm::Value* storage_value);
     void lower_allocate(const ir::AllocateNode& a);
 
 private:
+    const ir::PrimFunc* tma_func_ = nullptr;
+    std::vector<ir::TmaMapUse> tma_maps_;
+    std::vector<llvm::Value*> tma_addrs_;
+
     llvm::Module& m_;
     llvm::LLVMContext& ctx_;
     llvm::Function* fn_;

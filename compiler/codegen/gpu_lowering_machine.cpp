@@ -127,12 +127,10 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         return;
     case ir::MachineOp::WgmmaCommit: tied_registers_asm("wgmma.commit_group.sync.aligned;", m); return;
     case ir::MachineOp::FenceProxyAsync: tied_registers_asm("fence.proxy.async.shared::cta;", m); return;
-    // Simulated only until the TMA lowering and its host-side tensor maps land (issue 12).
     case ir::MachineOp::MbarrierInit:
     case ir::MachineOp::MbarrierArrive:
     case ir::MachineOp::MbarrierWait:
-    case ir::MachineOp::TmaLoad:
-        TILEC_ICE(std::string("machine ") + ir::machine_op_name(m.op) + " has no NVPTX emission yet");
+    case ir::MachineOp::TmaLoad: mbarrier_or_tma(m); return;
     case ir::MachineOp::CpAsyncWait:
         b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(m.imm.at(0)))});
         return;
@@ -161,6 +159,63 @@ void GpuLowering::tied_registers_asm(const std::string& text, const ir::MachineO
     llvm::Value* r = b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, true), ins);
     for (size_t i = 0; i < m.dst.size(); ++i)
         store_element(m.dst[i], outs.size() == 1 ? r : b_.CreateExtractValue(r, {unsigned(i)}));
+}
+
+void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
+    // A shared element's 32-bit shared-window address (what the instructions' [addr] take).
+    auto shared_address = [&](const ir::Expr& e) {
+        auto* l = e->as<ir::LoadNode>();
+        return b_.CreateTrunc(b_.CreatePtrToInt(element_ptr(buffer(l->buffer), l->indices), b_.getInt64Ty()),
+                              b_.getInt32Ty());
+    };
+    auto emit = [&](const std::string& text, const std::string& cons, const std::vector<llvm::Value*>& ins) {
+        std::vector<llvm::Type*> types;
+        for (auto* v : ins) types.push_back(v->getType());
+        auto* fty = llvm::FunctionType::get(b_.getVoidTy(), types, false);
+        b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons + "~{memory}", true), ins);
+    };
+    switch (m.op) {
+    case ir::MachineOp::MbarrierInit:
+        emit("mbarrier.init.shared::cta.b64 [$0], $1;", "r,n,", {shared_address(m.dst.at(0)), b_.getInt32(uint32_t(m.imm.at(0)))});
+        return;
+    case ir::MachineOp::MbarrierArrive:
+        if (m.imm.at(0) > 0)
+            emit("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,n,",
+                 {shared_address(m.dst.at(0)), b_.getInt32(uint32_t(m.imm.at(0)))});
+        else
+            emit("mbarrier.arrive.shared::cta.b64 _, [$0];", "r,", {shared_address(m.dst.at(0))});
+        return;
+    case ir::MachineOp::MbarrierWait: {
+        // try_wait suspends for a system-dependent time and may return false: retry. The
+        // labels are local to the braces, so the asm can appear many times.
+        llvm::Value* parity = b_.CreateTrunc(expr(m.src.at(1)), b_.getInt32Ty());
+        emit("{\n.reg .pred p;\nwait_again:\nmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+             "@!p bra wait_again;\n}",
+             "r,r,", {shared_address(m.src.at(0)), parity});
+        return;
+    }
+    case ir::MachineOp::TmaLoad: {
+        int64_t k = tma_func_ ? ir::tma_map_index(tma_maps_, *tma_func_, m) : -1;
+        if (k < 0) TILEC_ICE(who_ + ": a tma_load whose tensor map is not a kernel parameter");
+        auto* g = m.src.at(0)->as<ir::LoadNode>();
+        const size_t rank = g->indices.size();
+        std::string coords, cons = "r,l,";
+        std::vector<llvm::Value*> ins{shared_address(m.dst.at(0)), tma_addrs_.at(static_cast<size_t>(k))};
+        for (size_t i = 0; i < rank; ++i) {  // innermost (the tensor's last index) first
+            ins.push_back(b_.CreateTrunc(expr(g->indices[rank - 1 - i]), b_.getInt32Ty()));
+            coords += (i ? ", $" : "$") + std::to_string(2 + i);
+            cons += "r,";
+        }
+        ins.push_back(shared_address(m.src.at(1)));
+        cons += "r,";
+        emit("cp.async.bulk.tensor." + std::to_string(rank) +
+                 "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {" + coords + "}], [$" +
+                 std::to_string(2 + rank) + "];",
+             cons, ins);
+        return;
+    }
+    default: TILEC_ICE(who_ + ": not an mbarrier or TMA instruction");
+    }
 }
 
 void GpuLowering::wgmma(const ir::MachineOpNode& m) {

@@ -4,6 +4,7 @@
 // CUDA's fast-math intrinsics do: ex2.approx, lg2.approx), shfl.sync, the ptx_kernel calling
 // convention with nvvm.annotations, and ptxas.
 #include "codegen/nvptx_backend.h"
+#include "ir/tma_maps.h"
 
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -92,6 +93,15 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget
                                                llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, value))}));
     };
     annotate("kernel", 1);
+    // The tensor maps (after the function's parameters) are __grid_constant__: read in
+    // place, their address taken (1-based parameter numbers).
+    if (size_t maps = ir::tma_map_uses(f).size()) {
+        std::vector<llvm::Metadata*> numbers;
+        for (size_t k = 0; k < maps; ++k)
+            numbers.push_back(llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, f.params.size() + k + 1)));
+        md->addOperand(llvm::MDNode::get(ctx, {llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, "grid_constant"),
+                                               llvm::MDNode::get(ctx, numbers)}));
+    }
     annotate("maxntidx", f.threads);
     annotate("maxntidy", 1);
     annotate("maxntidz", 1);

@@ -15,6 +15,7 @@
 #include "frontend/frontend.h"
 #include "ir/pass.h"
 #include "ir/printer.h"
+#include "ir/tma_maps.h"
 #include "support/diagnostics.h"
 #include "support/sha256.h"
 #include "support/stage_timer.h"
@@ -147,7 +148,6 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
                           const std::vector<ir::Module>& thread_level, codegen::GpuEmbedding& out) {
     bool nvidia = false, amd = false;
     for (auto& arch : archs) (target::find_gpu_target(arch)->is_nvidia() ? nvidia : amd) = true;
-    bool seen_nvidia = false, seen_amd = false;
     for (size_t a = 0; a < archs.size(); ++a) {
         const std::string& arch = archs[a];
         const target::GpuTarget* t = target::find_gpu_target(arch);
@@ -182,19 +182,27 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
                 if (level.funcs.at(i).threads != out.kernels[i].threads)
                     TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
         }
-        // One launch per API passes one size: every arch of a vendor must agree (the plan
-        // does not depend on the arch; only the static limit, the same per vendor, does).
-        bool first_of_vendor = t->vendor == target::Vendor::Amd ? !seen_amd : !seen_nvidia;
-        (t->vendor == target::Vendor::Amd ? seen_amd : seen_nvidia) = true;
+        // TMA tensor maps: taken by the kernels of some archs (sm_90a), alike where taken.
+        if (t->is_nvidia())
+            for (size_t i = 0; i < out.kernels.size(); ++i) {
+                std::vector<ir::TmaMapUse> maps = ir::tma_map_uses(level.funcs.at(i));
+                if (maps.empty()) continue;
+                auto& k = out.kernels[i];
+                if (k.tma_archs.empty()) k.tma_maps = maps;
+                bool same = k.tma_maps.size() == maps.size();
+                for (size_t m = 0; same && m < maps.size(); ++m)
+                    same = k.tma_maps[m].param == maps[m].param && k.tma_maps[m].imm == maps[m].imm;
+                if (!same) TILEC_ICE("the TMA tensor maps of " + k.symbol + " differ between NVIDIA targets");
+                k.tma_archs.push_back(arch);
+            }
+        // One launch per API passes one size: the largest any arch of the vendor needs (the
+        // plans agree but for what an arch adds, sm_90a's TMA mbarriers; a kernel given
+        // more dynamic shared memory than it uses runs the same).
         for (size_t i = 0; i < out.kernels.size(); ++i) {
             int64_t bytes = level.funcs.at(i).dynamic_shared_bytes();
             int64_t& kept = t->vendor == target::Vendor::Amd ? out.kernels[i].hip_dynamic_smem
                                                              : out.kernels[i].cuda_dynamic_smem;
-            if (first_of_vendor)
-                kept = bytes;
-            else if (bytes != kept)
-                TILEC_ICE("the dynamic shared memory of " + out.kernels[i].symbol + " differs between " + arch +
-                          " and the vendor's other targets");
+            kept = std::max(kept, bytes);
         }
     }
 }

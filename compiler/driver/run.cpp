@@ -517,12 +517,15 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     if (options.sim_drop_barriers) *thread = sim::drop_barriers(*thread);
     if (!options.sim_drop_sync.empty()) {
         const std::string& d = options.sim_drop_sync;
-        bool barrier = d.rfind("barrier:", 0) == 0, wgmma = d.rfind("wgmma_wait:", 0) == 0;
-        auto kind = barrier ? sim::SyncKind::Barrier : wgmma ? sim::SyncKind::WgmmaWait : sim::SyncKind::AsyncWait;
+        const std::string kind_name = d.substr(0, d.find(':'));
+        auto kind = kind_name == "barrier"      ? sim::SyncKind::Barrier
+                    : kind_name == "wgmma_wait" ? sim::SyncKind::WgmmaWait
+                    : kind_name == "mbarrier_wait" ? sim::SyncKind::MbarrierWait
+                                                   : sim::SyncKind::AsyncWait;
         auto dropped = sim::drop_sync(*thread, kind, std::stoll(d.substr(d.find(':') + 1)));
         if (!dropped) {
             std::cerr << "tilec run: error: --sim-drop-sync=" << d << ": '" << f.name << "' has no such "
-                      << (barrier ? "barrier" : wgmma ? "wgmma_wait" : "cp_async_wait") << " for " << gpu.name << "\n";
+                      << (kind_name == "wait" ? std::string("cp_async_wait") : kind_name) << " for " << gpu.name << "\n";
             return 1;
         }
         *thread = *dropped;
@@ -632,8 +635,8 @@ int run_kernel(const RunOptions& options) {
         size_t colon = d.find(':');
         std::string kind = d.substr(0, colon), n = colon == std::string::npos ? "" : d.substr(colon + 1);
         bool digits = !n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos;
-        if ((kind != "barrier" && kind != "wait" && kind != "wgmma_wait") || !digits)
-            return option_error("--sim-drop-sync takes barrier:N, wait:N or wgmma_wait:N (N a count from 0), not '" +
+        if ((kind != "barrier" && kind != "wait" && kind != "wgmma_wait" && kind != "mbarrier_wait") || !digits)
+            return option_error("--sim-drop-sync takes barrier:N, wait:N, wgmma_wait:N or mbarrier_wait:N (N a count from 0), not '" +
                                 d + "'");
     }
     if (options.sim_drop_barriers && !sim_target)

@@ -114,9 +114,10 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
     app.add_option("--sim-drop-sync", o.sim_drop_sync,
                    "With sim:ARCH, a debug aid: lower, then drop one synchronisation statement,\n"
                    "barrier:N (the N-th barrier(), from 0, as --print-after=verify-thread-level\n"
-                   "prints them), wait:N (the N-th cp_async_wait) or wgmma_wait:N (the N-th\n"
-                   "wgmma_wait, sm_90a), and run: the simulator should report the race, the\n"
-                   "read of bytes still in flight or the write of bytes a wgmma still reads")
+                   "prints them), wait:N (the N-th cp_async_wait), wgmma_wait:N (the N-th\n"
+                   "wgmma_wait, sm_90a) or mbarrier_wait:N (the N-th mbarrier_wait of a TMA\n"
+                   "pipeline, sm_90a), and run: the simulator should report the race, the read\n"
+                   "of bytes still in flight or the write of bytes a wgmma still reads")
         ->type_name("KIND:N");
     app.add_option("-D", defines, "Override a compile-time default, e.g. -D BM=64 (as for tilec)")
         ->type_name("NAME=VALUE");

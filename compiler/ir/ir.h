@@ -602,8 +602,9 @@ struct FullWriteNode : StmtNode {
 //             accumulators it makes readable (so that nothing moves their reads above it).
 //   FenceProxyAsync  fence.proxy.async.shared::cta: the thread's shared-memory writes
 //             become visible to the async proxy that wgmma reads through.
-// sm_90 mbarriers and TMA (issue 12; simulated, not yet lowered or emitted): `bar` is an
-// element of a shared u64 buffer, the mbarrier object.
+// sm_90 mbarriers and TMA (issue 12; ops/copy_tma.cpp and software-pipeline emit them in
+// the pipelined loops of sm_90a): `bar` is an element of a shared u64 buffer, the mbarrier
+// object.
 //   MbarrierInit     mbarrier.init.shared::cta.b64 [bar], count; imm {count}; dst {bar}.
 //   MbarrierArrive   mbarrier.arrive{.expect_tx}.shared::cta.b64 _, [bar]{, tx}; imm
 //             {tx}: 0 a plain arrive-on, else expect-tx of tx bytes then the arrive-on;
@@ -615,8 +616,8 @@ struct FullWriteNode : StmtNode {
 //             complete_tx::bytes; imm {swizzle, box_0 .. box_{r-1}}: the tensor map's
 //             swizzle (0 none, 1 32B, 2 64B, 3 128B: CUtensorMapSwizzle) and box, box_0
 //             the innermost (the tensor's last dimension); dst {s[..]}: the shared element
-//             where the box starts; src {G[..], bar}: the global tensor (row-major, its
-//             tensor map) at the box's first element (coordinates may lie outside: those
+//             where the box starts; src {G[..], bar}: the global tensor (last dimension
+//             contiguous; its tensor map) at the box's first element (coordinates may lie outside: those
 //             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
 //             complete. The bytes land when a wait on the barrier sees the phase complete.
 enum class MachineOp : uint8_t {

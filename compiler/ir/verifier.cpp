@@ -480,8 +480,9 @@ private:
             auto g = op->src.empty() ? nullptr : expr_as<LoadNode>(op->src[0]);
             size_t rank = g ? g->indices.size() : 0;
             if (!counts(rank + 1, 1, 2)) return;
-            if (scope_of(op->dst[0]) != Scope::Shared || g->buffer->scope != Scope::Global || !g->buffer->strides.empty())
-                error(op->loc, name + " copies a row-major global tensor to shared memory");
+            if (scope_of(op->dst[0]) != Scope::Shared || g->buffer->scope != Scope::Global ||
+                !(g->buffer->strides.empty() || is_const_int(g->buffer->strides.back(), 1)))
+                error(op->loc, name + " copies a global tensor with a contiguous last dimension to shared memory");
             if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
             if (rank < 1 || rank > 5) error(op->loc, name + " of a rank-" + std::to_string(rank) + " tensor (1..5)");
             if (op->imm[0] < 0 || op->imm[0] > 3) error(op->loc, name + " swizzle mode " + std::to_string(op->imm[0]));

@@ -27,6 +27,14 @@
 // wgmma_wait 0 after the loop completes the last group before anything reads the
 // accumulators.
 //
+// Fills with a TMA form (ops/copy_tma.h: `if (tensor map encodes) { thread 0: arrive
+// expect-tx on a placeholder mbarrier, tma_load boxes } else { cp.async form }`) keep both
+// forms: the placeholder becomes S mbarriers (one per stage, initialised before the loop
+// by thread 0 with one arrival each), iteration i's fill arrives on and loads into stage
+// i % S, and iteration j waits, after the cp.async wait, on its stage's mbarrier for the
+// parity of its use of that stage since the initialisation, ((j - min) / S) % 2. Outside a
+// pipelined loop the TMA form is dropped (one copy has nothing to overlap with).
+//
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
 // the loop variable, lets at the top of the body (pure index arithmetic) and values
 // defined outside the loop, and no other statement of the body writes a filled buffer.
@@ -41,6 +49,9 @@
 namespace tilec::lower {
 
 using namespace ir;
+
+// The placeholder mbarrier of `s` if it is a copy's TMA issue (ops/copy_tma.h).
+std::optional<Buffer> tma_placeholder(const Stmt& s);
 
 namespace {
 
@@ -171,6 +182,27 @@ private:
             }
         }
         if (fills.empty()) return std::nullopt;
+        // The fills' TMA forms: their conditions and placeholder mbarriers.
+        struct TmaStage {
+            Expr condition;
+            Buffer placeholder;
+        };
+        std::vector<TmaStage> tma;
+        for (auto& f : fills) {
+            struct FindTma : IRVisitor {
+                std::vector<TmaStage>* out;
+                void visit_if(const IfNode* op) override {
+                    if (auto bar = tma_placeholder(op->then_case)) {
+                        out->push_back({op->cond, *bar});
+                        if (op->else_case) visit(op->else_case);
+                        return;
+                    }
+                    IRVisitor::visit_if(op);
+                }
+            } find_tma;
+            find_tma.out = &tma;
+            find_tma.visit(f);
+        }
         // A filled buffer used outside the loop keeps one copy (its value is not per stage).
         Stmt whole_loop = make_for(loop.var, loop.min, loop.extent, ForKind::Serial, body, loop.loc);
         for (auto* x : filled)
@@ -249,6 +281,15 @@ private:
             stage_of[node] = m;
             staged[node] = m;
         }
+        std::vector<Buffer> tma_bars;
+        for (auto& st : tma) {
+            BufferNode n = *st.placeholder;
+            n.shape.insert(n.shape.begin(), make_int(S));
+            Buffer m = make_buffer(std::move(n));
+            stage_of[st.placeholder.get()] = m;
+            staged_tma_.insert(m.get());
+            tma_bars.push_back(m);
+        }
         // A statement of iteration `iter` on its stage of every filled buffer.
         struct Restage : IRMutator {
             const std::unordered_map<const BufferNode*, Buffer>* stage_of;
@@ -273,6 +314,11 @@ private:
             }
             // The stage is not a whole write of the multi-buffered buffer: no mark.
             Stmt mutate_full_write(const FullWriteNode* op, const Stmt&) override { return mutate(op->body); }
+            // A TMA issue's placeholder mbarrier: its stages are allocated around the loop.
+            Stmt mutate_allocate(const AllocateNode* op, const Stmt& self) override {
+                if (find(op->buffer)) return mutate(op->body);
+                return IRMutator::mutate_allocate(op, self);
+            }
             // One commit per pipeline step, placed by the pipeline.
             Stmt mutate_machine_op(const MachineOpNode* op, const Stmt& self) override {
                 if (op->op == MachineOp::CpAsyncCommit) return make_seq({}, op->loc);
@@ -303,6 +349,14 @@ private:
         auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
         auto wait = [&](int64_t k) { return make_machine_op(MachineOp::CpAsyncWait, {k}, {}, {}, loc); };
         std::vector<Stmt> out;
+        Expr thread0 = eq(make_thread_idx_var(0), make_int(0));
+        for (size_t k = 0; k < tma.size(); ++k) {
+            std::vector<Stmt> inits;
+            for (int64_t s = 0; s < S; ++s)
+                inits.push_back(make_machine_op(MachineOp::MbarrierInit, {1},
+                                                {make_load(tma_bars[k], {make_int(s), make_int(0)}, loc)}, {}, loc));
+            out.push_back(make_if(logical_and(tma[k].condition, thread0), make_seq(inits, loc), nullptr, loc));
+        }
         for (int64_t s = 0; s + 1 < S; ++s) {
             out.push_back(make_if(lt(make_int(s), n), at_iteration(fills, add(mn, make_int(s)), false), nullptr, loc));
             out.push_back(commit());
@@ -314,6 +368,14 @@ private:
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
         Stmt refill = make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc);
         std::vector<Stmt> step{wait(S - 2)};
+        for (size_t k = 0; k < tma.size(); ++k) {
+            Expr stage = floormod(Expr(j), make_int(S));
+            Expr parity = floormod(floordiv(sub(Expr(j), mn), make_int(S)), make_int(2));
+            step.push_back(make_if(tma[k].condition,
+                                   make_machine_op(MachineOp::MbarrierWait, {}, {},
+                                                   {make_load(tma_bars[k], {stage, make_int(0)}, loc), parity}, loc),
+                                   nullptr, loc));
+        }
         if (final_wgmma_wait) {
             step.insert(step.end(), {body_j, refill, commit()});
         } else {
@@ -322,7 +384,9 @@ private:
         out.push_back(make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc));
         out.push_back(wait(0));
         if (final_wgmma_wait) out.push_back(*final_wgmma_wait);
-        return make_seq(out, loc);
+        Stmt result = make_seq(out, loc);
+        for (auto& b : tma_bars) result = make_allocate(b, result, loc);
+        return result;
     }
 
     // The wgmma overlap of the header: `body` with its one wgmma_wait 0 relaxed to 1 when
@@ -379,13 +443,46 @@ private:
     }
 
     Stmt root_;
+
+public:
+    // The mbarriers of the TMA stages made so far.
+    std::unordered_set<const BufferNode*> staged_tma_;
+};
+
+// The TMA forms no pipeline took (their mbarrier still a placeholder) give way to their
+// other form.
+struct DropUnstagedTma : IRMutator {
+    const std::unordered_set<const BufferNode*>* staged;
+    Stmt mutate_if(const IfNode* op, const Stmt& self) override {
+        auto bar = tma_placeholder(op->then_case);
+        if (bar && !staged->count(bar->get())) return op->else_case ? mutate(op->else_case) : make_seq({}, op->loc);
+        return IRMutator::mutate_if(op, self);
+    }
 };
 
 }  // namespace
 
+std::optional<Buffer> tma_placeholder(const Stmt& s) {
+    // ops/copy_tma.cpp's issue: alloc bar { if (thread 0) { mbarrier_arrive bar; tma_load ... } }
+    auto* a = s ? s->as<AllocateNode>() : nullptr;
+    auto* i = a ? a->body->as<IfNode>() : nullptr;
+    auto* seq = i && !i->else_case ? i->then_case->as<SeqNode>() : nullptr;
+    if (!seq || seq->stmts.size() < 2) return std::nullopt;
+    auto* arrive = seq->stmts[0]->as<MachineOpNode>();
+    if (!arrive || arrive->op != MachineOp::MbarrierArrive) return std::nullopt;
+    for (size_t k = 1; k < seq->stmts.size(); ++k) {
+        auto* m = seq->stmts[k]->as<MachineOpNode>();
+        if (!m || m->op != MachineOp::TmaLoad) return std::nullopt;
+    }
+    return arrive->dst.at(0)->as<LoadNode>()->buffer;
+}
+
 Stmt software_pipeline(const Stmt& body) {
     Pipeliner p(body);
-    return p.mutate(body);
+    Stmt out = p.mutate(body);
+    DropUnstagedTma drop;
+    drop.staged = &p.staged_tma_;
+    return drop.mutate(out);
 }
 
 }  // namespace tilec::lower

@@ -2,6 +2,7 @@
 // thread-level part is what vector loads need: one test of the whole global region picks
 // an unmasked path, and only the ragged last block pays for a mask per element.
 #include "ops/copy.h"
+#include "ops/copy_tma.h"
 
 #include "ir/visitor.h"
 #include "layout/index_expr.h"
@@ -362,7 +363,10 @@ Stmt lower_copy(const CopyNode& c, LowerContext& lc) {
             return make_if(inside, plain(r, coord, rep), nullptr, c.loc);
         });
     Stmt sync = make_if(region_in_bounds(*g->region), fast, masked, c.loc);
-    if (auto async = lower_copy_async(c, lc, sync)) return *async;
+    if (auto async = lower_copy_async(c, lc, sync)) {
+        if (auto tma = lower_copy_tma(c, lc)) return make_if(tma->condition, tma->issue, *async, c.loc);
+        return *async;
+    }
     // Global memory into shared memory along a dimension that is not contiguous in the
     // tensor (a transposed operand): element loads that cannot become vectors.
     const Buffer& t = g->region->buffer;

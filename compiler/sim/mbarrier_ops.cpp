@@ -67,6 +67,9 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             break;
         }
         case MachineOp::MbarrierArrive:
+            // A phase waiting on bytes alone completes when they land, which the hardware may
+            // do any time: an arrival for the next phase finds them landed.
+            if (m.initialised && m.pending == 0) land_tma(*addr);
             report(t, op->imm.at(0) > 0 ? m.arrive_expect_tx(op->imm.at(0)) : m.arrive());
             break;
         case MachineOp::MbarrierWait: {
@@ -108,18 +111,16 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
         int64_t doff = offset_of(d, dl->indices, loc, t, true);
         auto bar = mbarrier_address(op->src.at(1), t, loc);
         if (doff < 0 || !bar) continue;
-        // The tensor map of the row-major tensor: dimension 0 is its last.
+        // The tensor map of the tensor: dimension 0 is its last (contiguous) one.
         isa::TensorMapDesc map;
         map.elem_bytes = eb;
         map.rank = rank;
         map.global_address = 0;  // the tensor's own byte 0 (the entry point checks the pointer's alignment)
         std::vector<int32_t> coords(static_cast<size_t>(rank));
-        uint64_t stride = static_cast<uint64_t>(eb);
         for (int i = 0; i < rank; ++i) {
             size_t dim = static_cast<size_t>(rank - 1 - i);
             map.dims[i] = static_cast<uint64_t>(g.shape.at(dim));
-            if (i > 0) map.strides[i - 1] = stride;
-            stride *= map.dims[i];
+            if (i > 0) map.strides[i - 1] = static_cast<uint64_t>(g.strides.at(dim) * eb);
             map.box[i] = static_cast<uint32_t>(op->imm.at(static_cast<size_t>(1 + i)));
             coords[static_cast<size_t>(i)] = static_cast<int32_t>(eval_int(gl->indices[dim], t));
         }

@@ -74,7 +74,8 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
         }
         ir::Stmt mutate_machine_op(const ir::MachineOpNode* op, const ir::Stmt& self) override {
             bool match = (kind == SyncKind::AsyncWait && op->op == ir::MachineOp::CpAsyncWait) ||
-                         (kind == SyncKind::WgmmaWait && op->op == ir::MachineOp::WgmmaWait);
+                         (kind == SyncKind::WgmmaWait && op->op == ir::MachineOp::WgmmaWait) ||
+                         (kind == SyncKind::MbarrierWait && op->op == ir::MachineOp::MbarrierWait);
             return match ? hit(self) : self;
         }
     } drop;

@@ -4,6 +4,7 @@
 // the CUDA driver API's documented signatures and enum values; no CUDA header is needed
 // to build the runtime.
 #include <string>
+#include <vector>
 
 #include "gpu_module.h"
 #include "tile/runtime.h"
@@ -61,6 +62,13 @@ struct CudaDriver {
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
     CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                                unsigned int, unsigned int, CUstream, void**, void**) = nullptr;
+    // CUDA >= 12.0; optional (only kernels with TMA tensor maps need it). cuda.h's
+    // signature: (CUtensorMap*, CUtensorMapDataType, cuuint32_t rank, void* globalAddress,
+    // const cuuint64_t* globalDim, const cuuint64_t* globalStrides, const cuuint32_t*
+    // boxDim, const cuuint32_t* elementStrides, CUtensorMapInterleave, CUtensorMapSwizzle,
+    // CUtensorMapL2promotion, CUtensorMapFloatOOBfill), the enums as ints.
+    CUresult (*cuTensorMapEncodeTiled)(void*, int, unsigned int, void*, const uint64_t*, const uint64_t*,
+                                       const unsigned int*, const unsigned int*, int, int, int, int) = nullptr;
 
     // Primary contexts retained for threads that had none, per device ordinal. They are
     // kept (never released) so that modules loaded in them stay valid.
@@ -110,6 +118,7 @@ void load_driver(CudaDriver* d) {
     }
     std::string optional;
     bind_symbol(library, "cuCtxGetId", &d->cuCtxGetId, &optional);
+    bind_symbol(library, "cuTensorMapEncodeTiled", &d->cuTensorMapEncodeTiled, &optional);
     CUresult result = d->cuInit(0);
     if (result != CUDA_SUCCESS) {
         d->status = result == CUDA_ERROR_NO_DEVICE ? TILE_ERROR_NO_DEVICE : TILE_ERROR_NO_DRIVER;
@@ -212,6 +221,38 @@ tile_status load_module(const Launch& l, CudaDriver& d, LoadedModule* out) {
     return TILE_SUCCESS;
 }
 
+// A CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct alignas(64) TensorMapBytes {
+    unsigned char bytes[128];
+};
+
+// The maps of a launch, encoded (or zeroed where the TMA unit cannot address the tensor:
+// the kernel then copies without TMA, by the same rule).
+tile_status encode_tensor_maps(const Launch& l, CudaDriver& d, std::vector<TensorMapBytes>* out) {
+    out->assign(l.num_maps, TensorMapBytes{});
+    for (uint32_t k = 0; k < l.num_maps; ++k) {
+        const tile_tma_map& m = l.maps[k];
+        if (!tile_tma_map_encodes(&m)) continue;
+        if (d.cuTensorMapEncodeTiled == nullptr)
+            return launch_failure(l, TILE_ERROR_NO_DRIVER,
+                                  "the CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or later), which the "
+                                  "kernel's TMA copies need");
+        // CU_TENSOR_MAP_DATA_TYPE_UINT8 / UINT16 / UINT32 / UINT64 by width: the unit moves
+        // bytes, and out-of-bounds elements are zero (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE).
+        const int type = m.elem_bytes == 1 ? 0 : m.elem_bytes == 2 ? 1 : m.elem_bytes == 4 ? 2 : 4;
+        const unsigned int element_strides[5] = {1, 1, 1, 1, 1};
+        constexpr int kInterleaveNone = 0, kL2Promotion128B = 2, kOobFillNone = 0;
+        CUresult result = d.cuTensorMapEncodeTiled((*out)[k].bytes, type, m.rank, const_cast<void*>(m.base), m.dims,
+                                                   m.strides, m.box, element_strides, kInterleaveNone,
+                                                   static_cast<int>(m.swizzle), kL2Promotion128B, kOobFillNone);
+        if (result != CUDA_SUCCESS)
+            return launch_failure(l, map_status(result, TILE_ERROR_DRIVER),
+                                  "cuTensorMapEncodeTiled failed on tensor map " + decimal(k) + ": " +
+                                      describe(d, result));
+    }
+    return TILE_SUCCESS;
+}
+
 tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const uint32_t block[3],
                    size_t dynamic_smem, void** args) {
     CudaDriver& d = driver();
@@ -239,6 +280,7 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
         return launch_failure(l, map_status(result, TILE_ERROR_DRIVER), what);
     };
     CUfunction function = nullptr;
+    int function_image = -1;
     {
         std::lock_guard<std::mutex> lock(cache->mutex);
         LoadedFunction* f = nullptr;
@@ -261,6 +303,17 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
             f->smem_configured = dynamic_smem;
         }
         function = f->handle;
+        function_image = f->image;
+    }
+    // The tensor maps, after the kernel's own parameters, where the loaded image's kernel
+    // takes them (cuLaunchKernel copies the parameters: locals suffice).
+    std::vector<void*> with_maps;
+    std::vector<TensorMapBytes> maps;
+    if (l.num_maps > 0 && function_image >= 0 && function_image < 64 && ((l.tma_images >> function_image) & 1)) {
+        if (tile_status s = encode_tensor_maps(l, d, &maps); s != TILE_SUCCESS) return s;
+        with_maps.assign(args, args + l.num_args);
+        for (auto& m : maps) with_maps.push_back(m.bytes);
+        args = with_maps.data();
     }
     // Launched outside the lock: the function handle stays valid, and launches of one
     // module from several threads need not wait for each other.
@@ -281,4 +334,30 @@ extern "C" TILE_API tile_status tile_cuda_launch(tile_gpu_module* module, const 
                                                  size_t dynamic_smem, void** args) noexcept {
     using namespace tilec::runtime::gpu;
     return checked_launch("tile_cuda_launch", launch, module, kernel, stream, grid, block, dynamic_smem, args);
+}
+
+extern "C" TILE_API tile_status tile_cuda_launch_tma(tile_gpu_module* module, const char* kernel, void* stream,
+                                                     const uint32_t grid[3], const uint32_t block[3],
+                                                     size_t dynamic_smem, void** args, uint32_t num_args,
+                                                     const tile_tma_map* maps, uint32_t num_maps,
+                                                     uint64_t tma_images) noexcept {
+    using namespace tilec::runtime::gpu;
+    Launch tma;
+    tma.num_args = num_args;
+    tma.maps = maps;
+    tma.num_maps = num_maps;
+    tma.tma_images = tma_images;
+    return checked_launch("tile_cuda_launch_tma", launch, module, kernel, stream, grid, block, dynamic_smem, args,
+                          &tma);
+}
+
+extern "C" TILE_API int tile_tma_map_encodes(const tile_tma_map* m) noexcept {
+    if (m == nullptr || m->rank < 1 || m->rank > 5) return 0;
+    if (m->elem_bytes != 1 && m->elem_bytes != 2 && m->elem_bytes != 4 && m->elem_bytes != 8) return 0;
+    if (reinterpret_cast<uintptr_t>(m->base) % 16 != 0) return 0;
+    for (uint32_t i = 0; i < m->rank; ++i)
+        if (m->dims[i] < 1 || m->dims[i] > (uint64_t{1} << 31) - 1) return 0;
+    for (uint32_t i = 0; i + 1 < m->rank; ++i)
+        if (m->strides[i] == 0 || m->strides[i] % 16 != 0 || m->strides[i] >= (uint64_t{1} << 40)) return 0;
+    return 1;
 }

@@ -174,7 +174,7 @@ tile_status cached_function(ModuleCache& cache, const Launch& launch, const Modu
     if (f == nullptr) {
         void* handle = nullptr;
         if (tile_status s = loader.get_function(*loaded, &handle); s != TILE_SUCCESS) return s;
-        loaded->functions.push_back(LoadedFunction{launch.kernel, handle, 0});
+        loaded->functions.push_back(LoadedFunction{launch.kernel, handle, 0, loaded->image});
         f = &loaded->functions.back();
     }
     *out = f;
@@ -183,11 +183,19 @@ tile_status cached_function(ModuleCache& cache, const Launch& launch, const Modu
 
 tile_status checked_launch(const char* function, LaunchFunction launch, tile_gpu_module* module,
                            const char* kernel, void* stream, const uint32_t grid[3], const uint32_t block[3],
-                           size_t dynamic_smem, void** args) noexcept {
+                           size_t dynamic_smem, void** args, const Launch* tma) noexcept {
     try {
         Launch l;
         if (tile_status s = check_launch(function, module, kernel, grid, block, dynamic_smem, &l); s != TILE_SUCCESS)
             return s;
+        if (tma) {
+            if (tma->num_maps > 0 && tma->maps == nullptr)
+                return tile_set_error(TILE_ERROR_INVALID_ARGUMENT, "%s: %u tensor maps at NULL", function, tma->num_maps);
+            l.num_args = tma->num_args;
+            l.maps = tma->maps;
+            l.num_maps = tma->num_maps;
+            l.tma_images = tma->tma_images;
+        }
         return launch(l, stream, grid, block, dynamic_smem, args);
     } catch (const std::bad_alloc&) {
         return tile_set_error(TILE_ERROR_OUT_OF_MEMORY, "%s: out of host memory", function);

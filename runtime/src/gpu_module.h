@@ -25,6 +25,7 @@ struct LoadedFunction {
     std::string name;
     void* handle = nullptr;        // CUfunction / hipFunction_t
     size_t smem_configured = 0;    // the largest dynamic shared memory it was granted
+    int image = -1;                // the module's image it comes from
 };
 
 // A module loaded in one CUDA context or on one HIP device.
@@ -55,6 +56,12 @@ struct Launch {
     const char* module_name = "";
     const char* kernel = "";
     std::vector<ImageInfo> images;
+    // tile_cuda_launch_tma: the kernel's own parameters, its tensor maps, and which images'
+    // kernels take them (bit i: image i).
+    uint32_t num_args = 0;
+    const tile_tma_map* maps = nullptr;
+    uint32_t num_maps = 0;
+    uint64_t tma_images = 0;
 };
 
 // Checks the arguments of a launch (see tile/runtime.h) and fills `out`; on failure
@@ -123,9 +130,10 @@ using LaunchFunction = tile_status (*)(const Launch& launch, void* stream, const
 
 // The body of tile_cuda_launch / tile_hip_launch (`function` names it): checks the
 // arguments, runs `launch`, and turns exceptions into statuses (no exception leaves).
+// `tma` (may be null): the tensor-map fields to copy into the Launch.
 tile_status checked_launch(const char* function, LaunchFunction launch, tile_gpu_module* module,
                            const char* kernel, void* stream, const uint32_t grid[3], const uint32_t block[3],
-                           size_t dynamic_smem, void** args) noexcept;
+                           size_t dynamic_smem, void** args, const Launch* tma = nullptr) noexcept;
 
 // A PTX image as the driver wants it: NUL-terminated. Returns the image's own bytes when
 // they already end in NUL, else a copy in *storage.

@@ -18,6 +18,7 @@
 #include "c_checks.h"
 #include "fake_client.h"
 #include "fake_driver.h"
+#include "gemm_tma.h"
 #include "saxpy_gpu.h"
 #include "shared_64k.h"
 #include "tile/runtime.h"
@@ -419,6 +420,52 @@ static void test_hip_launch(void) {
     CHECK_MESSAGE_HAS("gfx1030");
 }
 
+/* The sm_90a kernel of gemm_f16 copies its tiles through TMA: the entry point encodes one
+ * tensor map per operand (A: box 32 x 128, 64-byte swizzle; B: two 64 x 32 boxes across
+ * its tile, 128-byte swizzle) and the runtime passes them after the six parameters. */
+static void test_tma_launch(void) {
+    static const unsigned eight_params[8] = {8, 8, 8, 8, 8, 8, 8, 8};
+    int encodes;
+    open_fake();
+    record_params(8, eight_params);
+    set_device(0, 9, 0, 232448);
+    set_device(1, 8, 0, 167936);
+    make_current(0);
+    CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 256), TILE_SUCCESS);
+    CHECK(strcmp(last_image_arch(), "sm_90") == 0);
+    CHECK(strcmp(stats->last_kernel, "gemm_f16") == 0);
+    CHECK(stats->tensor_map_encodes == 2);
+    /* The last map is B's: f16 [K = 128, N = 256] as UINT16, innermost first. */
+    CHECK(stats->last_map_type == 1);
+    CHECK(stats->last_map_rank == 2);
+    CHECK(stats->last_map_address == (void*)0x20000);
+    CHECK(stats->last_map_dims[0] == 256 && stats->last_map_dims[1] == 128);
+    CHECK(stats->last_map_strides[0] == 512);
+    CHECK(stats->last_map_box[0] == 64 && stats->last_map_box[1] == 32);
+    CHECK(stats->last_map_swizzle == 3);
+    CHECK(param_ptr(0) == (void*)0x10000);
+    CHECK(param_i64(3) == 256 && param_i64(4) == 128 && param_i64(5) == 256);
+    CHECK(param_ptr(6) == (void*)0x10000); /* map A (the fake wrote the address first) */
+    CHECK(param_ptr(7) == (void*)0x20000); /* map B */
+
+    /* K = 170: A's rows are 340 bytes, no tensor map: A's map is zeroed (the kernel copies
+     * A with cp.async), B's is encoded. */
+    encodes = stats->tensor_map_encodes;
+    CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 170, 256), TILE_SUCCESS);
+    CHECK(stats->tensor_map_encodes == encodes + 1);
+    CHECK(param_ptr(6) == NULL);
+    CHECK(param_ptr(7) == (void*)0x20000);
+    CHECK(stats->last_map_dims[1] == 170);
+
+    /* An 8.0 device runs the sm_80 kernel: its six parameters, no maps. */
+    encodes = stats->tensor_map_encodes;
+    record_params(6, eight_params);
+    make_current(1);
+    CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 256), TILE_SUCCESS);
+    CHECK(strcmp(last_image_arch(), "sm_80") == 0);
+    CHECK(stats->tensor_map_encodes == encodes);
+}
+
 typedef struct Case {
     const char* name;
     void (*run)(void);
@@ -429,6 +476,7 @@ static const Case cases[] = {
     {"default_driver", test_default_driver},
     {"arguments", test_arguments},
     {"launch", test_launch},
+    {"tma_launch", test_tma_launch},
     {"hip_arguments", test_hip_arguments},
     {"hip_launch", test_hip_launch},
 };

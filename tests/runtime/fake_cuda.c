@@ -242,6 +242,39 @@ EXPORT CUresult cuLaunchKernel(void* function, unsigned int gx, unsigned int gy,
 }
 #endif
 
+/* cuda.h's signature; the map must be 64-byte aligned. */
+EXPORT CUresult cuTensorMapEncodeTiled(void* map, int type, unsigned rank, void* address, const unsigned long long* dims,
+                                       const unsigned long long* strides, const unsigned* box,
+                                       const unsigned* element_strides, int interleave, int swizzle, int l2, int oob) {
+    unsigned i;
+    int fail = failure_of("cuTensorMapEncodeTiled");
+    if (fail) return fail;
+    if ((uintptr_t)map % 64 != 0 || rank < 1 || rank > 5 || (uintptr_t)address % 16 != 0 || interleave != 0 ||
+        oob != 0 || l2 < 0 || l2 > 3)
+        return 1;
+    for (i = 0; i < rank; ++i)
+        if (element_strides[i] != 1 || box[i] < 1 || box[i] > 256) return 1;
+    pthread_mutex_lock(&lock);
+    stats.tensor_map_encodes++;
+    stats.last_map_type = type;
+    stats.last_map_rank = rank;
+    stats.last_map_address = address;
+    memset(stats.last_map_dims, 0, sizeof stats.last_map_dims);
+    memset(stats.last_map_strides, 0, sizeof stats.last_map_strides);
+    memset(stats.last_map_box, 0, sizeof stats.last_map_box);
+    for (i = 0; i < rank; ++i) {
+        stats.last_map_dims[i] = dims[i];
+        stats.last_map_box[i] = box[i];
+        if (i + 1 < rank) stats.last_map_strides[i] = strides[i];
+    }
+    stats.last_map_swizzle = swizzle;
+    pthread_mutex_unlock(&lock);
+    memset(map, 0, 128);
+    memcpy(map, &address, sizeof address);
+    memcpy((char*)map + 8, &swizzle, sizeof swizzle);
+    return 0;
+}
+
 /* Device memory is host memory here; nothing runs on it. */
 EXPORT CUresult cuMemAlloc_v2(unsigned long long* ptr, size_t bytes) {
     void* p = malloc(bytes ? bytes : 1);

@@ -32,6 +32,17 @@ typedef struct fake_stats {
      * lives in the caller's frame): the first FAKE_MAX_PARAMS, as many bytes of each as
      * fake_cuda_record_params said (none until then). */
     unsigned char last_params[FAKE_MAX_PARAMS][8];
+    /* CUDA: successful cuTensorMapEncodeTiled calls and the last one's arguments; the fake
+     * writes the global address into the map's first 8 bytes and the swizzle into the
+     * next 4, so a test can tell the maps apart among a launch's parameters. */
+    int tensor_map_encodes;
+    int last_map_type;
+    unsigned last_map_rank;
+    const void* last_map_address;
+    unsigned long long last_map_dims[5];
+    unsigned long long last_map_strides[4];
+    unsigned last_map_box[5];
+    int last_map_swizzle;
 } fake_stats;
 
 /* Exported by both fakes (prefix fake_cuda_ / fake_hip_). */

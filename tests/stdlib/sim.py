@@ -5,8 +5,9 @@ For each `export ... as NAME;` of stdlib/kernels/*.tile this runs
 
     tilec run FILE --kernel NAME --size SIZES --target=sim:ARCH
 
-for a warp of 32 (sm_80: tensor cores, cp.async, software pipelining; sm_89 likewise) and
-of 64 (gfx942), on the ragged sizes of SIZES below (seeded
+for a warp of 32 (sm_80: tensor cores, cp.async, software pipelining; sm_89 likewise;
+sm_90a: wgmma, and TMA pipelines at the TMA_SIZES below) and of 64 (gfx942), on the
+ragged sizes of SIZES below (seeded
 random inputs, poisoned outputs), and requires PASS: the simulator's results match the
 float64 reference interpreter within the output type's tolerance, and its checks (races,
 out-of-bounds, uninitialised reads, divergent barriers) found nothing, since any finding
@@ -46,10 +47,18 @@ SIZES = {
 
 ARCHS = ("sm_80", "sm_89", "sm_90a", "gfx942")
 
+# Second sizes for the files whose sm_90a pipelines copy through TMA: still ragged against
+# the tiles, but with rows a multiple of 16 bytes, which TMA tensor maps need (at the
+# sizes above every kernel takes its cp.async path).
+TMA_SIZES = {
+    "gemm.tile": ["--size", "M=100,N=72,K=168"],
+    "gemm_splitk.tile": ["--size", "M=70,N=88,K=200"],
+}
 
 
-def run_one(tilec, path, name, arch, timeout):
-    cmd = [tilec, "run", path, "--kernel", name, *SIZES[os.path.basename(path)], f"--target=sim:{arch}"]
+
+def run_one(tilec, path, name, arch, sizes, timeout):
+    cmd = [tilec, "run", path, "--kernel", name, *sizes, f"--target=sim:{arch}"]
     start = time.monotonic()
     try:
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
@@ -66,7 +75,8 @@ def run_one(tilec, path, name, arch, timeout):
     else:
         ok = passed
         verdict = "PASS" if ok else "FAILED"
-    return ok, f"{name} sim:{arch}: {verdict} ({took:.1f} s)", (None if ok else " ".join(cmd) + "\n" + out)
+    label = "" if sizes == SIZES[os.path.basename(path)] else " (" + sizes[1] + ")"
+    return ok, f"{name} sim:{arch}{label}: {verdict} ({took:.1f} s)", (None if ok else " ".join(cmd) + "\n" + out)
 
 
 def main():
@@ -83,7 +93,10 @@ def main():
         if os.path.basename(path) not in SIZES:
             print(f"stdlib sim: no sizes for {path}: add it to SIZES", file=sys.stderr)
             return 1
-        jobs += [(path, n, a) for n in names for a in ARCHS if args.filter in n]
+        base = os.path.basename(path)
+        jobs += [(path, n, a, SIZES[base]) for n in names for a in ARCHS if args.filter in n]
+        if base in TMA_SIZES:
+            jobs += [(path, n, "sm_90a", TMA_SIZES[base]) for n in names if args.filter in n]
     if not jobs:
         print("stdlib sim: no exports found", file=sys.stderr)
         return 1

@@ -322,6 +322,37 @@ TILE_API tile_status tile_cuda_launch(tile_gpu_module* module, const char* kerne
                                       const uint32_t grid[3], const uint32_t block[3],
                                       size_t dynamic_smem, void** args) TILE_NOEXCEPT;
 
+/* One TMA tensor map a kernel takes (sm_90a kernels whose pipelines copy through the
+ * Tensor Memory Accelerator): the tensor and the box, dimension 0 innermost (the
+ * tensor's contiguous dimension), as cuTensorMapEncodeTiled takes them. */
+typedef struct tile_tma_map {
+    const void* base;      /* the tensor's first element (16-byte aligned) */
+    uint64_t dims[5];      /* elements per dimension, dims[0] innermost */
+    uint64_t strides[4];   /* bytes between consecutive indices of dimensions 1 .. rank-1 */
+    uint32_t elem_bytes;   /* 1, 2, 4 or 8 */
+    uint32_t rank;         /* 1..5 */
+    uint32_t swizzle;      /* CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B */
+    uint32_t box[5];       /* the box, in elements, box[0] innermost */
+} tile_tma_map;
+
+/* tile_cuda_launch for kernels with TMA tensor maps: `args` holds the kernel's own
+ * `num_args` parameters; when the image loaded for the device is one whose kernel takes
+ * tensor maps (bit i of `tma_images` set for image i of the module), each of the
+ * `num_maps` maps is encoded with the driver's cuTensorMapEncodeTiled and passed after
+ * them, as a 128-byte __grid_constant__ parameter. A map whose tensor the TMA unit
+ * cannot address (a dimension outside 1 .. 2^31 - 1, a stride not a multiple of 16
+ * bytes or not below 2^40) is passed zeroed: the kernel tests the same rule and copies
+ * without TMA then. Statuses as tile_cuda_launch's, and TILE_ERROR_NO_DRIVER when the
+ * driver lacks cuTensorMapEncodeTiled (CUDA 12 or later has it), TILE_ERROR_DRIVER when
+ * it refuses a map. */
+TILE_API tile_status tile_cuda_launch_tma(tile_gpu_module* module, const char* kernel, void* stream,
+                                          const uint32_t grid[3], const uint32_t block[3], size_t dynamic_smem,
+                                          void** args, uint32_t num_args, const tile_tma_map* maps,
+                                          uint32_t num_maps, uint64_t tma_images) TILE_NOEXCEPT;
+
+/* Whether `map` describes a tensor the TMA unit addresses (the rule above). */
+TILE_API int tile_tma_map_encodes(const tile_tma_map* map) TILE_NOEXCEPT;
+
 /* tile_cuda_launch for AMD GPUs through HIP: `stream` is a hipStream_t (NULL: the null
  * stream of the current device), the device is the calling thread's current HIP device
  * (hipGetDevice), the image the HSACO whose target ID matches the device's gcnArchName:

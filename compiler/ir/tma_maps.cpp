@@ -1,0 +1,43 @@
+// tma_map_uses (tma_maps.h): a walk over the tma_load instructions.
+#include "ir/tma_maps.h"
+
+#include "ir/visitor.h"
+
+namespace tilec::ir {
+
+namespace {
+
+int64_t param_of(const PrimFunc& f, const MachineOpNode& op) {
+    const BufferNode* t = op.src.at(0)->as<LoadNode>()->buffer.get();
+    for (size_t i = 0; i < f.params.size(); ++i)
+        if (f.params[i].kind == ParamKind::Tensor && f.params[i].buffer.get() == t) return static_cast<int64_t>(i);
+    return -1;
+}
+
+}  // namespace
+
+int64_t tma_map_index(const std::vector<TmaMapUse>& maps, const PrimFunc& f, const MachineOpNode& op) {
+    int64_t p = param_of(f, op);
+    for (size_t k = 0; k < maps.size(); ++k)
+        if (static_cast<int64_t>(maps[k].param) == p && maps[k].imm == op.imm) return static_cast<int64_t>(k);
+    return -1;
+}
+
+std::vector<TmaMapUse> tma_map_uses(const PrimFunc& f) {
+    struct V : IRVisitor {
+        const PrimFunc* f;
+        std::vector<TmaMapUse> maps;
+        void visit_machine_op(const MachineOpNode* op) override {
+            if (op->op == MachineOp::TmaLoad && tma_map_index(maps, *f, *op) < 0) {
+                int64_t p = param_of(*f, *op);
+                if (p >= 0) maps.push_back({static_cast<size_t>(p), op->imm});
+            }
+            IRVisitor::visit_machine_op(op);
+        }
+    } v;
+    v.f = &f;
+    if (f.body) v.visit(f.body);
+    return v.maps;
+}
+
+}  // namespace tilec::ir

@@ -1,0 +1,22 @@
+// The tensor maps of a thread-level function (issue 12): one per distinct (tensor
+// parameter, swizzle, box) its tma_load instructions name, in order of first appearance.
+// The NVIDIA kernel takes them as __grid_constant__ parameters after its own, the entry
+// point encodes them (cuTensorMapEncodeTiled), the simulator derives the same maps.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tilec::ir {
+
+struct TmaMapUse {
+    size_t param = 0;          // index into f.params (a row-major tensor)
+    std::vector<int64_t> imm;  // the tma_load's immediates: swizzle, box_0 (innermost), box_1, ...
+};
+
+std::vector<TmaMapUse> tma_map_uses(const PrimFunc& f);
+// The index into tma_map_uses(f) of a tma_load, or -1 if none matches.
+int64_t tma_map_index(const std::vector<TmaMapUse>& maps, const PrimFunc& f, const MachineOpNode& op);
+
+}  // namespace tilec::ir

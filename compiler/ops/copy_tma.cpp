@@ -1,0 +1,138 @@
+// copy global -> shared through the Tensor Memory Accelerator (sm_90+, issue 12): the
+// candidate form of a fill, which software-pipeline turns into a TMA stage of a pipelined
+// loop (its mbarriers, expect-tx and waits) and removes everywhere else (a lone copy keeps
+// its cp.async form: a TMA's mbarrier phase bookkeeping pays off in a pipeline only).
+#include "ops/copy_tma.h"
+
+#include "ops/lower_util.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+namespace {
+
+// Swizzle<s,4,3> of a byte offset from a pattern-aligned base (the TMA and wgmma pattern:
+// 16-byte chunks XOR the row within the 2^s rows of the pattern).
+int64_t swizzled(int64_t span, int64_t byte) {
+    if (span == 0) return byte;
+    int64_t mask = span / 16 - 1;
+    return byte ^ (((byte >> 7) & mask) << 4);
+}
+
+int64_t swizzle_mode(int64_t span) { return span == 128 ? 3 : span == 64 ? 2 : span == 32 ? 1 : 0; }
+
+}  // namespace
+
+Expr tma_tensor_ok(const Buffer& t) {
+    const int64_t eb = (t->dtype.bits + 7) / 8;
+    const size_t rank = t->shape.size();
+    Expr ok = make_bool(true);
+    Expr packed = make_int(1);  // the row-major stride, where the tensor has no strides of its own
+    for (size_t k = rank; k-- > 0;) {
+        const Expr& n = t->shape[k];
+        ok = logical_and(ok, logical_and(ge(n, make_int(1)), le(n, make_int((int64_t{1} << 31) - 1))));
+        if (k + 1 < rank) {
+            Expr bytes = mul(t->strides.empty() ? packed : t->strides[k], make_int(eb));
+            ok = logical_and(ok, logical_and(eq(floormod(bytes, make_int(16)), make_int(0)),
+                                             logical_and(gt(bytes, make_int(0)), lt(bytes, make_int(int64_t{1} << 40)))));
+        }
+        packed = mul(packed, n);
+    }
+    return ok;
+}
+
+std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
+    const target::GpuTarget& target = lc.gpu_target();
+    const Region& g = c.src;
+    const Buffer& t = g.buffer;
+    const Buffer& dst = c.dst.buffer;
+    if (!target.tma.available || !target.has_wgmma() || t->scope != Scope::Global || dst->scope != Scope::Shared ||
+        !(t->strides.empty() || is_const_int(t->strides.back(), 1)) || !is_full_region(c.dst) || t->dtype != dst->dtype || t->dtype.bits % 8 != 0)
+        return std::nullopt;
+    if (c.pad && !is_const_int(c.pad, 0) && !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0))
+        return std::nullopt;
+    auto tile = const_shape(dst->shape);
+    const size_t rank = t->shape.size();
+    if (!tile || tile->empty() || rank < 1 || rank > 5) return std::nullopt;
+    const int64_t eb = t->dtype.bits / 8;
+    int64_t elems = 1;
+    for (int64_t e : *tile) elems *= e;
+    // Tiles of 1 KiB or more start on 1024-byte boundaries on wgmma targets (the shared
+    // plan), where every swizzle pattern starts: the offsets below are then addresses.
+    if (elems * eb < 1024) return std::nullopt;
+    // The box: the region's extent per tensor dimension.
+    std::vector<int64_t> ext(rank);
+    for (size_t d = 0; d < rank; ++d) {
+        auto e = as_const_int(g.extent[d]);
+        if (!e || *e < 1 || *e > 256 * 256) return std::nullopt;
+        ext[d] = *e;
+    }
+    // Tile dimensions other than 1 are the tensor dimensions of extent other than 1, in order.
+    std::vector<int64_t> tensor_dim_of(tile->size(), -1);
+    {
+        size_t k = 0;
+        for (size_t d = 0; d < tile->size(); ++d) {
+            if ((*tile)[d] == 1) continue;
+            while (k < rank && ext[k] == 1) ++k;
+            if (k == rank || ext[k] != (*tile)[d]) return std::nullopt;
+            tensor_dim_of[d] = static_cast<int64_t>(k++);
+        }
+    }
+    // The inner (last) dimension in boxes of at most 128 bytes, each with the swizzle of
+    // its width (a wider row is several boxes side by side, as wgmma's MN-major atoms).
+    const int64_t inner = ext[rank - 1];
+    int64_t width = inner * eb <= 128 ? inner : 128 / eb;
+    if (inner % width != 0 || (width * eb) % 16 != 0) return std::nullopt;
+    const int64_t span = (width * eb == 32 || width * eb == 64 || width * eb == 128) ? width * eb : 0;
+    for (size_t d = 0; d + 1 < rank; ++d)
+        if (ext[d] > 256) return std::nullopt;
+    const int64_t boxes = inner / width;
+    const layout::Layout* planned = lc.shared_layout(dst);
+    const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
+    // Where each box starts in the tile (element offset of its first element) and the
+    // check, element by element, that the tile's layout is the boxes' dense rows swizzled.
+    std::vector<int64_t> box_base(static_cast<size_t>(boxes), -1);
+    std::vector<int64_t> coord(tile->size(), 0);
+    for (int64_t n = 0; n < elems; ++n) {
+        int64_t rest = n;
+        for (size_t d = tile->size(); d-- > 0;) coord[d] = rest % (*tile)[d], rest /= (*tile)[d];
+        std::vector<int64_t> o(rank, 0);
+        for (size_t d = 0; d < tile->size(); ++d)
+            if (tensor_dim_of[d] >= 0) o[static_cast<size_t>(tensor_dim_of[d])] = coord[d];
+        int64_t q = o[rank - 1] / width;
+        int64_t linear = o[rank - 1] % width, scale = width;
+        for (size_t k = rank - 1; k-- > 0;) {
+            linear += o[k] * scale;
+            scale *= ext[k];
+        }
+        int64_t at = L.offset(coord) * eb;
+        if (linear == 0) box_base[static_cast<size_t>(q)] = at;
+        if (box_base[static_cast<size_t>(q)] < 0) return std::nullopt;  // a box's first element comes first
+        if (at != box_base[static_cast<size_t>(q)] + swizzled(span, linear * eb)) return std::nullopt;
+    }
+    for (int64_t b : box_base)
+        if (b % (span == 0 ? 128 : 8 * span) != 0) return std::nullopt;
+
+    SourceLoc loc = c.loc;
+    TmaFill out;
+    out.barrier = make_buffer(dst->name + "_full", DataType::u64(), {make_int(1)}, Scope::Shared);
+    out.condition = tma_tensor_ok(t);
+    std::vector<int64_t> imm{swizzle_mode(span), width};
+    for (size_t k = rank - 1; k-- > 0;) imm.push_back(ext[k]);
+    Expr bar = make_load(out.barrier, {make_int(0)}, loc);
+    std::vector<Stmt> issue{make_machine_op(MachineOp::MbarrierArrive, {elems * eb}, {bar}, {}, loc)};
+    for (int64_t q = 0; q < boxes; ++q) {
+        // The box's first tile element, and its tensor coordinates.
+        std::vector<Expr> first(tile->size(), make_int(0));
+        for (size_t d = 0; d < tile->size(); ++d)
+            if (tensor_dim_of[d] == static_cast<int64_t>(rank - 1)) first[d] = make_int(q * width);
+        std::vector<Expr> at = global_indices(g, *tile, first);
+        issue.push_back(make_machine_op(MachineOp::TmaLoad, imm, {make_load(dst, first, loc)},
+                                        {make_load(t, at, loc), bar}, loc));
+    }
+    out.issue = make_allocate(out.barrier, make_if(eq(lc.thread_idx(), make_int(0)), make_seq(issue, loc), nullptr, loc), loc);
+    return out;
+}
+
+}  // namespace tilec::ops

@@ -1,0 +1,31 @@
+// copy global -> shared through TMA (sm_90+, issue 12): the candidate form of a fill.
+// Internal to compiler/ops (copy.cpp's lowering calls it); software-pipeline consumes it.
+#pragma once
+#include <optional>
+
+#include "ops/context.h"
+
+namespace tilec::ops {
+
+// A copy's TMA form: `issue` (alloc barrier { if thread 0: arrive on barrier[0] expecting
+// the tile's bytes, then one tma_load per box of at most 128 bytes across }) where `condition` holds at
+// run time (the tensor's tensor map encodes: cuTensorMapEncodeTiled's stride and size
+// rules), else the copy's other form. `barrier` is a placeholder shared u64[1], allocated
+// around the issue alone to keep the IR well formed: software-pipeline stages it (and its waits) in a pipelined loop and
+// drops the TMA form everywhere else.
+struct TmaFill {
+    ir::Expr condition;
+    ir::Stmt issue;
+    ir::Buffer barrier;
+};
+
+// The TMA form of `c`, or nullopt: a target without TMA or wgmma (whose 1024-byte tile
+// alignment the swizzled boxes need), a tile under 1 KiB, a tensor whose last dimension is not contiguous, or a shared
+// layout that is not the boxes' dense rows with their swizzle.
+std::optional<TmaFill> lower_copy_tma(const ir::CopyNode& c, LowerContext& lc);
+
+// Whether `t`'s tensor map encodes at run time (each dimension 1 .. 2^31 - 1, byte strides
+// of the outer dimensions multiples of 16 in 16 .. 2^40), as the entry point decides it.
+ir::Expr tma_tensor_ok(const ir::Buffer& t);
+
+}  // namespace tilec::ops
