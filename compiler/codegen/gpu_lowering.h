@@ -7,8 +7,10 @@
 // conversions), gpu_lowering_expr.cpp, gpu_lowering_stmt.cpp and gpu_lowering_memory.cpp,
 // and the kernel signature, target machine and tools in gpu_lowering.cpp.
 //
-// Value model, as on the CPU: narrow floats (f16, bf16) are held in f32 registers and
-// rounded to nearest even where the IR says (a store, a Cast): fptrunc. sqrt and
+// Value model, as on the CPU: narrow floats (f16, bf16, f8e4m3, f8e5m2) are held in f32
+// registers and rounded to nearest even where the IR says (a store, a Cast): fptrunc,
+// or for the 8-bit floats, which LLVM has no type for, the conversions of
+// gpu_lowering_f8.cpp (PTX cvt on sm_89+, integer arithmetic elsewhere) to and from bytes. sqrt and
 // division are IEEE; exp/log/pow/sigmoid/tanh are built on the target's exp2 and log2.
 //
 // Internal to compiler/codegen: it includes LLVM headers, which the rest of the
@@ -102,9 +104,21 @@ public:
     // ---- types ---------------------------------------------------------------------
     llvm::Type* reg_type(DataType t);
     llvm::Type* storage_type(DataType t);
+    // f16, bf16, f8e4m3, f8e5m2: held in f32 registers.
     static bool is_narrow(DataType t);
+    static bool is_f8(DataType t);
     llvm::Value* to_storage(llvm::Value* v, DataType t);
     llvm::Value* from_storage(llvm::Value* v, DataType t);
+    // The storage value (the bits in memory) of `e`, an expression of type `t`: a load
+    // of an element of that type is its bits as they are (no decode / encode round
+    // trip, which the 8-bit floats' conversions would cost).
+    llvm::Value* storage_value(const ir::Expr& e, DataType t);
+
+    // The 8-bit floats (gpu_lowering_f8.cpp): an f32 register value rounded to `t`
+    // (nearest even; f8e4m3 saturates at +-448, f8e5m2 overflows to +-inf, as
+    // scalar/float_formats.h says) as its byte, and a byte's exact value as f32.
+    llvm::Value* f8_encode(llvm::Value* f32_value, DataType t);
+    llvm::Value* f8_decode(llvm::Value* byte, DataType t);
 
     // Rounds an f32 register value to the narrow float `t` (and back to f32).
     llvm::Value* round_narrow(llvm::Value* v, DataType t);
@@ -156,6 +170,7 @@ public:
     // A target instruction (gpu_lowering_machine.cpp); NVIDIA only.
     void machine_op(const ir::MachineOpNode& m);
     void wgmma(const ir::MachineOpNode& m);
+    void mma_f8(const ir::MachineOpNode& m);  // m16n8k32 on .e4m3 / .e5m2 operands
     // Inline PTX `text` whose outputs are m.dst, each tied to its m.src (none: no operands).
     void tied_registers_asm(const std::string& text, const ir::MachineOpNode& m);
     // mbarrier and TMA instructions as inline PTX (LLVM 19 has no intrinsics for them).

@@ -3,6 +3,7 @@
 // expressions are most of the lowering and change for reasons the statements don't.
 #include "codegen/gpu_lowering.h"
 #include "codegen/int_arith.h"
+#include "scalar/float_formats.h"
 
 #include <llvm/Analysis/ConstantFolding.h>
 
@@ -16,6 +17,7 @@ llvm::Value* GpuLowering::expr(const ir::Expr& e) {
     }
     case ir::ExprKind::FloatImm: {
         double v = e->as<ir::FloatImmNode>()->value;
+        if (is_f8(e->type)) return llvm::ConstantFP::get(b_.getFloatTy(), scalar::round_to_float_type(v, e->type));
         if (is_narrow(e->type)) {
             // A literal of a narrow type is its rounded value.
             auto* c = llvm::ConstantFP::get(storage_type(e->type), v);

@@ -1,9 +1,9 @@
 // GpuLowering's target instructions (ir.h, MachineOpNode): ldmatrix, mma.sync and
 // cp.async (+ commit / wait_group) as the NVVM intrinsics LLVM's NVPTX backend selects to
-// those instructions; sm_90a's wgmma family as inline PTX (LLVM 19 has no intrinsics for
-// wgmma.mma_async), its accumulators tied through the fence and the wait so that no
+// those instructions; sm_90a's wgmma family and the fp8 mma.sync as inline PTX (LLVM 19
+// has no intrinsics for wgmma.mma_async nor for .e4m3 / .e5m2), wgmma's accumulators tied through the fence and the wait so that no
 // access to them moves across either. Register operands are elements of register arrays
-// (f16 / bf16 held as f32 values, rounded exactly back to their storage type here),
+// (f16 / bf16 / fp8 held as f32 values; their storage bits go in, as loaded),
 // packed 32 / bits to a 32-bit register as the PTX ISA's fragments hold them (the
 // lower-numbered element in the low bits).
 #include <llvm/IR/InlineAsm.h>
@@ -62,6 +62,7 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         // b32 registers (or f32 / <2 x half> values), filled from the elements in order.
         const int64_t k = m.imm.at(2);
         DataType ab = m.src.at(0)->type, cd = m.src.at(static_cast<size_t>(k / 2 + k / 4))->type;
+        if (is_f8(ab)) return mma_f8(m);
         llvm::Intrinsic::ID id = k == 8                      ? llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
                                  : k == 32 && ab.is_uint()   ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_u8
                                  : k == 32                   ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8
@@ -87,7 +88,7 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
             auto* packed = llvm::FixedVectorType::get(storage_type(et), per);
             llvm::Value* v = llvm::PoisonValue::get(packed);
             for (unsigned h = 0; h < per; ++h)
-                v = b_.CreateInsertElement(v, to_storage(expr(m.src.at(next++)), et), uint64_t(h));
+                v = b_.CreateInsertElement(v, storage_value(m.src.at(next++), et), uint64_t(h));
             args.push_back(want == packed ? v : b_.CreateBitCast(v, want));
         }
         llvm::Value* d = b_.CreateCall(fn, args);
@@ -136,6 +137,32 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         return;
     }
     TILEC_ICE(who_ + ": machine " + ir::machine_op_name(m.op) + " is not lowered yet");
+}
+
+void GpuLowering::mma_f8(const ir::MachineOpNode& m) {
+    // mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (PTX ISA 8.4+, no
+    // NVVM intrinsic in LLVM 19): A in four b32 registers, B in two, four bytes apiece
+    // (a0 in the low byte, 9.7.14.5.10), C and D four f32.
+    DataType a = m.src.at(0)->type, b = m.src.at(16)->type;
+    auto name = [](DataType t) { return t.kind == ir::TypeKind::Float8E4M3 ? "e4m3" : "e5m2"; };
+    std::vector<llvm::Value*> ins;
+    auto* word = llvm::FixedVectorType::get(b_.getInt8Ty(), 4);
+    for (size_t r = 0; r < 6; ++r) {
+        DataType t = r < 4 ? a : b;
+        llvm::Value* v = llvm::PoisonValue::get(word);
+        for (unsigned h = 0; h < 4; ++h) v = b_.CreateInsertElement(v, storage_value(m.src.at(4 * r + h), t), uint64_t(h));
+        ins.push_back(b_.CreateBitCast(v, b_.getInt32Ty()));
+    }
+    for (size_t i = 24; i < 28; ++i) ins.push_back(expr(m.src.at(i)));
+    std::string text = std::string("mma.sync.aligned.m16n8k32.row.col.f32.") + name(a) + "." + name(b) +
+                       ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+    auto* f32 = b_.getFloatTy();
+    std::vector<llvm::Type*> in_types;
+    for (auto* v : ins) in_types.push_back(v->getType());
+    auto* fty = llvm::FunctionType::get(llvm::StructType::get(ctx_, {f32, f32, f32, f32}), in_types, false);
+    llvm::Value* d =
+        b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", false), ins);
+    for (unsigned i = 0; i < 4; ++i) store_element(m.dst.at(i), b_.CreateExtractValue(d, {i}));
 }
 
 void GpuLowering::tied_registers_asm(const std::string& text, const ir::MachineOpNode& m) {

@@ -39,7 +39,7 @@ void GpuLowering::stmt(const ir::Stmt& s) {
     case ir::StmtKind::Store: {
         auto* st = s->as<ir::StoreNode>();
         auto& g = buffer(st->buffer);
-        llvm::Value* v = to_storage(expr(st->value), st->buffer->dtype);
+        llvm::Value* v = storage_value(st->value, st->buffer->dtype);
         b_.CreateStore(v, element_ptr(g, st->indices));
         return;
     }

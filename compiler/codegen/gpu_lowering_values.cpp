@@ -25,7 +25,7 @@ llvm::Type* GpuLowering::reg_type(DataType t) {
     if (t.is_bool()) return b_.getInt1Ty();
     if (t.is_integer()) return b_.getIntNTy(t.bits);
     if (t.kind == ir::TypeKind::Float && t.bits == 64) return b_.getDoubleTy();
-    if (t.kind == ir::TypeKind::Float || t.kind == ir::TypeKind::BFloat) return b_.getFloatTy();
+    if (t.kind == ir::TypeKind::Float || t.kind == ir::TypeKind::BFloat || is_f8(t)) return b_.getFloatTy();
     TILEC_ICE(who_ + ": type " + t.str() + " is not supported");
 }
 
@@ -33,26 +33,42 @@ llvm::Type* GpuLowering::storage_type(DataType t) {
     if (t.is_bool()) return b_.getInt8Ty();
     if (t.kind == ir::TypeKind::Float && t.bits == 16) return b_.getHalfTy();
     if (t.kind == ir::TypeKind::BFloat) return b_.getBFloatTy();
+    if (is_f8(t)) return b_.getInt8Ty();
     return reg_type(t);
 }
 
 bool GpuLowering::is_narrow(DataType t) {
-    return (t.kind == ir::TypeKind::Float && t.bits == 16) || t.kind == ir::TypeKind::BFloat;
+    return (t.kind == ir::TypeKind::Float && t.bits == 16) || t.kind == ir::TypeKind::BFloat || is_f8(t);
+}
+
+bool GpuLowering::is_f8(DataType t) {
+    return t.kind == ir::TypeKind::Float8E4M3 || t.kind == ir::TypeKind::Float8E5M2;
 }
 
 llvm::Value* GpuLowering::to_storage(llvm::Value* v, DataType t) {
     if (t.is_bool()) return b_.CreateZExt(v, b_.getInt8Ty());
+    if (is_f8(t)) return f8_encode(v, t);
     if (is_narrow(t)) return b_.CreateFPTrunc(v, storage_type(t));
     return v;
 }
 
 llvm::Value* GpuLowering::from_storage(llvm::Value* v, DataType t) {
     if (t.is_bool()) return b_.CreateICmpNE(v, b_.getInt8(0));
+    if (is_f8(t)) return f8_decode(v, t);
     if (is_narrow(t)) return b_.CreateFPExt(v, b_.getFloatTy());
     return v;
 }
 
+llvm::Value* GpuLowering::storage_value(const ir::Expr& e, DataType t) {
+    if (auto* l = e->as<ir::LoadNode>(); l && l->buffer->dtype == t && e->type == t) {
+        auto& g = buffer(l->buffer);
+        return b_.CreateLoad(g.elem, element_ptr(g, l->indices));
+    }
+    return to_storage(expr(e), t);
+}
+
 llvm::Value* GpuLowering::round_narrow(llvm::Value* v, DataType t) {
+    if (is_f8(t)) return f8_decode(f8_encode(v, t), t);
     return b_.CreateFPExt(b_.CreateFPTrunc(v, storage_type(t)), b_.getFloatTy());
 }
 
@@ -66,13 +82,17 @@ llvm::Value* GpuLowering::convert(llvm::Value* v, DataType from, DataType to) {
     if (to.is_float()) {
         llvm::Value* f;
         if (from.is_float()) {
-            // f64 -> narrow rounds once, straight from double.
+            // f64 -> narrow rounds once, straight from double (to the 8-bit floats
+            // through f32 rounded to odd, which keeps what their rounding needs).
+            if (is_f8(to) && v->getType()->isDoubleTy()) return round_narrow(f64_to_f32_odd(v), to);
             if (is_narrow(to) && v->getType()->isDoubleTy()) {
                 if (to.kind == ir::TypeKind::BFloat && !target_.cvt_bf16_from_f64_and_int)
                     return b_.CreateFPExt(b_.CreateFPTrunc(f64_to_f32_odd(v), storage_type(to)), rt);
                 return b_.CreateFPExt(b_.CreateFPTrunc(v, storage_type(to)), rt);
             }
             f = v->getType() == rt ? v : (v->getType()->isDoubleTy() ? b_.CreateFPTrunc(v, rt) : b_.CreateFPExt(v, rt));
+        } else if (is_f8(to)) {
+            return round_narrow(int_to_f32_odd(v, from), to);
         } else if (to.kind == ir::TypeKind::BFloat && !target_.cvt_bf16_from_f64_and_int) {
             return b_.CreateFPExt(b_.CreateFPTrunc(int_to_f32_odd(v, from), storage_type(to)), rt);
         } else if (from.is_bool() || from.is_uint()) {

@@ -630,11 +630,14 @@ const char* machine_op_name(MachineOp op) {
     return "?";
 }
 
-bool is_mma_form(int64_t k, DataType ab, DataType cd) {
-    const bool f16 = ab.kind == TypeKind::Float && ab.bits == 16;
-    if (k == 16) return ((f16 || ab.kind == TypeKind::BFloat) && cd == DataType::f32()) || (f16 && cd == ab);
-    if (k == 32) return (ab == DataType::i8() || ab == DataType::u8()) && cd == DataType::i32();
-    if (k == 8) return ab == DataType::f32() && cd == DataType::f32();
+bool is_mma_form(int64_t k, DataType a, DataType b, DataType cd) {
+    auto f8 = [](DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; };
+    if (k == 32 && f8(a) && f8(b)) return cd == DataType::f32();
+    if (a != b) return false;
+    const bool f16 = a.kind == TypeKind::Float && a.bits == 16;
+    if (k == 16) return ((f16 || a.kind == TypeKind::BFloat) && cd == DataType::f32()) || (f16 && cd == a);
+    if (k == 32) return (a == DataType::i8() || a == DataType::u8()) && cd == DataType::i32();
+    if (k == 8) return a == DataType::f32() && cd == DataType::f32();
     return false;
 }
 

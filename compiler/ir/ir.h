@@ -576,8 +576,10 @@ struct FullWriteNode : StmtNode {
 //             ...): k/2 of A, k/4 of B, 4 of C; dst: D's elements (d0..d3). The forms
 //             (is_mma_form): m16n8k16 f16 or bf16 A/B (one type) with f32 C/D, or f16
 //             A/B with f16 C/D; m16n8k32 i8 or u8 A/B with i32 C/D (.s32.s8.s8.s32,
-//             .u8); m16n8k8 f32 A/B with f32 C/D, which is .tf32: each A/B element is
-//             first rounded by cvt.rna.tf32.f32. Warp-collective.
+//             .u8), or f8e4m3 / f8e5m2 A and B (each its own: .e4m3.e5m2 and the
+//             other mixes too) with f32 C/D; m16n8k8 f32 A/B with f32 C/D, which is
+//             .tf32: each A/B element is first rounded by cvt.rna.tf32.f32.
+//             Warp-collective.
 //   CpAsync   cp.async.{ca|cg}.shared.global (cg for 16 bytes); imm {bytes}: 4, 8 or 16;
 //             dst {s[i..]} the first shared element, src {G[j..], n}: the first global
 //             element and the bytes to read from it (an index expression, 0..bytes; the
@@ -640,9 +642,9 @@ enum class MachineOp : uint8_t {
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
 // "mbarrier_arrive", "mbarrier_wait", "tma_load"
 const char* machine_op_name(MachineOp op);
-// Whether mma.sync m16n8k{k} with A/B elements of `ab` and C/D elements of `cd` is a
-// form MachineOp::Mma takes (see above).
-bool is_mma_form(int64_t k, DataType ab, DataType cd);
+// Whether mma.sync m16n8k{k} with A elements of `a`, B elements of `b` and C/D elements
+// of `cd` is a form MachineOp::Mma takes (see above).
+bool is_mma_form(int64_t k, DataType a, DataType b, DataType cd);
 struct MachineOpNode : StmtNode {
     static constexpr StmtKind kKind = StmtKind::MachineOp;
     MachineOp op;

@@ -407,11 +407,12 @@ private:
                 return error(op->loc, name + ": only m16n8k8, m16n8k16 and m16n8k32 are modelled");
             const int64_t k = op->imm[2], na = k / 2, nb = k / 4;
             if (!counts(3, 4, static_cast<size_t>(na + nb + 4))) return;
-            DataType ab = op->src[0]->type, cd = op->src[na + nb]->type;
-            if (!is_mma_form(k, ab, cd))
-                error(op->loc, name + " m16n8k" + std::to_string(k) + " of " + ab.str() + " operands into " + cd.str());
+            DataType a = op->src[0]->type, b = op->src[na]->type, cd = op->src[na + nb]->type;
+            if (!is_mma_form(k, a, b, cd))
+                error(op->loc, name + " m16n8k" + std::to_string(k) + " of " + a.str() + " x " + b.str() +
+                                   " operands into " + cd.str());
             for (int64_t i = 0; i < na + nb; ++i)
-                if (op->src[i]->type != ab) error(op->loc, name + ": A and B elements of one type");
+                if (op->src[i]->type != (i < na ? a : b)) error(op->loc, name + ": A elements of one type, B's of one");
             for (int64_t i = na + nb; i < na + nb + 4; ++i)
                 if (op->src[i]->type != cd) error(op->loc, name + ": C elements of one type");
             for (const auto& d : op->dst)

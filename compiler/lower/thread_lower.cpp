@@ -27,12 +27,11 @@ namespace detail {
 
 namespace {
 
-// Types and math the NVPTX backend does not handle yet: 8-bit floats and 4-bit integers
-// (no LLVM types / packed access), transcendental functions of f64 (no approximate
-// instructions; libdevice is not linked).
+// Types and math the GPU backends do not handle yet: 4-bit integers (no packed access),
+// transcendental functions of f64 (no approximate instructions; libdevice is not
+// linked). 8-bit floats are bytes in memory and f32 in registers (gpu_lowering_f8.cpp).
 void check_gpu_type(DataType t, SourceLoc loc) {
-    if (t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2 || (t.is_integer() && t.bits == 4))
-        unsupported(loc, t.str() + " data");
+    if (t.is_integer() && t.bits == 4) unsupported(loc, t.str() + " data");
 }
 
 // The parameters too: one the body never touches still has a place in the kernel's

@@ -114,28 +114,24 @@ Stmt rolled(const Stmt& s) {
     return r.mutate(s);
 }
 
-// A global tile into a whole shared buffer with cp.async (16-byte .cg copies), where the
-// target has it: the tile's last dimension contiguous in the tensor, in 16-byte chunks
-// spread over the threads like a copy's vectors (consecutive threads, consecutive chunks:
-// coalesced). A chunk past the tensor's edge reads fewer bytes (src-size) and the
+// A global tile into a whole shared buffer with cp.async, where the target has it: the
+// tile's last dimension contiguous in the tensor, in chunks of `bytes` (16: .cg; 8 or 4:
+// .ca) spread over the threads like a copy's vectors (consecutive threads, consecutive
+// chunks: coalesced). A chunk past the tensor's edge reads fewer bytes (src-size) and the
 // hardware zero-fills the rest: no masked path. The copies are committed as one group;
 // insert-async-waits puts the wait before the first read. On wgmma targets a tile wholly
 // inside the tensor takes an unguarded path (no per-chunk bounds or src-size arithmetic:
-// in a GEMM main loop that arithmetic was most of the issued instructions). nullopt where it does not
-// apply, and the caller's synchronous copy runs instead; at run time too, when a chunk
-// would not be 16-byte aligned in the tensor (a row length or start that is not a
-// multiple of the chunk).
-std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const Stmt& sync) {
+// in a GEMM main loop that arithmetic was most of the issued instructions). nullopt where
+// this chunk size does not apply; `aligned` is set to the run-time condition under which
+// every chunk is aligned to its size in the tensor (the row length and start multiples of
+// the chunk).
+std::optional<Stmt> async_fill(const CopyNode& c, LowerContext& lc, int64_t bytes, Expr& aligned) {
     const Region& g = c.src;
     const Buffer& dst = c.dst.buffer;
     const Buffer& t = g.buffer;
-    if (!lc.gpu_target().cp_async.available || t->scope != Scope::Global || dst->scope != Scope::Shared ||
-        !is_full_region(c.dst) || t->dtype != dst->dtype || (c.pad && !is_const_int(c.pad, 0) &&
-                                                             !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0)))
-        return std::nullopt;
     const int64_t eb = (t->dtype.bits + 7) / 8;
-    if (t->dtype.bits % 8 != 0 || 16 % eb != 0) return std::nullopt;
-    const int64_t V = 16 / eb;
+    if (t->dtype.bits % 8 != 0 || bytes % eb != 0) return std::nullopt;
+    const int64_t V = bytes / eb;
     auto tile = const_shape(dst->shape);
     if (!tile || tile->empty()) return std::nullopt;
     const size_t rank = t->shape.size();
@@ -153,7 +149,7 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
     const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
     auto offset = [&](const std::vector<int64_t>& c) { return L.offset(c); };
     {
-        // Every chunk contiguous and 16-byte aligned in shared memory (by enumeration).
+        // Every chunk contiguous and aligned to its size in shared memory (by enumeration).
         std::vector<int64_t> c(tile->size(), 0);
         int64_t total = 1;
         for (int64_t e : *tile) total *= e;
@@ -182,9 +178,9 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
     for (size_t d : order) order_shape.push_back(chunks[d]);
     auto F = layout::Fragment::parallel(order_shape, lc.threads(), 1);
     if (!F) return std::nullopt;
-    // Every chunk 16-byte aligned: the tensor's other strides and the tile's start in the
+    // Every chunk aligned: the tensor's other strides and the tile's start in the
     // contiguous dimension multiples of the chunk (the base pointer is 16-byte aligned).
-    Expr aligned = eq(floormod(g.start[last], make_int(V)), make_int(0));
+    aligned = eq(floormod(g.start[last], make_int(V)), make_int(0));
     for (size_t d = 0; d < rank; ++d) {
         if (d == last) continue;
         Expr stride = t->strides.empty() ? Expr() : t->strides[d];
@@ -214,8 +210,8 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         coord[cd] = mul(coord[cd], make_int(V));
         std::vector<Expr> gi = global_indices(g, *tile, coord);
         if (!guarded)
-            return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {16}, {make_load(dst, coord, loc)},
-                                                      {make_load(t, gi, loc), make_int(16)}, loc));
+            return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {bytes}, {make_load(dst, coord, loc)},
+                                                      {make_load(t, gi, loc), make_int(bytes)}, loc));
         // Bytes of this chunk inside the tensor: none outside its other dimensions, else
         // up to the end of the contiguous one.
         Expr rows_in = make_bool(true);
@@ -228,19 +224,41 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         std::vector<Expr> at;
         Expr inside = logical_and(rows_in, gt(left, make_int(0)));
         for (auto& i : gi) at.push_back(make_select(inside, i, make_int(0), loc));
-        return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {16}, {make_load(dst, coord, loc)},
+        return guard_replica(rep, make_machine_op(MachineOp::CpAsync, {bytes}, {make_load(dst, coord, loc)},
                                                   {make_load(t, at, loc), src_bytes}, loc));
     });
     };
     // Only where wgmma keeps the accumulators out of the way: with mma.sync (sm_80..sm_90)
     // the unguarded path's hoisted addresses push gemm_*_nt and attn_fwd_d64 past 255
     // registers (spills), and its gain there is not measured yet.
-    Stmt copies = lc.gpu_target().has_wgmma() ? make_if(tile_inside, chunk_loop(false), chunk_loop(true), loc)
-                                              : chunk_loop(true);
-    Stmt async = make_seq({copies, make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc)}, loc);
-    // The fallback (misaligned rows) is rare: its element loops stay loops rather than
-    // unrolled loads, so it does not raise the kernel's register count.
-    return make_if(aligned, async, rolled(sync), loc);
+    Stmt copies = lc.gpu_target().has_wgmma() && bytes == 16
+                      ? make_if(tile_inside, chunk_loop(false), chunk_loop(true), loc)
+                      : chunk_loop(true);
+    return make_seq({copies, make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc)}, loc);
+}
+
+// The cp.async fill of a global tile into shared memory (async_fill) in the widest chunk
+// the tile allows: 16-byte .cg, or 8- / 4-byte .ca for a tile whose rows are 8 or 4 bytes
+// (a [64, 4] f16 tile, say), where every chunk is aligned to it at run time; else the
+// caller's synchronous copy `sync`. (A narrower cp.async as the run-time fallback of a
+// 16-byte fill, for rows that are only 4- or 8-byte aligned, was tried: even as loops it
+// pushed gemm_i8 past 255 registers on sm_80, 84 bytes spilled.) nullopt where no chunk
+// size applies at compile time.
+std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const Stmt& sync) {
+    const Region& g = c.src;
+    const Buffer& dst = c.dst.buffer;
+    const Buffer& t = g.buffer;
+    if (!lc.gpu_target().cp_async.available || t->scope != Scope::Global || dst->scope != Scope::Shared ||
+        !is_full_region(c.dst) || t->dtype != dst->dtype || (c.pad && !is_const_int(c.pad, 0) &&
+                                                             !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0)))
+        return std::nullopt;
+    for (int64_t bytes : {16, 8, 4}) {
+        Expr aligned;
+        // The fallback (misaligned rows) is rare: its element loops stay loops rather
+        // than unrolled loads, so it does not raise the kernel's register count.
+        if (auto fill = async_fill(c, lc, bytes, aligned)) return make_if(aligned, *fill, rolled(sync), c.loc);
+    }
+    return std::nullopt;
 }
 
 }  // namespace

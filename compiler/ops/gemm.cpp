@@ -82,7 +82,10 @@ Stmt elab_gemm(ElabContext& ctx) {
                                       "]");
         return nullptr;
     }
-    if (A->dtype != B->dtype) {
+    // The two 8-bit float formats mix (e4m3 x e5m2, as fp8 tensor cores take them);
+    // other operand types must agree.
+    auto f8 = [](DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; };
+    if (A->dtype != B->dtype && !(f8(A->dtype) && f8(B->dtype))) {
         diags.error(ctx.call_range(), "gemm operands have different element types: '" + A->name + "' is " +
                                           A->dtype.str() + " and '" + B->name + "' is " + B->dtype.str());
         return nullptr;

@@ -1,6 +1,7 @@
 // gemm on NVIDIA tensor cores: the warp partition (plan_mma) and the lowering to
 // ldmatrix + mma.sync (lower_gemm_mma). The fragment formulas are the PTX ISA's
-// (sections 9.7.14.5.7-9.7.14.5.10: m16n8k8 .tf32, m16n8k16, m16n8k32 .s8/.u8), as
+// (sections 9.7.14.5.7-9.7.14.5.10: m16n8k8 .tf32, m16n8k16, m16n8k32 .s8/.u8 and
+// .e4m3/.e5m2, whose A and B tables name the same figures and formulas), as
 // layout/fragment.h builds them; the simulator checks
 // the instructions against its own models of the document (sim/warp_mma.h), so a
 // mistake here shows as a wrong result there, not as a shared assumption.
@@ -25,6 +26,8 @@ std::optional<target::ElemType> mma_elem(DataType t, bool allow_tf32) {
     if (t == DataType::i8()) return target::ElemType::S8;
     if (t == DataType::u8()) return target::ElemType::U8;
     if (t == DataType::f32() && allow_tf32) return target::ElemType::TF32;
+    if (t.kind == TypeKind::Float8E4M3) return target::ElemType::E4M3;
+    if (t.kind == TypeKind::Float8E5M2) return target::ElemType::E5M2;
     return std::nullopt;
 }
 
@@ -59,15 +62,19 @@ std::optional<MmaPlan> plan_mma(const GemmNode& g, const target::GpuTarget& t, i
                                 const std::string& policy, bool allow_tf32) {
     const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
     if (!t.ldmatrix.available || threads % 32 != 0 || t.warp_size != 32) return std::nullopt;
-    if (A->dtype != B->dtype || C->scope != Scope::Fragment) return std::nullopt;
-    auto ab = mma_elem(A->dtype, allow_tf32);
+    if (A->dtype.bits != B->dtype.bits || C->scope != Scope::Fragment) return std::nullopt;
+    auto ea = mma_elem(A->dtype, allow_tf32), eb = mma_elem(B->dtype, allow_tf32);
     auto acc = mma_acc(C->dtype);
-    if (!ab || !acc) return std::nullopt;
+    if (!ea || !eb || !acc) return std::nullopt;
+    // Mixed operand types only where the instruction takes them and the IR says so
+    // (ir::is_mma_form): the fp8 pairs.
+    if (A->dtype != B->dtype && !(A->dtype.bits == 8 && A->dtype.is_float() && B->dtype.is_float()))
+        return std::nullopt;
     // One atom's K row is 32 bytes (two 16-byte ldmatrix rows); the target must have
     // that shape for these types in the PTX version it emits.
     const int64_t atom_k = 256 / A->dtype.bits;
     const target::MmaShape* shape =
-        target::find_mma(t, target::MatrixOp::MmaSync, 16, 8, static_cast<int>(atom_k), *ab, *ab, *acc);
+        target::find_mma(t, target::MatrixOp::MmaSync, 16, 8, static_cast<int>(atom_k), *ea, *eb, *acc);
     if (!shape || shape->min_ptx_version > t.ptx_version) return std::nullopt;
     for (const Buffer& X : {A, B})
         if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
@@ -139,7 +146,7 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
     Expr lane = floormod(tx, make_int(32));
 
     Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * a_elems)}, Scope::Register, loc);
-    Buffer bf = make_buffer(g.c.buffer->name + "_b", t, {make_int(atoms_n * b_elems)}, Scope::Register, loc);
+    Buffer bf = make_buffer(g.c.buffer->name + "_b", b->dtype, {make_int(atoms_n * b_elems)}, Scope::Register, loc);
     auto regs = [&](const Buffer& r, int64_t first, int64_t count) {
         std::vector<Expr> out;
         for (int64_t i = 0; i < count; ++i) out.push_back(make_load(r, {make_int(first + i)}, loc));

@@ -14,7 +14,7 @@ namespace tilec::ops {
 // warp a (M / warps_m) x (N / warps_n) tile of m16n8k{atom_k} atoms; c is the
 // accumulator's fragment (Fragment::mma_m16n8k16_c of that partition: every m16n8 shape
 // has the same C/D fragment, PTX ISA 9.7.14.5.7-9.7.14.5.10). An atom's K is 32 bytes
-// of its operand type: k16 for f16 / bf16, k32 for i8 / u8, k8 for f32 (as .tf32).
+// of its operand type: k16 for f16 / bf16, k32 for i8 / u8 / fp8, k8 for f32 (as .tf32).
 struct MmaPlan {
     int64_t m, n, k;
     int64_t warps_m, warps_n;
@@ -34,9 +34,9 @@ struct MmaPlan {
 // (`policy`: "full_row", "full_col", "square" or ""), or nullopt where the CUDA-core
 // path takes the gemm: a target without ldmatrix or without the mma.sync form of the
 // types (f16 x f16 or bf16 x bf16 into f32, f16 x f16 into f16, i8 x i8 or u8 x u8
-// into i32, and f32 x f32 into f32 as tf32 when `allow_tf32`, the kernel's
-// @allow_tf32: tf32 keeps 10 of f32's 23 mantissa bits), or a shape the atoms do not
-// tile.
+// into i32, f8e4m3 / f8e5m2 x f8e4m3 / f8e5m2 into f32 on sm_89+ (m16n8k32, PTX 8.4),
+// and f32 x f32 into f32 as tf32 when `allow_tf32`, the kernel's @allow_tf32: tf32
+// keeps 10 of f32's 23 mantissa bits), or a shape the atoms do not tile.
 std::optional<MmaPlan> plan_mma(const ir::GemmNode& g, const target::GpuTarget& t, int64_t threads,
                                 const std::string& policy, bool allow_tf32);
 

@@ -169,9 +169,12 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     const int64_t k = op->imm.size() == 3 ? op->imm[2] : 0, na = k / 2, nb = k / 4;
     if (op->src.size() != static_cast<size_t>(na + nb + 4) || op->dst.size() != 4 ||
-        !is_mma_form(k, op->src[0]->type, op->src[static_cast<size_t>(na + nb)]->type))
+        !is_mma_form(k, op->src[0]->type, op->src[static_cast<size_t>(na)]->type,
+                     op->src[static_cast<size_t>(na + nb)]->type))
         fatal(loc, "mma form not simulated");
-    const DataType ab = op->src[0]->type, cd = op->src[static_cast<size_t>(na + nb)]->type;
+    const DataType ab = op->src[0]->type, bt = op->src[static_cast<size_t>(na)]->type,
+                   cd = op->src[static_cast<size_t>(na + nb)]->type;
+    const bool f8 = ab.kind == TypeKind::Float8E4M3 || ab.kind == TypeKind::Float8E5M2;
     const bool tf32 = k == 8;
     // Elements [first, first + count) of type t into b32 registers, 32 / bits apiece.
     auto pack = [&](int t, size_t first, size_t count, DataType et, uint32_t* out) {
@@ -194,7 +197,7 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
     for (int32_t t : act) {
         auto& r = regs[t];
         pack(t, 0, static_cast<size_t>(na), ab, r.a.data());
-        pack(t, static_cast<size_t>(na), static_cast<size_t>(nb), ab, r.b.data());
+        pack(t, static_cast<size_t>(na), static_cast<size_t>(nb), bt, r.b.data());
         pack(t, static_cast<size_t>(na + nb), 4, cd, r.c.data());
     }
     flush();
@@ -207,7 +210,9 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
             lanes[l].executes = true;
             lanes[l].exited = false;
         }
-        isa::MmaResult res = k == 32  ? isa::ptx_mma_sync_s32_s8(lanes, ab.is_uint(), ab.is_uint())
+        isa::MmaResult res = f8 ? isa::ptx_mma_sync_f32_f8(lanes, ab.kind == TypeKind::Float8E5M2,
+                                                           bt.kind == TypeKind::Float8E5M2)
+                             : k == 32  ? isa::ptx_mma_sync_s32_s8(lanes, ab.is_uint(), ab.is_uint())
                              : tf32   ? isa::ptx_mma_sync_f32(isa::MmaShape::M16N8K8, isa::MmaAbType::Tf32, lanes)
                              : cd != DataType::f32() ? isa::ptx_mma_sync_f16(lanes)
                              : isa::ptx_mma_sync_f32(isa::MmaShape::M16N8K16,

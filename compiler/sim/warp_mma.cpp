@@ -131,6 +131,30 @@ float bf16_to_float(uint16_t bits) {
     return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
+float e4m3_to_float(uint8_t bits) {
+    const int sign = bits >> 7, exp = (bits >> 3) & 0xf, man = bits & 0x7;
+    float v;
+    if (exp == 0xf && man == 0x7)
+        v = NAN;  // S.1111.111, the only NaN; no infinities
+    else if (exp == 0)
+        v = std::ldexp(static_cast<float>(man), -9);  // zero, subnormal: man * 2^(1 - 7 - 3)
+    else
+        v = std::ldexp(static_cast<float>(man | 0x8), exp - 10);
+    return sign ? -v : v;
+}
+
+float e5m2_to_float(uint8_t bits) {
+    const int sign = bits >> 7, exp = (bits >> 2) & 0x1f, man = bits & 0x3;
+    float v;
+    if (exp == 0x1f)
+        v = man == 0 ? INFINITY : NAN;
+    else if (exp == 0)
+        v = std::ldexp(static_cast<float>(man), -16);  // man * 2^(1 - 15 - 2)
+    else
+        v = std::ldexp(static_cast<float>(man | 0x4), exp - 17);
+    return sign ? -v : v;
+}
+
 namespace {
 void mma_isa_lane_issues(const std::array<MmaLane, 32>& lanes, MmaResult& r) {
     for (int lane = 0; lane < 32; ++lane) {
@@ -200,34 +224,65 @@ MmaResult ptx_mma_sync_f32(MmaShape shape, MmaAbType ab, const std::array<MmaLan
     return r;
 }
 
-MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes, bool a_unsigned, bool b_unsigned) {
-    MmaResult r;
-    mma_isa_lane_issues(lanes, r);
+namespace {
+
+// The m16n8k32 8-bit forms' matrices gathered from the executing lanes' fragments
+// (9.7.14.5.10, Figures 88, 90, 91: four bytes a register, a_i in byte i % 4): A and B
+// element values from their bytes by `a_value` / `b_value`, C's from its registers by
+// `c_value`, into D; elements of lanes that do not execute stay 0.
+template <typename T, typename AValue, typename BValue, typename CValue>
+void gather_k32(const std::array<MmaLane, 32>& lanes, AValue a_value, BValue b_value, CValue c_value,
+                std::vector<T>& A, std::vector<T>& B, std::vector<T>& D) {
     const MmaShape shape = MmaShape::M16N8K32;
     const MmaShapeInfo info = mma_shape_info(shape);
-    auto byte_as = [](uint32_t reg, int i, bool is_unsigned) -> int64_t {
-        const uint8_t b = static_cast<uint8_t>(reg >> (8 * (i & 3)));
-        return is_unsigned ? int64_t{b} : int64_t{static_cast<int8_t>(b)};
-    };
-    std::vector<int64_t> A(static_cast<std::size_t>(info.m * info.k), 0);
-    std::vector<int64_t> B(static_cast<std::size_t>(info.k * info.n), 0);
-    std::vector<int64_t> D(static_cast<std::size_t>(info.m * info.n), 0);
+    auto byte = [](uint32_t reg, int i) { return static_cast<uint8_t>(reg >> (8 * (i & 3))); };
+    A.assign(static_cast<std::size_t>(info.m * info.k), T{});
+    B.assign(static_cast<std::size_t>(info.k * info.n), T{});
+    D.assign(static_cast<std::size_t>(info.m * info.n), T{});
     for (int lane = 0; lane < 32; ++lane) {
         const MmaLane& l = lanes[lane];
         if (l.exited || !l.executes) continue;
         for (int i = 0; i < 4 * info.a_regs; ++i) {
             const MatCoord at = mma_a_coord(shape, lane, i);
-            A[static_cast<std::size_t>(at.row * info.k + at.col)] = byte_as(l.a[i / 4], i, a_unsigned);
+            A[static_cast<std::size_t>(at.row * info.k + at.col)] = a_value(byte(l.a[i / 4], i));
         }
         for (int i = 0; i < 4 * info.b_regs; ++i) {
             const MatCoord at = mma_b_coord(shape, lane, i);
-            B[static_cast<std::size_t>(at.row * info.n + at.col)] = byte_as(l.b[i / 4], i, b_unsigned);
+            B[static_cast<std::size_t>(at.row * info.n + at.col)] = b_value(byte(l.b[i / 4], i));
         }
         for (int i = 0; i < info.c_regs; ++i) {
             const MatCoord at = mma_c_coord(shape, lane, i);
-            D[static_cast<std::size_t>(at.row * info.n + at.col)] = static_cast<int32_t>(l.c[i]);
+            D[static_cast<std::size_t>(at.row * info.n + at.col)] = c_value(l.c[i]);
         }
     }
+}
+
+// D's elements scattered to the executing lanes' registers by the C/D formulas, as bits.
+template <typename T, typename Bits>
+void scatter_d(const std::array<MmaLane, 32>& lanes, MmaShape shape, const std::vector<T>& D, Bits bits,
+               MmaResult& r) {
+    const int n = mma_shape_info(shape).n;
+    for (int lane = 0; lane < 32; ++lane) {
+        if (lanes[lane].exited || !lanes[lane].executes) continue;
+        for (int i = 0; i < 4; ++i) {
+            const MatCoord at = mma_c_coord(shape, lane, i);
+            r.d[lane][i] = bits(D[static_cast<std::size_t>(at.row * n + at.col)]);
+        }
+    }
+}
+
+}  // namespace
+
+MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes, bool a_unsigned, bool b_unsigned) {
+    MmaResult r;
+    mma_isa_lane_issues(lanes, r);
+    const MmaShapeInfo info = mma_shape_info(MmaShape::M16N8K32);
+    auto as = [](bool is_unsigned) {
+        return [is_unsigned](uint8_t b) { return is_unsigned ? int64_t{b} : int64_t{static_cast<int8_t>(b)}; };
+    };
+    std::vector<int64_t> A, B, D;
+    gather_k32(lanes, as(a_unsigned), as(b_unsigned), [](uint32_t c) { return int64_t{static_cast<int32_t>(c)}; }, A,
+               B, D);
     for (int m = 0; m < info.m; ++m)
         for (int n = 0; n < info.n; ++n) {
             int64_t& acc = D[static_cast<std::size_t>(m * info.n + n)];
@@ -239,14 +294,25 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes, bool a_unsig
                 acc = 0;
             }
         }
-    for (int lane = 0; lane < 32; ++lane) {
-        if (lanes[lane].exited || !lanes[lane].executes) continue;
-        for (int i = 0; i < info.c_regs; ++i) {
-            const MatCoord at = mma_c_coord(shape, lane, i);
-            r.d[lane][i] = static_cast<uint32_t>(
-                static_cast<int32_t>(D[static_cast<std::size_t>(at.row * info.n + at.col)]));
+    scatter_d(lanes, MmaShape::M16N8K32, D, [](int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v)); },
+              r);
+    return r;
+}
+
+MmaResult ptx_mma_sync_f32_f8(const std::array<MmaLane, 32>& lanes, bool a_e5m2, bool b_e5m2) {
+    MmaResult r;
+    mma_isa_lane_issues(lanes, r);
+    const MmaShapeInfo info = mma_shape_info(MmaShape::M16N8K32);
+    auto as = [](bool e5m2) { return [e5m2](uint8_t b) { return e5m2 ? e5m2_to_float(b) : e4m3_to_float(b); }; };
+    std::vector<float> A, B, D;
+    gather_k32(lanes, as(a_e5m2), as(b_e5m2), [](uint32_t c) { return std::bit_cast<float>(c); }, A, B, D);
+    for (int m = 0; m < info.m; ++m)
+        for (int n = 0; n < info.n; ++n) {
+            float& acc = D[static_cast<std::size_t>(m * info.n + n)];
+            for (int k = 0; k < info.k; ++k)
+                acc = acc + A[static_cast<std::size_t>(m * info.k + k)] * B[static_cast<std::size_t>(k * info.n + n)];
         }
-    }
+    scatter_d(lanes, MmaShape::M16N8K32, D, [](float v) { return std::bit_cast<uint32_t>(v); }, r);
     return r;
 }
 

@@ -143,6 +143,16 @@ LdmatrixResult ptx_ldmatrix_m8n8_b16(int num, bool trans, std::span<const uint8_
 // half of register j). The document fixes neither the order of the additions nor the
 // precision of the partial sums; the model sums the exact products onto c in f32, in
 // the order above, and rounds d once to f16 (round to nearest even).
+//
+// mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32  d, a, b, c;  (sm_89+,
+// PTX ISA 8.4; 9.7.14.5.10: the .e4m3 / .e5m2 rows of its A and B tables hold four
+// elements per .b32 register, and Figures 88, 90 and 91 and their formulas are the ones
+// of .s8 / .u8 above; C/D .f32 as for the other shapes). The element formats are those
+// of the document's "Alternate Floating Point Data Formats": .e4m3 with 4 exponent bits
+// (bias 7), 3 mantissa bits, no infinities and S.1111.111 the only NaN; .e5m2 with 5
+// exponent bits (bias 15), 2 mantissa bits and IEEE infinities and NaNs. A product of
+// two such values (at most 4 significant bits each) is exact in f32; the sum is formed
+// as for f16, in f32 in the order k = 0 .. 31.
 enum class MmaShape : uint8_t { M16N8K16, M16N8K8, M16N8K32 };
 enum class MmaAbType : uint8_t { F16, Bf16, Tf32 };
 
@@ -188,6 +198,9 @@ MmaResult ptx_mma_sync_s32_s8(const std::array<MmaLane, 32>& lanes, bool a_unsig
                               bool b_unsigned = false);
 // m16n8k16 .f16.f16.f16.f16: `c` and `d` hold two .f16x2 registers (c[0], c[1]).
 MmaResult ptx_mma_sync_f16(const std::array<MmaLane, 32>& lanes);
+// m16n8k32 .f32.{e4m3,e5m2}.{e4m3,e5m2}.f32: A's elements .e5m2 when `a_e5m2`, else
+// .e4m3; B's likewise; `c` and `d` hold .f32 bits.
+MmaResult ptx_mma_sync_f32_f8(const std::array<MmaLane, 32>& lanes, bool a_e5m2, bool b_e5m2);
 
 // cvt.rna.tf32.f32 d, a ("Data Movement and Conversion Instructions: cvt": .rna is
 // "round to nearest, ties away from zero"; the .tf32 result is a .b32 register): a
@@ -198,6 +211,9 @@ uint32_t ptx_cvt_rna_tf32_f32(float a);
 // The element decoders the model uses (exact): f16 (IEEE binary16) and bf16 bits to f32.
 float f16_to_float(uint16_t bits);
 float bf16_to_float(uint16_t bits);
+// And the 8-bit formats of the fp8 mma (see above), exact in f32.
+float e4m3_to_float(uint8_t bits);
+float e5m2_to_float(uint8_t bits);
 
 // ---------------------------------------------------------------------------------
 // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size};

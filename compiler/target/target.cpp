@@ -1,7 +1,10 @@
 // The target table. Where each figure comes from: block, register and shared-memory
 // limits from the CUDA C++ Programming Guide's per-compute-capability tables and AMD's
-// LDS size; PTX versions are the lowest PTX ISA that knows the arch (sm_89 and sm_90
-// need 7.8, sm_90a 8.0), which every ptxas since then assembles; instruction families
+// LDS size; PTX versions are the lowest PTX ISA that knows the arch (sm_80 7.0, sm_86
+// 7.1), except where an instruction the row offers needs more: sm_89 and later emit 8.4,
+// the first version with mma.sync on .e4m3 / .e5m2 (mma's "PTX ISA Notes"), which the
+// ptxas of CUDA 12.4 and later assembles (sm_89 and sm_90 alone would need 7.8, sm_90a
+// 8.0); instruction families
 // and matrix shapes from the PTX ISA (each instruction's "Target ISA Notes", the
 // "Matrix Shape" tables of mma and wgmma) and AMD's CDNA2 / CDNA3 / RDNA3 ISA guides.
 // tests/unit/target_table_test.cpp checks the rows against those documents.
@@ -128,6 +131,7 @@ Target nvidia(std::string name, int arch, bool specific, int64_t max_smem, int64
     t.bulk_copy = since(90, 80);
     t.tma = since(90, 80);
     t.setmaxnreg = Feature{specific && arch == 90, 80};
+    t.cvt_fp8 = since(89, 78);
     add_mma_sync(t.mma, arch);
     if (specific && arch == 90) add_wgmma(t.mma);
     return t;
@@ -242,9 +246,9 @@ const Table& table() {
         t.rows = {
             nvidia("sm_80", 80, false, 163 * 1024, 164 * 1024, 70),
             nvidia("sm_86", 86, false, 99 * 1024, 100 * 1024, 71),
-            nvidia("sm_89", 89, false, 99 * 1024, 100 * 1024, 78),
-            nvidia("sm_90", 90, false, 227 * 1024, 228 * 1024, 78),
-            nvidia("sm_90a", 90, true, 227 * 1024, 228 * 1024, 80),
+            nvidia("sm_89", 89, false, 99 * 1024, 100 * 1024, 84),
+            nvidia("sm_90", 90, false, 227 * 1024, 228 * 1024, 84),
+            nvidia("sm_90a", 90, true, 227 * 1024, 228 * 1024, 84),
             gfx90a(),
             gfx942(),
             gfx1100(),

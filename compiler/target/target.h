@@ -103,6 +103,7 @@ struct Target {
     Feature bulk_copy;          // cp.async.bulk (non-tensor)
     Feature tma;                // cp.async.bulk.tensor (the Tensor Memory Accelerator)
     Feature setmaxnreg;         // setmaxnreg: warpgroup register reallocation
+    Feature cvt_fp8;            // cvt between f32 / f16x2 and .e4m3x2 / .e5m2x2 (fp8 pairs)
 
     // Matrix instructions, the preferred one first for each (a, b, acc): larger K first.
     std::vector<MmaShape> mma;

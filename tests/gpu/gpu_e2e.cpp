@@ -174,10 +174,10 @@ std::string open_device() {
 // ---- element types ----------------------------------------------------------------------
 
 // I8 cases (integer gemm) write I32 outputs; integers compare exactly (eps 0).
-enum class DType { F32, F16, BF16, I8, I32 };
+enum class DType { F32, F16, BF16, I8, I32, F8E4M3, F8E5M2 };
 
 size_t dtype_bytes(DType t) {
-    return t == DType::F32 || t == DType::I32 ? 4 : t == DType::I8 ? 1 : 2;
+    return t == DType::F32 || t == DType::I32 ? 4 : t == DType::I8 || t == DType::F8E4M3 || t == DType::F8E5M2 ? 1 : 2;
 }
 const char* dtype_name(DType t) {
     switch (t) {
@@ -186,6 +186,8 @@ const char* dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::I8: return "i8";
     case DType::I32: return "i32";
+    case DType::F8E4M3: return "f8e4m3";
+    case DType::F8E5M2: return "f8e5m2";
     }
     return "?";
 }
@@ -240,9 +242,34 @@ uint16_t float_to_bf16(float f) {
 }
 float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
+// OCP fp8: e4m3 (bias 7, no infinities, S.1111.111 NaN), e5m2 (bias 15, IEEE-like).
+float f8_to_float(uint8_t b, bool e5m2) {
+    const int man_bits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+    const int exp = (b & 0x7f) >> man_bits, man = b & ((1 << man_bits) - 1), top = (1 << (7 - man_bits)) - 1;
+    float mag;
+    if (e5m2 && exp == top) mag = man ? NAN : INFINITY;
+    else if (!e5m2 && exp == top && man == 7) mag = NAN;
+    else if (exp == 0) mag = std::ldexp(static_cast<float>(man), 1 - bias - man_bits);
+    else mag = std::ldexp(static_cast<float>(man | (1 << man_bits)), exp - bias - man_bits);
+    return b & 0x80 ? -mag : mag;
+}
+// The nearest fp8 value (ties to the even code), by search: inputs are in range here.
+uint8_t float_to_f8(float f, bool e5m2) {
+    uint8_t best = 0;
+    double best_err = INFINITY;
+    for (unsigned c = 0; c < 256; ++c) {
+        float v = f8_to_float(static_cast<uint8_t>(c), e5m2);
+        if (!std::isfinite(v)) continue;
+        double err = std::fabs(static_cast<double>(v) - f);
+        if (err < best_err || (err == best_err && (c & 1) == 0)) best = static_cast<uint8_t>(c), best_err = err;
+    }
+    return best;
+}
+
 // Element i of a buffer of dtype t, as a double.
 double load(const std::vector<unsigned char>& buf, DType t, size_t i) {
     if (t == DType::I8) return static_cast<int8_t>(buf[i]);
+    if (t == DType::F8E4M3 || t == DType::F8E5M2) return f8_to_float(buf[i], t == DType::F8E5M2);
     if (t == DType::I32) {
         int32_t v;
         std::memcpy(&v, buf.data() + 4 * i, 4);
@@ -261,6 +288,10 @@ double load(const std::vector<unsigned char>& buf, DType t, size_t i) {
 void store(std::vector<unsigned char>& buf, DType t, size_t i, float v) {
     if (t == DType::I8) {
         buf[i] = static_cast<unsigned char>(static_cast<int8_t>(std::lrint(4 * v)));
+        return;
+    }
+    if (t == DType::F8E4M3 || t == DType::F8E5M2) {
+        buf[i] = float_to_f8(v, t == DType::F8E5M2);
         return;
     }
     if (t == DType::I32) {
@@ -287,6 +318,7 @@ struct TensorSpec {
     Role role;
     const char* elements;
     bool fixed_f32 = false;  // f32 whatever the case's dtype (gemm_splitk's C)
+    bool fixed_e5m2 = false;  // f8e5m2 whatever the case's dtype (an fp8 gemm's mixed B)
 };
 
 // How the outputs may differ: within `ulps` units of the output dtype's eps, relative to
@@ -378,6 +410,9 @@ const Family kGemm = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Rol
 // f16 accumulators: the GPU rounds each mma's sum to f16, the CPU each product's: both
 // carry f16 rounding of running sums of up to ~80 over K = 300 (many ulps).
 const Family kGemmAcc16 = {kGemm.tensors, kGemm.sizes, {}, kGemm.shapes, {128, 512, 1.0 / 8}};
+// fp8 inputs (f32 outputs: the case's dtype is the inputs'), B in the other format.
+const Family kGemmF8Mixed = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N", false, true}, {"C", Role::Out, "M*N"}},
+                             kGemm.sizes, {}, kGemm.shapes, kDot};
 const Family kScanRows = {{{"X", Role::In, "M*N"}, {"Y", Role::Out, "M*N"}},
                           {"M", "N"}, {}, kRowShapes, kScan};
 const Family kGemmSplitK = {{{"A", Role::In, "M*K"}, {"B", Role::In, "K*N"}, {"C", Role::InOut, "M*N", true}},
@@ -435,6 +470,9 @@ const std::vector<Case>& cases() {
         CASE(gemm_f16_acc16, F16, kGemmAcc16),
         CASE(gemm_i8, I8, kGemm),
         CASE(gemm_i8_nt, I8, kGemm),
+        CASE(gemm_f8e4m3, F8E4M3, kGemm),
+        CASE(gemm_f8e4m3_nt, F8E4M3, kGemm),
+        CASE(gemm_f8e4m3_f8e5m2_nt, F8E4M3, kGemmF8Mixed),
 #endif
 #ifdef TILE_GPU_E2E_HAS_cumsum
         CASE(cumsum_f32, F32, kScanRows),
@@ -521,7 +559,12 @@ bool run_shape(const Case& c, const std::vector<int64_t>& shape, std::mt19937_64
     std::vector<std::unique_ptr<DeviceBuffer>> device;
     for (size_t i = 0; i < n; ++i) {
         const TensorSpec& t = f.tensors[i];
-        types[i] = t.fixed_f32 ? DType::F32 : c.dtype == DType::I8 && t.role != Role::In ? DType::I32 : c.dtype;
+        const bool f8 = c.dtype == DType::F8E4M3 || c.dtype == DType::F8E5M2;
+        types[i] = t.fixed_f32                              ? DType::F32
+                   : t.fixed_e5m2                           ? DType::F8E5M2
+                   : c.dtype == DType::I8 && t.role != Role::In ? DType::I32
+                   : f8 && t.role != Role::In               ? DType::F32
+                                                             : c.dtype;
         counts[i] = element_count(t.elements, f, shape);
         host[i].assign(static_cast<size_t>(counts[i]) * dtype_bytes(types[i]), 0xff);  // poison: NaN
         if (t.role != Role::Out)

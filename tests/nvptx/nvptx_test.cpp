@@ -298,3 +298,74 @@ TEST_CASE("nvptx: warp shuffles are shfl.sync with a full membermask, 64-bit val
         CHECK(cubin.substr(0, 4) == "\x7f" "ELF");
     }
 }
+
+TEST_CASE("nvptx: the software fp8 conversions (no cvt for fp8 before sm_89) round as the reference encoders",
+          "[nvptx][convert]") {
+    // sm_80 has no cvt for .e4m3x2 / .e5m2x2 (PTX ISA, cvt: sm_89 and later), so the
+    // backend's integer-arithmetic encoder and decoder run here, compiled for the host.
+    const auto* sm80 = target::find_gpu_target("sm_80");
+    REQUIRE_FALSE(sm80->cvt_fp8.available);
+    REQUIRE(target::find_gpu_target("sm_89")->cvt_fp8.available);
+    using ir::DataType;
+    std::mt19937_64 rng(8);
+    std::vector<double> values = {0.0, -0.0, 448.0, 464.0, 465.0, 479.0, 480.0, -500.0, 57344.0, 61439.0,
+                                  61440.0, -61440.0, 1e30, -1e30, INFINITY, -INFINITY, 0x1p-9, 0x1p-10,
+                                  0x1.8p-10, 0x1p-16, 0x1p-17, 0x1.8p-17, 0x1p-126, 3e-39};
+    std::uniform_real_distribution<double> mant(1.0, 2.0);
+    std::uniform_int_distribution<int> ex(-20, 18);
+    for (int k = 0; k < 20000; ++k)
+        values.push_back(static_cast<float>((k & 1 ? -1 : 1) * std::ldexp(mant(rng), ex(rng))));
+    // Every midpoint between neighbouring fp8 values, and f32 values one ulp either side.
+    for (unsigned code = 0; code < 0x7f; ++code) {
+        for (bool e4 : {true, false}) {
+            double lo = e4 ? scalar::f8e4m3_value(uint8_t(code)) : scalar::f8e5m2_value(uint8_t(code));
+            double hi = e4 ? scalar::f8e4m3_value(uint8_t(code + 1)) : scalar::f8e5m2_value(uint8_t(code + 1));
+            if (!std::isfinite(lo) || !std::isfinite(hi)) continue;
+            float mid = static_cast<float>((lo + hi) / 2);
+            values.push_back(mid);
+            values.push_back(std::nextafter(mid, 0.0f));
+            values.push_back(std::nextafter(mid, INFINITY));
+        }
+    }
+    struct Fmt {
+        DataType t;
+        uint8_t (*encode)(double);
+        double (*decode)(uint8_t);
+    };
+    const Fmt fmts[] = {{DataType::f8e4m3(), scalar::f8e4m3_bits, scalar::f8e4m3_value},
+                        {DataType::f8e5m2(), [](double v) { return scalar::f8e5m2_bits(v); }, scalar::f8e5m2_value}};
+    for (const Fmt& f : fmts) {
+        INFO(f.t.str());
+        // f32 -> fp8: the byte stored.
+        auto enc = codegen::host_conversion_for_test(DataType::f32(), f.t, *sm80);
+        int bad = 0;
+        for (double v : values) {
+            uint64_t want = f.encode(v), got = enc(v, 0);
+            if (got != want && bad++ < 5) FAIL_CHECK("f32 " << v << ": got 0x" << std::hex << got << ", want 0x" << want);
+        }
+        CHECK(bad == 0);
+        CHECK(std::isnan(f.decode(static_cast<uint8_t>(enc(NAN, 0)))));
+        // fp8 -> f32: every byte's value read back (the JIT rounds the input to the
+        // format first, exact for these values, then converts).
+        auto dec = codegen::host_conversion_for_test(f.t, DataType::f32(), *sm80);
+        bad = 0;
+        for (unsigned code = 0; code < 256; ++code) {
+            double want = f.decode(uint8_t(code));
+            uint32_t bits = static_cast<uint32_t>(dec(want, 0));
+            float got;
+            std::memcpy(&got, &bits, 4);
+            bool same = std::isnan(want) ? std::isnan(got) : static_cast<double>(got) == want;
+            if (!same && bad++ < 5) FAIL_CHECK("byte 0x" << std::hex << code << ": got " << got << ", want " << want);
+        }
+        CHECK(bad == 0);
+        // f64 and integers -> fp8 round once (through f32 rounded to odd).
+        auto from_f64 = codegen::host_conversion_for_test(DataType::f64(), f.t, *sm80);
+        auto from_i32 = codegen::host_conversion_for_test(DataType::i32(), f.t, *sm80);
+        bad = 0;
+        for (double v : {448.00000000001, 464.0 + 1e-9, 464.0 - 1e-9, 0x1.4p-9 + 1e-20, 61440.0 - 1e-9, 1e300})
+            if (from_f64(v, 0) != f.encode(v) && bad++ < 5) FAIL_CHECK("f64 " << v);
+        for (int64_t i : {0, 1, -3, 17, 19, 449, 463, 465, 60000, 61440, 100000, -100000})
+            if (from_i32(0, i) != f.encode(static_cast<double>(i)) && bad++ < 5) FAIL_CHECK("i32 " << i);
+        CHECK(bad == 0);
+    }
+}

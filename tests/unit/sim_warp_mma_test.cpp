@@ -750,3 +750,71 @@ TEST_CASE("warp mma: m16n8k16 .f16.f16.f16.f16, C/D as two .f16x2 registers (PTX
     one[0].c[0] = tilec::scalar::f16_bits(2048.0);
     CHECK(tilec::scalar::f16_value(static_cast<uint16_t>(ptx_mma_sync_f16(one).d[0][0] & 0xffff)) == 2048.0);
 }
+
+TEST_CASE("warp mma: e4m3 and e5m2 decoders agree with scalar's exact decoders", "[sim][warp_mma]") {
+    for (unsigned b = 0; b < 256; ++b) {
+        const uint8_t bits = static_cast<uint8_t>(b);
+        const double e4 = tilec::scalar::f8e4m3_value(bits), e5 = tilec::scalar::f8e5m2_value(bits);
+        if (std::isnan(e4) ? !std::isnan(e4m3_to_float(bits)) : e4m3_to_float(bits) != e4) FAIL("e4m3 " << b);
+        if (std::isnan(e5) ? !std::isnan(e5m2_to_float(bits)) : e5m2_to_float(bits) != e5) FAIL("e5m2 " << b);
+    }
+    // The document's formats: e4m3's largest finite value 448 (S.1111.110), its NaN
+    // S.1111.111, no infinity; e5m2's largest 57344, infinity S.11111.00.
+    CHECK(e4m3_to_float(0x7e) == 448.0f);
+    CHECK(std::isnan(e4m3_to_float(0x7f)));
+    CHECK(e4m3_to_float(0x01) == std::ldexp(1.0f, -9));
+    CHECK(e5m2_to_float(0x7b) == 57344.0f);
+    CHECK(std::isinf(e5m2_to_float(0x7c)));
+    CHECK(e5m2_to_float(0x01) == std::ldexp(1.0f, -16));
+}
+
+TEST_CASE("warp mma: m16n8k32 .f32.e4m3/.e5m2 (PTX ISA 9.7.14.5.10: the .s8 figures' fragments) equals the "
+          "float64 product",
+          "[sim][warp_mma]") {
+    // Elements with at most two significant bits and small exponents: every product and
+    // every partial sum is exact in f32, so the model's order of additions does not
+    // matter and the float64 product is the answer. Bytes are packed by this file's
+    // pack_s8 (the .s8 register tables of Figures 88, 90, 91, which the .e4m3 / .e5m2
+    // rows of the section's tables name too).
+    std::mt19937 rng(89);
+    for (int trial = 0; trial < 12; ++trial) {
+        const bool a_e5 = trial % 3 == 1, b_e5 = trial % 3 != 0;
+        auto pick = [&](bool e5) {
+            // A byte whose value is +-{0, 0.25, ..., 6}: exponent field near the bias,
+            // mantissa 0 or the top mantissa bit.
+            const int bias = e5 ? 15 : 7, man_bits = e5 ? 2 : 3;
+            const int exp = bias - 2 + static_cast<int>(rng() % 5), top = static_cast<int>(rng() % 2);
+            int byte = (exp << man_bits) | (top << (man_bits - 1));
+            if (rng() % 7 == 0) byte = 0;
+            if (rng() % 2) byte |= 0x80;
+            return byte;
+        };
+        std::vector<int> A(16 * 32), B(32 * 8);
+        std::vector<int32_t> C(16 * 8);
+        std::vector<float> Cf(16 * 8);
+        for (auto& v : A) v = pick(a_e5);
+        for (auto& v : B) v = pick(b_e5);
+        for (size_t i = 0; i < C.size(); ++i) {
+            Cf[i] = static_cast<float>(static_cast<int>(rng() % 64) - 32) / 4;
+            C[i] = std::bit_cast<int32_t>(Cf[i]);
+        }
+        auto value = [](int byte, bool e5) {
+            return e5 ? e5m2_to_float(static_cast<uint8_t>(byte)) : e4m3_to_float(static_cast<uint8_t>(byte));
+        };
+        auto r = ptx_mma_sync_f32_f8(pack_s8(A, B, C), a_e5, b_e5);
+        CHECK(r.issues.empty());
+        for (int l = 0; l < 32; ++l) {
+            const int g = l / 4, t = l % 4;
+            const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+            for (int i = 0; i < 4; ++i) {
+                double want = Cf[static_cast<std::size_t>(rows[i] * 8 + cols[i])];
+                for (int k = 0; k < 32; ++k)
+                    want += double(value(A[static_cast<std::size_t>(rows[i] * 32 + k)], a_e5)) *
+                            double(value(B[static_cast<std::size_t>(k * 8 + cols[i])], b_e5));
+                CHECK(std::bit_cast<float>(r.d[l][i]) == static_cast<float>(want));
+            }
+        }
+        // The same bytes read in the other format give another product: the flags matter.
+        CHECK(ptx_mma_sync_f32_f8(pack_s8(A, B, C), !a_e5, b_e5).d != r.d);
+    }
+}

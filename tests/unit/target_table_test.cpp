@@ -125,15 +125,23 @@ TEST_CASE("target table: block, register and shared-memory limits (CUDA C++ Prog
     }
 }
 
-TEST_CASE("target table: each NVIDIA row emits the first PTX ISA that knows it (PTX ISA 9.0, 13, Table 57)",
+TEST_CASE("target table: each NVIDIA row emits the first PTX ISA that knows it and its instructions (PTX ISA "
+          "9.0, 13, Table 57; mma's PTX ISA Notes)",
           "[target]") {
     // "Supported Targets" column: sm_80 from PTX ISA 7.0, sm_86 from 7.1, sm_89 and sm_90
-    // from 7.8, sm_90a from 8.0.
+    // from 7.8, sm_90a from 8.0; but mma.sync on .e4m3 / .e5m2 (which sm_89 and later
+    // have) came with 8.4, so those rows emit 8.4: every mma shape of their table must be
+    // one the emitted version has (checked below).
     CHECK(row("sm_80").ptx_version == 70);
     CHECK(row("sm_86").ptx_version == 71);
-    CHECK(row("sm_89").ptx_version == 78);
-    CHECK(row("sm_90").ptx_version == 78);
-    CHECK(row("sm_90a").ptx_version == 80);
+    CHECK(row("sm_89").ptx_version == 84);
+    CHECK(row("sm_90").ptx_version == 84);
+    CHECK(row("sm_90a").ptx_version == 84);
+    for (const char* name : {"sm_89", "sm_90", "sm_90a"}) {
+        const auto* f8 = target::find_mma(row(name), MatrixOp::MmaSync, 16, 8, 32, target::ElemType::E4M3, target::ElemType::E4M3, target::ElemType::F32);
+        REQUIRE(f8);
+        CHECK(f8->min_ptx_version <= row(name).ptx_version);
+    }
     CHECK(row("sm_90a").arch_specific);
     CHECK_FALSE(row("sm_90").arch_specific);
     CHECK(row("sm_80").ptx_arch == "compute_80");
@@ -226,6 +234,8 @@ TEST_CASE("target table: async copies, barriers and register control per arch (P
         {"cp.async.bulk (9.7.9.25.4.1)", &target::Target::bulk_copy, 90, false, 80},
         {"cp.async.bulk.tensor (9.7.9.25.5.2)", &target::Target::tma, 90, false, 80},
         {"setmaxnreg (9.7.19.5)", &target::Target::setmaxnreg, 90, true, 80},
+        // cvt's .e4m3x2 / .e5m2x2: "Introduced in PTX ISA version 7.8", "requires sm_89 or higher".
+        {"cvt .e4m3x2 / .e5m2x2 (9.7.9.21)", &target::Target::cvt_fp8, 89, false, 78},
     };
     for (const Doc& d : docs) {
         for (auto& t : target::all_targets()) {
