@@ -622,6 +622,8 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::WgmmaCommit: return "wgmma_commit";
     case MachineOp::WgmmaWait: return "wgmma_wait";
     case MachineOp::FenceProxyAsync: return "fence_proxy_async";
+    case MachineOp::Mfma: return "mfma";
+    case MachineOp::Wmma: return "wmma";
     }
     return "?";
 }

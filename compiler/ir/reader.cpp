@@ -22,7 +22,8 @@ using reader::TokKind;
 constexpr ForKind kForKinds[] = {ForKind::Serial, ForKind::Unroll, ForKind::Parallel, ForKind::Pipelined};
 constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, MachineOp::CpAsync, MachineOp::CpAsyncCommit,
                                      MachineOp::CpAsyncWait, MachineOp::Wgmma, MachineOp::WgmmaFence,
-                                     MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync};
+                                     MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync,
+                                     MachineOp::Mfma, MachineOp::Wmma};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 
 // Statements and functions over ExprReader's expressions.

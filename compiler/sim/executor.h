@@ -210,6 +210,8 @@ private:
     void exec_mma(const ir::MachineOpNode* op, const Active& act);
     void exec_cp_async(const ir::MachineOpNode* op, const Active& act);
     void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
+    // MFMA (wave64) / WMMA (wave32) through wave_mfma.h's models.
+    void exec_amd_matrix(const ir::MachineOpNode* op, const Active& act);
     // Each thread's cp.async state (the PTX ISA model) and, per destination address of a
     // copy in flight, what the shadow needs when it lands.
     struct AsyncCopy {
