@@ -167,8 +167,10 @@ public:
     // elsewhere (f64 on gfx1100).
     void atomic_rmw(const ir::AtomicRmwNode& a);
     void lower_for(const ir::ForNode& f);
-    // A target instruction (gpu_lowering_machine.cpp); NVIDIA only.
+    // A target instruction (gpu_lowering_machine.cpp); AMD's matrix instructions in
+    // amd_matrix_op (gpu_lowering_amd_matrix.cpp).
     void machine_op(const ir::MachineOpNode& m);
+    void amd_matrix_op(const ir::MachineOpNode& m);
     void wgmma(const ir::MachineOpNode& m);
     void mma_f8(const ir::MachineOpNode& m);  // m16n8k32 on .e4m3 / .e5m2 operands
     // Inline PTX `text` whose outputs are m.dst, each tied to its m.src (none: no operands).

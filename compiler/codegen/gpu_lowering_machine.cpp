@@ -29,6 +29,7 @@ void GpuLowering::store_element(const ir::Expr& dst, llvm::Value* storage_value)
 }
 
 void GpuLowering::machine_op(const ir::MachineOpNode& m) {
+    if (m.op == ir::MachineOp::Mfma || m.op == ir::MachineOp::Wmma) return amd_matrix_op(m);
     if (!target_.is_nvidia())
         TILEC_ICE(who_ + ": machine " + ir::machine_op_name(m.op) + " on " + target_.name);
     switch (m.op) {
@@ -132,6 +133,8 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     case ir::MachineOp::MbarrierArrive:
     case ir::MachineOp::MbarrierWait:
     case ir::MachineOp::TmaLoad: mbarrier_or_tma(m); return;
+    case ir::MachineOp::Mfma:
+    case ir::MachineOp::Wmma: break;  // amd_matrix_op
     case ir::MachineOp::CpAsyncWait:
         b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(m.imm.at(0)))});
         return;

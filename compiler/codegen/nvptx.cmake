@@ -12,6 +12,7 @@ else()
 endif()
 tilec_llvm_library(tilec_gpu_lowering
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_amd_matrix.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_expr.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_f8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_memory.cpp

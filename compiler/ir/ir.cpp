@@ -626,6 +626,8 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::MbarrierArrive: return "mbarrier_arrive";
     case MachineOp::MbarrierWait: return "mbarrier_wait";
     case MachineOp::TmaLoad: return "tma_load";
+    case MachineOp::Mfma: return "mfma";
+    case MachineOp::Wmma: return "wmma";
     }
     return "?";
 }

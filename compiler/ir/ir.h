@@ -560,8 +560,8 @@ struct FullWriteNode : StmtNode {
 };
 
 // A target instruction of the GPU lowering that loads and stores cannot say (thread
-// level, NVIDIA sm_80+; lower/ emits them for targets whose table has the feature, and
-// only the NVPTX backend and the simulator execute them). `imm` holds the instruction's
+// level, NVIDIA sm_80+ and AMD's matrix instructions; lower/ emits them for targets whose
+// table has the feature, and the backend of that vendor and the simulator execute them). `imm` holds the instruction's
 // qualifiers; `dst` the elements it writes and `src` what it reads, each a Load naming
 // one element (dst entries are written, never read: a Load is the IR's element
 // reference). Per op:
@@ -622,6 +622,15 @@ struct FullWriteNode : StmtNode {
 //             contiguous; its tensor map) at the box's first element (coordinates may lie outside: those
 //             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
 //             complete. The bytes land when a wait on the barrier sees the phase complete.
+// AMD (issue 13), executed by a whole wave; operands in the element order of AMD's
+// Matrix Instruction Calculator (a lane's element e of A or B is half e % 2 of its
+// GPR e / 2; C/D element g is GPR g):
+//   Mfma      CDNA2/3 v_mfma_f32_{m}x{n}x{k}{f16|bf16} on wave64; imm {m, n, k}: {32, 32,
+//             8} or {16, 16, 16}; src: the lane's 4 A elements, 4 B elements (f16, or
+//             bf16, one type), then m*n/64 f32 C elements; dst: D's m*n/64 f32 elements.
+//   Wmma      RDNA3 v_wmma_f32_16x16x16_{f16|bf16} on wave32; imm {16, 16, 16}; src: 16
+//             A elements, 16 B elements, 8 f32 C; dst: 8 f32 D. Lanes l and l + 16 must
+//             hold the same A and B.
 enum class MachineOp : uint8_t {
     Ldmatrix,
     Mma,
@@ -636,11 +645,13 @@ enum class MachineOp : uint8_t {
     MbarrierInit,
     MbarrierArrive,
     MbarrierWait,
-    TmaLoad
+    TmaLoad,
+    Mfma,
+    Wmma
 };
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
-// "mbarrier_arrive", "mbarrier_wait", "tma_load"
+// "mbarrier_arrive", "mbarrier_wait", "tma_load", "mfma", "wmma"
 const char* machine_op_name(MachineOp op);
 // Whether mma.sync m16n8k{k} with A elements of `a`, B elements of `b` and C/D elements
 // of `cd` is a form MachineOp::Mma takes (see above).

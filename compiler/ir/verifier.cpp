@@ -492,6 +492,26 @@ private:
             if (!is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
             return;
         }
+        case MachineOp::Mfma:
+        case MachineOp::Wmma: {
+            const bool wmma = op->op == MachineOp::Wmma;
+            const std::vector<int64_t> mnk = op->imm;
+            if (wmma ? mnk != std::vector<int64_t>{16, 16, 16}
+                     : mnk != std::vector<int64_t>{32, 32, 8} && mnk != std::vector<int64_t>{16, 16, 16})
+                return error(op->loc, name + ": only " + (wmma ? "16x16x16" : "32x32x8 and 16x16x16") + " are modelled");
+            const size_t ab = wmma ? 16 : 4, cd = static_cast<size_t>(mnk[0] * mnk[1] / (wmma ? 32 : 64));
+            if (!counts(3, cd, 2 * ab + cd)) return;
+            const DataType t = op->src[0]->type;
+            if (!((t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat))
+                error(op->loc, name + ": A and B are f16 or bf16");
+            for (size_t i = 0; i < 2 * ab; ++i)
+                if (op->src[i]->type != t) error(op->loc, name + ": A and B elements of one type");
+            for (size_t i = 0; i < cd; ++i)
+                if (op->src[2 * ab + i]->type != DataType::f32() || op->dst[i]->type != DataType::f32() ||
+                    scope_of(op->dst[i]) != Scope::Register)
+                    error(op->loc, name + ": C and D are f32, D in registers");
+            return;
+        }
         }
     }
 

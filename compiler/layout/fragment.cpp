@@ -147,6 +147,42 @@ std::optional<Fragment> Fragment::wgmma_m64nNk16_d(int64_t m, int64_t n, int64_t
     return from_digits("wgmma_m64nNk16_d", d, 4 * kWarp * groups_m * groups_n);
 }
 
+std::optional<Fragment> Fragment::amd_matrix_c(AmdMatrixAtom atom, int64_t m, int64_t n, int64_t warps_m,
+                                               int64_t warps_n) {
+    // The atom's row and column digits (lowest first), its size and registers, its wave.
+    std::vector<Digit> rows, cols;
+    int64_t side = 16, regs = 4, wave = 64;
+    switch (atom) {
+    case AmdMatrixAtom::Mfma32:  // i = 8 * (g / 4) + 4 * (l / 32) + g % 4, j = l % 32
+        side = 32, regs = 16;
+        rows = {{4, kReg, 1}, {2, kThread, 32}, {4, kReg, 4}};
+        cols = {{32, kThread, 1}};
+        break;
+    case AmdMatrixAtom::Mfma16:  // i = 4 * (l / 16) + g % 4, j = l % 16
+        rows = {{4, kReg, 1}, {4, kThread, 16}};
+        cols = {{16, kThread, 1}};
+        break;
+    case AmdMatrixAtom::Wmma16:  // i = 2 * g + l / 16, j = l % 16
+        regs = 8, wave = 32;
+        rows = {{2, kThread, 16}, {8, kReg, 1}};
+        cols = {{16, kThread, 1}};
+        break;
+    }
+    if (warps_m <= 0 || warps_n <= 0 || m % (side * warps_m) != 0 || n % (side * warps_n) != 0) return std::nullopt;
+    int64_t am = m / warps_m / side, an = n / warps_n / side;
+    DigitMap d;
+    d.shape = {m, n};
+    d.num_outputs = 2;
+    rows.push_back({am, kReg, regs * an});
+    rows.push_back({warps_m, kThread, wave * warps_n});
+    cols.push_back({an, kReg, regs});
+    cols.push_back({warps_n, kThread, wave});
+    d.dims = {rows, cols};
+    for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
+    static const char* names[] = {"mfma_32x32_c", "mfma_16x16_c", "wmma_16x16_c"};
+    return from_digits(names[static_cast<int>(atom)], d, wave * warps_m * warps_n);
+}
+
 std::optional<Fragment> Fragment::mma_m16n8k16_a(int64_t m, int64_t k, int64_t warps_m, int64_t warps_n) {
     if (warps_m <= 0 || warps_n <= 0 || m % (16 * warps_m) != 0 || k % 16 != 0) return std::nullopt;
     int64_t am = m / warps_m / 16, ak = k / 16;

@@ -3,7 +3,7 @@
 // several threads (after a reduction is broadcast, or an mma operand shared by the
 // warps of one row). Constructors for the fragments lowering needs: parallel loops,
 // fully replicated and row-replicated (reduced) tiles, and the mma.sync m16n8k16
-// A / B / accumulator fragments of the PTX ISA.
+// A / B / accumulator fragments of the PTX ISA, and the accumulators of AMD's MFMA / WMMA.
 //
 // Like Layout, a Fragment is held as Tile IR index expressions: `thread` and `reg`
 // over one placeholder var per dimension plus `rep`, the replica number in
@@ -67,6 +67,22 @@ public:
     // (cols / groups_n), m64 tiles one after another in its registers (the registers
     // of one wgmma contiguous, in the ISA's order). nullopt if the tile doesn't divide.
     static std::optional<Fragment> wgmma_m64nNk16_d(int64_t m, int64_t n, int64_t groups_m, int64_t groups_n);
+
+    // The accumulators of AMD's matrix instructions (C and D share one layout), tiled as
+    // mma_m16n8k16_c tiles its atoms: waves of `wave` lanes in a warps_m x warps_n grid,
+    // each (rows / warps_m) x (cols / warps_n) of atoms, an atom's registers contiguous,
+    // atoms row-major. The atoms, as AMD's Matrix Instruction Calculator gives them
+    // ("Register to matrix element mapping", lane l, GPR g):
+    //   Mfma32   CDNA2/3 v_mfma_f32_32x32x8{f16,bf16_1k} (wave64, 16 GPRs):
+    //            i = 8 * (g / 4) + 4 * (l / 32) + g % 4,  j = l % 32
+    //   Mfma16   CDNA2/3 v_mfma_f32_16x16x16{f16,bf16_1k} (wave64, 4 GPRs):
+    //            i = 4 * (l / 16) + g % 4,  j = l % 16
+    //   Wmma16   RDNA3 v_wmma_f32_16x16x16_{f16,bf16} (wave32, 8 GPRs):
+    //            i = 2 * g + l / 16,  j = l % 16
+    // nullopt if the tile doesn't divide into atoms.
+    enum class AmdMatrixAtom : uint8_t { Mfma32, Mfma16, Wmma16 };
+    static std::optional<Fragment> amd_matrix_c(AmdMatrixAtom atom, int64_t m, int64_t n, int64_t warps_m,
+                                                int64_t warps_n);
 
     // Any fragment given by expressions: fn(vars, rep) -> (thread, reg). Registers per
     // thread are counted by enumeration.

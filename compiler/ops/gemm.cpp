@@ -3,6 +3,7 @@
 // (gemm_mma.cpp), on CUDA cores otherwise.
 #include "ops/gemm.h"
 
+#include "ops/gemm_mfma.h"
 #include "ops/gemm_mma.h"
 #include "ops/gemm_wgmma.h"
 
@@ -102,6 +103,13 @@ Stmt elab_gemm(ElabContext& ctx) {
 }
 
 void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
+    // AMD's matrix cores: the accumulator layout only; the operands are read from LDS
+    // element by element, in any shared layout.
+    if (auto p = plan_amd_matrix(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"))) {
+        lc.fixed(g.c.buffer, p->c, g.loc,
+                 std::string("the ") + (p->wmma ? "WMMA" : "MFMA") + " gemm into '" + g.c.buffer->name + "'");
+        return;
+    }
     // Hopper's warpgroup instructions where both operands are shared tiles, else mma.sync.
     if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()))
         lc.fixed(g.c.buffer, w->c, g.loc, "the warpgroup tensor-core gemm into '" + g.c.buffer->name + "'");
@@ -164,6 +172,21 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     };
     if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()); w && lc.registers(cb).frag.same_slots(w->c))
         if (auto out = lower_gemm_wgmma(g, *w, lc)) return g.clear ? make_seq({zero_c(), *out}, loc) : *out;
+    auto finish = [&](Stmt out) {
+        if (staged.empty()) return out;
+        stores.push_back(out);
+        out = make_seq(stores, loc);
+        for (auto& b : staged) out = make_allocate(b, out, loc);
+        return out;
+    };
+    // AMD's matrix cores (a fragment operand staged through LDS).
+    if (auto amd = plan_amd_matrix(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
+        amd && lc.registers(cb).frag.same_slots(amd->c)) {
+        Buffer ab = stage(g.a.buffer), bb = stage(g.b.buffer);
+        Stmt out = lower_gemm_amd_matrix(g, *amd, ab, bb, lc);
+        if (g.clear) out = make_seq({zero_c(), out}, loc);
+        return finish(out);
+    }
     // Tensor cores with A already in its threads' registers: no staging of A.
     auto plan = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"), !lc.attr("allow_tf32").empty());
     if (plan && !lc.registers(cb).frag.same_slots(plan->c)) plan.reset();
@@ -172,13 +195,6 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         a_regs = direct_a_registers(lc.registers(g.a.buffer).frag, g, *plan);
     Buffer ab = a_regs ? g.a.buffer : stage(g.a.buffer);
     Buffer bb = stage(g.b.buffer);
-    auto finish = [&](Stmt out) {
-        if (staged.empty()) return out;
-        stores.push_back(out);
-        out = make_seq(stores, loc);
-        for (auto& b : staged) out = make_allocate(b, out, loc);
-        return out;
-    };
     if (plan) {
         Stmt mma = lower_gemm_mma(g, *plan, ab, bb, lc, a_regs ? &*a_regs : nullptr);
         if (g.clear) mma = make_seq({zero_c(), mma}, loc);
@@ -189,9 +205,10 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     int64_t M = g.trans_a ? as[1] : as[0], K = g.trans_a ? as[0] : as[1];
     int64_t KB = g.trans_b ? bs[1] : bs[0], N = g.trans_b ? bs[0] : bs[1];
     if (K != KB || cs[0] != M || cs[1] != N) TILEC_ICE("thread-level lowering: gemm shapes disagree");
+    // A replicated c (its layout set by another op, e.g. a row reduction shared with a
+    // matrix-core accumulator of other rows per wave): each thread holding a copy
+    // computes it, the same dot product in the same order, so the copies agree.
     const LowerContext::Registers& c = lc.registers(cb);
-    if (c.frag.replicate() > 1)
-        unsupported(loc, "gemm into fragment '" + cb->name + "' held by several threads (replicas)");
     DataType acc = cb->dtype;
     auto as_acc = [&](Expr v, DataType t) { return t == acc ? v : make_cast(acc, v, loc); };
     Var k = make_loop_var("k", loc);

@@ -39,11 +39,14 @@ std::optional<target::ElemType> mma_acc(DataType t) {
     return std::nullopt;
 }
 
-// warps_m x warps_n = warps with M and N divisible into the atoms: full_row puts every
-// warp on its own rows (warps_n = 1), full_col on its own columns; square (the default)
-// takes the split whose warp tile is closest to square (fewest operand loads per mma).
-std::optional<std::pair<int64_t, int64_t>> warp_split(int64_t m, int64_t n, int64_t warps, const std::string& policy) {
-    auto fits = [&](int64_t wm, int64_t wn) { return m % (16 * wm) == 0 && n % (8 * wn) == 0; };
+}  // namespace
+
+// full_row puts every warp on its own rows (warps_n = 1), full_col on its own columns;
+// square (the default) takes the split whose warp tile is closest to square (fewest
+// operand loads per mma).
+std::optional<std::pair<int64_t, int64_t>> warp_split(int64_t m, int64_t n, int64_t warps, const std::string& policy,
+                                                      int64_t atom_m, int64_t atom_n) {
+    auto fits = [&](int64_t wm, int64_t wn) { return m % (atom_m * wm) == 0 && n % (atom_n * wn) == 0; };
     if (policy == "full_row" && fits(warps, 1)) return std::make_pair(warps, int64_t{1});
     if (policy == "full_col" && fits(1, warps)) return std::make_pair(int64_t{1}, warps);
     std::optional<std::pair<int64_t, int64_t>> best;
@@ -55,8 +58,6 @@ std::optional<std::pair<int64_t, int64_t>> warp_split(int64_t m, int64_t n, int6
     }
     return best;
 }
-
-}  // namespace
 
 std::optional<MmaPlan> plan_mma(const GemmNode& g, const target::GpuTarget& t, int64_t threads,
                                 const std::string& policy, bool allow_tf32) {
@@ -84,7 +85,7 @@ std::optional<MmaPlan> plan_mma(const GemmNode& g, const target::GpuTarget& t, i
     int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
     int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
     if (k % atom_k != 0) return std::nullopt;
-    auto split = warp_split(m, n, threads / 32, policy);
+    auto split = warp_split(m, n, threads / 32, policy, 16, 8);
     if (!split) return std::nullopt;
     bool interleave = t.has_wgmma() && split->second == 1 && split->first > 1;
     auto c = interleave ? layout::Fragment::mma_m16n8k16_c_interleaved(m, n, split->first, split->second)
@@ -147,11 +148,7 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
 
     Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * a_elems)}, Scope::Register, loc);
     Buffer bf = make_buffer(g.c.buffer->name + "_b", b->dtype, {make_int(atoms_n * b_elems)}, Scope::Register, loc);
-    auto regs = [&](const Buffer& r, int64_t first, int64_t count) {
-        std::vector<Expr> out;
-        for (int64_t i = 0; i < count; ++i) out.push_back(make_load(r, {make_int(first + i)}, loc));
-        return out;
-    };
+    auto regs = [&](const Buffer& r, int64_t first, int64_t count) { return register_elements(r, first, count, loc); };
     Var kk = make_loop_var("kk", loc);
     Expr k0 = mul(Expr(kk), make_int(p.atom_k));
     // The 16-byte run a lane addresses for the 8x8 matrix of op(X) at (R, C) (op(X)'s

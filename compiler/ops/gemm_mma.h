@@ -30,6 +30,12 @@ struct MmaPlan {
     }
 };
 
+// warps_m x warps_n = `warps` with M and N divisible into atom_m x atom_n atoms per warp,
+// as @warp_policy asks ("full_row": warps_n = 1, "full_col": warps_m = 1) where it can,
+// else the split whose warp tile is closest to square; nullopt if none divides.
+std::optional<std::pair<int64_t, int64_t>> warp_split(int64_t m, int64_t n, int64_t warps, const std::string& policy,
+                                                      int64_t atom_m, int64_t atom_n);
+
 // The plan for `g` on `t` with `threads` threads and the kernel's @warp_policy
 // (`policy`: "full_row", "full_col", "square" or ""), or nullopt where the CUDA-core
 // path takes the gemm: a target without ldmatrix or without the mma.sync form of the

@@ -78,4 +78,10 @@ Stmt guard_replica(const Expr& rep, Stmt s) {
     return make_if(eq(rep, make_int(0)), std::move(s), nullptr, s->loc);
 }
 
+std::vector<Expr> register_elements(const Buffer& r, int64_t first, int64_t count, SourceLoc loc) {
+    std::vector<Expr> out;
+    for (int64_t i = 0; i < count; ++i) out.push_back(make_load(r, {make_int(first + i)}, loc));
+    return out;
+}
+
 }  // namespace tilec::ops

@@ -31,6 +31,10 @@ ir::Expr region_in_bounds(const ir::Region& g);
 // "" when the kernel has none.
 std::string func_attr(const ir::PrimFunc& f, const std::string& name);
 
+// Elements [first, first + count) of the register array `r`, as Loads (a machine op's
+// operands and destinations).
+std::vector<ir::Expr> register_elements(const ir::Buffer& r, int64_t first, int64_t count, SourceLoc loc);
+
 // A store to memory all threads see, done by replica 0 only (`rep` from a register
 // loop; unchanged when it is the constant 0).
 ir::Stmt guard_replica(const ir::Expr& rep, ir::Stmt s);

@@ -233,6 +233,8 @@ private:
     // address, or nullopt (reported) outside shared memory.
     std::optional<uint32_t> mbarrier_address(const ir::Expr& bar, int t, SourceLoc loc);
     void land_tma(uint32_t bar);
+    // MFMA (wave64) / WMMA (wave32) through wave_mfma.h's models.
+    void exec_amd_matrix(const ir::MachineOpNode* op, const Active& act);
     // Each thread's cp.async state (the PTX ISA model) and, per destination address of a
     // copy in flight, what the shadow needs when it lands.
     struct AsyncCopy {

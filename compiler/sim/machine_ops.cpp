@@ -10,6 +10,7 @@
 #include "sim/executor.h"
 #include "sim/warp_mma.h"
 #include "sim/warpgroup_mma.h"
+#include "sim/wave_mfma.h"
 
 namespace tilec::sim::detail {
 
@@ -41,6 +42,8 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
     case MachineOp::Mma: exec_mma(op, act); return;
     case MachineOp::CpAsync: exec_cp_async(op, act); return;
     case MachineOp::Wgmma: exec_wgmma(op, act); return;
+    case MachineOp::Mfma:
+    case MachineOp::Wmma: exec_amd_matrix(op, act); return;
     // The model computes a wgmma's result when it is issued; its reads of shared memory
     // stay in flight until the wait that completes its group (a write to those bytes
     // before then is reported), as the document allows the hardware to read them late.
@@ -475,6 +478,67 @@ void Executor::exec_cp_async(const MachineOpNode* op, const Active& act) {
         accesses_.push_back({op, loc, true, true, t, dst, bytes, (t % warp_) * bytes / 128});
     }
     flush();
+}
+
+// MFMA / WMMA: each lane's A and B elements packed two to a 32-bit GPR (element e in
+// half e % 2 of GPR e / 2), C's f32 elements one per GPR, the wave's GPRs run through the
+// model of the instruction, D's GPRs written to the destination elements.
+void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    const bool wmma = op->op == MachineOp::Wmma;
+    const isa::AmdMatrixShape shape = wmma                ? isa::AmdMatrixShape::Wmma16x16x16
+                                      : op->imm.at(0) == 32 ? isa::AmdMatrixShape::Mfma32x32x8
+                                                            : isa::AmdMatrixShape::Mfma16x16x16;
+    const isa::AmdMatrixInfo info = isa::amd_matrix_info(shape);
+    const size_t ab_elems = static_cast<size_t>(2 * info.a_regs), cd = static_cast<size_t>(info.c_regs);
+    if (info.wave != warp_) fatal(loc, std::string(machine_op_name(op->op)) + " on a wave of " + std::to_string(warp_));
+    const DataType ab = op->src.at(0)->type;
+    begin_statement();
+    for (const auto& e : op->src) prepare(e, act);
+    std::vector<isa::AmdMatrixLane> regs(static_cast<size_t>(threads_));
+    for (int32_t t : act) {
+        auto& r = regs[static_cast<size_t>(t)];
+        for (size_t e = 0; e < 2 * ab_elems; ++e) {
+            uint8_t b[2] = {0, 0};
+            encode(b, eval(op->src[e], t), ab);
+            uint32_t half = uint32_t(b[0]) | uint32_t(b[1]) << 8;
+            auto& gprs = e < ab_elems ? r.a : r.b;
+            size_t i = e % ab_elems;
+            gprs[i / 2] |= half << (16 * (i % 2));
+        }
+        for (size_t g = 0; g < cd; ++g) {
+            float f = static_cast<float>(eval(op->src[2 * ab_elems + g], t).f);
+            std::memcpy(&r.c[g], &f, 4);
+        }
+    }
+    flush();
+    per_warp(act, [&](size_t k0, size_t end) {
+        const int first = act[k0] / warp_ * warp_;
+        std::vector<isa::AmdMatrixLane> lanes(static_cast<size_t>(warp_));
+        for (int l = 0; l < warp_; ++l) {
+            lanes[static_cast<size_t>(l)].executes = false;
+            lanes[static_cast<size_t>(l)].exited = first + l >= threads_;
+        }
+        for (size_t a = k0; a < end; ++a) lanes[static_cast<size_t>(act[a] - first)] = regs[static_cast<size_t>(act[a])];
+        isa::AmdMatrixResult res = isa::amd_matrix_f32(
+            shape, ab.kind == TypeKind::BFloat ? isa::AmdMatrixAb::Bf16 : isa::AmdMatrixAb::F16, lanes);
+        for (const auto& is : res.issues)
+            issue(IssueKind::WarpCollective, loc, act[k0], [&] {
+                std::string what = std::string(machine_op_name(op->op)) + ": lane " + std::to_string(is.lane);
+                if (is.problem == isa::AmdMatrixProblem::WmmaReplicaDiffers)
+                    return what + " holds other A or B values than lane " + std::to_string(is.lane - 16) +
+                           " (RDNA3 WMMA reads them from both)";
+                return what + " does not execute it: the matrix is spread over every lane of the wave";
+            });
+        for (size_t a = k0; a < end; ++a) {
+            int t = act[a], l = t - first;
+            for (size_t g = 0; g < cd; ++g) {
+                float f;
+                std::memcpy(&f, &res.d[static_cast<size_t>(l)][g], 4);
+                set_register(op->dst[g], t, Value::of_float(f), loc);
+            }
+        }
+    });
 }
 
 }  // namespace tilec::sim::detail

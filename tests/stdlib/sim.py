@@ -6,8 +6,8 @@ For each `export ... as NAME;` of stdlib/kernels/*.tile this runs
     tilec run FILE --kernel NAME --size SIZES --target=sim:ARCH
 
 for a warp of 32 (sm_80: tensor cores, cp.async, software pipelining; sm_89 likewise;
-sm_90a: wgmma, and TMA pipelines at the TMA_SIZES below) and of 64 (gfx942), on the
-ragged sizes of SIZES below (seeded
+sm_90a: wgmma, and TMA pipelines at the TMA_SIZES below; gfx1100: WMMA) and of 64
+(gfx90a, gfx942: MFMA), on the ragged sizes of SIZES below (seeded
 random inputs, poisoned outputs), and requires PASS: the simulator's results match the
 float64 reference interpreter within the output type's tolerance, and its checks (races,
 out-of-bounds, uninitialised reads, divergent barriers) found nothing, since any finding
@@ -45,7 +45,7 @@ SIZES = {
     "flash_attn.tile": ["--size", "B=1,H=2,S=100", "--scalar", "scale=0.125"],
 }
 
-ARCHS = ("sm_80", "sm_89", "sm_90a", "gfx942")
+ARCHS = ("sm_80", "sm_89", "sm_90a", "gfx90a", "gfx942", "gfx1100")
 
 # Second sizes for the files whose sm_90a pipelines copy through TMA: still ragged against
 # the tiles, but with rows a multiple of 16 bytes, which TMA tensor maps need (at the

@@ -308,3 +308,44 @@ TEST_CASE("fragments print their shape and threads and registers and index expre
     CHECK(Fragment::parallel({16}, 128, 4)->str() ==
           "parallel<v4>[16] -> 128 threads x 4 regs: (i; rep < 32) -> thread i / 4 + rep * 4, reg i % 4");
 }
+
+// AMD's accumulators against the Matrix Instruction Calculator's "Matrix element to
+// register mapping" for C/D (CDNA3 V_MFMA_F32_32X32X8_F16 / 16X16X16_F16, RDNA3
+// V_WMMA_F32_16X16X16_F16 wave32): C[i][j] in GPR g of lane l of the atom, the atoms
+// tiled over waves (lane + wave * W) and over the wave's atoms (registers atom by atom,
+// row-major).
+TEST_CASE("AMD MFMA / WMMA accumulators follow the calculator's C/D table, tiled", "[layout][fragment]") {
+    using Atom = Fragment::AmdMatrixAtom;
+    struct Case {
+        Atom atom;
+        int64_t side, wave, regs;
+        FragmentSlot (*table)(int64_t i, int64_t j);  // (lane, GPR)
+    };
+    const Case cases[] = {
+        // GPR: 4 * floor(i / 8) + (i % 4); Lane: (32 * floor(i / 4)) % 64 + j
+        {Atom::Mfma32, 32, 64, 16, [](int64_t i, int64_t j) { return FragmentSlot{(32 * (i / 4)) % 64 + j, 4 * (i / 8) + i % 4}; }},
+        // GPR: (i % 4); Lane: 16 * floor(i / 4) + j
+        {Atom::Mfma16, 16, 64, 4, [](int64_t i, int64_t j) { return FragmentSlot{16 * (i / 4) + j, i % 4}; }},
+        // GPR: floor(i / 2); Lane: ((16 * i) % 32) + j
+        {Atom::Wmma16, 16, 32, 8, [](int64_t i, int64_t j) { return FragmentSlot{(16 * i) % 32 + j, i / 2}; }},
+    };
+    for (const Case& k : cases)
+        for (int64_t m : {32, 64, 128})
+            for (int64_t n : {32, 64, 128})
+                for (auto [wm, wn] : {std::pair<int64_t, int64_t>{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}}) {
+                    auto f = Fragment::amd_matrix_c(k.atom, m, n, wm, wn);
+                    CHECK(f.has_value() == (m % (k.side * wm) == 0 && n % (k.side * wn) == 0));
+                    if (!f) continue;
+                    INFO(m << "x" << n << " waves " << wm << "x" << wn);
+                    CHECK(f->thread_count() == k.wave * wm * wn);
+                    REQUIRE_FAST(f->is_exact());
+                    const int64_t an = n / wn / k.side;
+                    for (const auto& c : coords_of(f->shape())) {
+                        const int64_t wave = c[0] / (m / wm) * wn + c[1] / (n / wn);
+                        const int64_t atom = (c[0] % (m / wm)) / k.side * an + (c[1] % (n / wn)) / k.side;
+                        FragmentSlot in_atom = k.table(c[0] % k.side, c[1] % k.side);
+                        REQUIRE_FAST(f->evaluate(c) == FragmentSlot{wave * k.wave + in_atom.thread, atom * k.regs + in_atom.reg});
+                    }
+                    check_inverse(*f);
+                }
+}

@@ -158,10 +158,15 @@ TEST_CASE("ops: a gemm on tensor cores fixes its accumulator to the mma.sync fra
         CHECK(r.calls.size() == 3);
         CHECK(r.fixed_layouts[0].same_slots(*layout::Fragment::mma_m16n8k16_c(128, 64, 4, 1)));
     }
-    SECTION("no mma.sync on AMD, none for f32 operands, none when K is not a multiple of 16") {
+    SECTION("on AMD the MFMA accumulator, with no shared layout (the operands are element loads)") {
         Recorder amd("gfx942");
         ops::infer_layout(*gemm, amd);
-        CHECK(amd.calls.empty());
+        // 128 threads: 2 waves of 64, split 2 x 1 (64 x 64 each: square).
+        REQUIRE(amd.calls == std::vector<std::string>{"fixed c mfma_32x32_c 128x64: the MFMA gemm into 'c'"});
+        using Atom = layout::Fragment::AmdMatrixAtom;
+        CHECK(amd.fixed_layouts[0].same_slots(*layout::Fragment::amd_matrix_c(Atom::Mfma32, 128, 64, 2, 1)));
+    }
+    SECTION("none for f32 operands, none when K is not a multiple of 16") {
         auto af = tile("af", ir::Scope::Shared, {128, 32});
         auto bf = tile("bf", ir::Scope::Shared, {32, 64});
         Recorder r;

@@ -1,0 +1,114 @@
+// gemm on AMD matrix cores: the wave partition (plan_amd_matrix) and the lowering to LDS
+// element loads + MFMA / WMMA (lower_gemm_amd_matrix). The operand and accumulator
+// layouts are those of AMD's Matrix Instruction Calculator, as layout/fragment.h builds
+// the accumulator; the simulator checks the instructions against its own models of the
+// document (sim/wave_mfma.h), so a mistake here shows as a wrong result there.
+#include "ops/gemm_mfma.h"
+
+#include "ops/gemm_mma.h"  // warp_split
+#include "ops/lower_util.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+namespace {
+
+std::optional<target::ElemType> matrix_elem(DataType t) {
+    if (t.kind == TypeKind::Float && t.bits == 16) return target::ElemType::F16;
+    if (t.kind == TypeKind::BFloat) return target::ElemType::BF16;
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::GpuTarget& t, int64_t threads,
+                                             const std::string& policy) {
+    const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+    const int64_t wave = t.warp_size;
+    if (!t.is_amd() || threads % wave != 0) return std::nullopt;
+    if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != DataType::f32()) return std::nullopt;
+    auto ab = matrix_elem(A->dtype);
+    if (!ab) return std::nullopt;
+    for (const Buffer& X : {A, B})
+        if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
+    auto sa = const_shape(A->shape), sb = const_shape(B->shape);
+    if (!sa || !sb || sa->size() != 2 || sb->size() != 2) return std::nullopt;
+    const int64_t m = g.trans_a ? (*sa)[1] : (*sa)[0];
+    const int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
+    const int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
+    // The shapes the simulator models (sim/wave_mfma.h), in the target's order.
+    for (const target::MmaShape* s : target::mma_shapes(t, *ab, *ab, target::ElemType::F32)) {
+        const bool wmma = s->op == target::MatrixOp::Wmma;
+        if (s->op != target::MatrixOp::Mfma && !wmma) continue;
+        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16
+                                   : wave == 64 && ((s->m == 32 && s->k == 8) || (s->m == 16 && s->k == 16));
+        if (!modelled || !s->has_n(s->m) || k % s->k != 0) continue;
+        auto split = warp_split(m, n, threads / wave, policy, s->m, s->m);
+        if (!split) continue;
+        using Atom = layout::Fragment::AmdMatrixAtom;
+        Atom atom = wmma ? Atom::Wmma16 : s->m == 32 ? Atom::Mfma32 : Atom::Mfma16;
+        auto c = layout::Fragment::amd_matrix_c(atom, m, n, split->first, split->second);
+        if (!c) continue;
+        return AmdMatrixPlan{m, n, k, split->first, split->second, s->m, s->k, wave, wmma, *c};
+    }
+    return std::nullopt;
+}
+
+Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buffer& a, const Buffer& b,
+                           LowerContext& lc) {
+    SourceLoc loc = g.loc;
+    const LowerContext::Registers& c = lc.registers(g.c.buffer);
+    const DataType t = a->dtype;
+    const int64_t wtile_m = p.m / p.warps_m, wtile_n = p.n / p.warps_n;
+    const int64_t atoms_m = wtile_m / p.atom, atoms_n = wtile_n / p.atom, steps_k = p.k / p.atom_k;
+    // MFMA: the wave's lanes are wave / atom groups of `atom`, group q holding K offsets
+    // [q * per, (q + 1) * per) of its row (A) or column (B). WMMA: every lane the whole K
+    // (lanes l and l + 16 the same row).
+    const int64_t groups = p.wmma ? 1 : p.wave / p.atom, per = p.atom_k / groups;
+    const int64_t c_regs = p.atom * p.atom / (p.wmma ? 32 : p.wave);
+
+    Expr tx = lc.thread_idx();
+    Var warp_m = make_let_var("warp_m", DataType::index(), loc), warp_n = make_let_var("warp_n", DataType::index(), loc);
+    Var lane_row = make_let_var("lane_row", DataType::index(), loc), lane_k = make_let_var("lane_k", DataType::index(), loc);
+    Expr wave = floordiv(tx, make_int(p.wave));
+    Expr lane = floormod(tx, make_int(p.wave));
+
+    Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * per)}, Scope::Register, loc);
+    Buffer bf = make_buffer(g.c.buffer->name + "_b", t, {make_int(atoms_n * per)}, Scope::Register, loc);
+    auto regs = [&](const Buffer& r, int64_t first, int64_t count) { return register_elements(r, first, count, loc); };
+    auto element = [&](const Buffer& s, bool trans_x, Expr r, Expr col) {
+        return trans_x ? make_load(s, {col, r}, loc) : make_load(s, {r, col}, loc);
+    };
+    Var kk = make_loop_var("kk", loc);
+    Expr k_of = add(mul(Expr(kk), make_int(p.atom_k)), Expr(lane_k));  // the lane's first K
+    std::vector<Stmt> step;
+    for (int64_t mi = 0; mi < atoms_m; ++mi) {
+        Expr row = add(add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * p.atom)), Expr(lane_row));
+        for (int64_t e = 0; e < per; ++e)
+            step.push_back(make_store(af, {make_int(mi * per + e)}, element(a, g.trans_a, row, add(k_of, make_int(e))), loc));
+    }
+    for (int64_t ni = 0; ni < atoms_n; ++ni) {
+        Expr col = add(add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * p.atom)), Expr(lane_row));
+        for (int64_t e = 0; e < per; ++e)
+            step.push_back(make_store(bf, {make_int(ni * per + e)}, element(b, g.trans_b, add(k_of, make_int(e)), col), loc));
+    }
+    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
+    for (int64_t mi = 0; mi < atoms_m; ++mi)
+        for (int64_t ni = 0; ni < atoms_n; ++ni) {
+            int64_t c0 = c_regs * (mi * atoms_n + ni);
+            std::vector<Expr> src = regs(af, mi * per, per);
+            for (auto& e : regs(bf, ni * per, per)) src.push_back(e);
+            for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
+            step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs), std::move(src), loc));
+        }
+    Stmt body = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, make_seq(step, loc), loc);
+    body = make_allocate(af, make_allocate(bf, body, loc), loc);
+    body = make_let(lane_k, p.wmma ? make_int(0) : mul(floordiv(lane, make_int(p.atom)), make_int(per)), body, loc);
+    body = make_let(lane_row, floormod(lane, make_int(p.atom)), body, loc);
+    body = make_let(warp_n, floormod(wave, make_int(p.warps_n)), body, loc);
+    body = make_let(warp_m, floordiv(wave, make_int(p.warps_n)), body, loc);
+    return body;
+}
+
+}  // namespace tilec::ops

@@ -1,0 +1,86 @@
+// The AMD matrix instruction models of wave_mfma.h: the calculator's layouts as written
+// there, and the f32 accumulation of warp_mma.h's models.
+#include "sim/wave_mfma.h"
+
+#include <cstring>
+
+#include "sim/warp_mma.h"  // f16_to_float, bf16_to_float
+
+namespace tilec::sim::isa {
+
+AmdMatrixInfo amd_matrix_info(AmdMatrixShape shape) {
+    switch (shape) {
+    case AmdMatrixShape::Mfma32x32x8: return {32, 32, 8, 64, 2, 2, 16};
+    case AmdMatrixShape::Mfma16x16x16: return {16, 16, 16, 64, 2, 2, 4};
+    case AmdMatrixShape::Wmma16x16x16: return {16, 16, 16, 32, 8, 8, 8};
+    }
+    return {};
+}
+
+// Element e is half e % 2 of GPR e / 2, so 2g + h = e in the calculator's formulas.
+AmdMatCoord amd_matrix_a_coord(AmdMatrixShape shape, int lane, int e) {
+    switch (shape) {
+    case AmdMatrixShape::Mfma32x32x8: return {lane % 32, 4 * (lane / 32) + e};
+    case AmdMatrixShape::Mfma16x16x16: return {lane % 16, 4 * (lane / 16) + e};
+    case AmdMatrixShape::Wmma16x16x16: return {lane % 16, e};
+    }
+    return {};
+}
+
+AmdMatCoord amd_matrix_b_coord(AmdMatrixShape shape, int lane, int e) {
+    AmdMatCoord a = amd_matrix_a_coord(shape, lane, e);  // B's (k, j) are A's (i, k) swapped
+    return {a.col, a.row};
+}
+
+AmdMatCoord amd_matrix_c_coord(AmdMatrixShape shape, int lane, int g) {
+    switch (shape) {
+    case AmdMatrixShape::Mfma32x32x8: return {8 * (g / 4) + 4 * (lane / 32) + g % 4, lane % 32};
+    case AmdMatrixShape::Mfma16x16x16: return {4 * (lane / 16) + g % 4, lane % 16};
+    case AmdMatrixShape::Wmma16x16x16: return {2 * g + lane / 16, lane % 16};
+    }
+    return {};
+}
+
+AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes) {
+    const AmdMatrixInfo info = amd_matrix_info(shape);
+    AmdMatrixResult r;
+    r.d.assign(static_cast<size_t>(info.wave), {});
+    for (int l = 0; l < info.wave; ++l) {
+        const AmdMatrixLane& lane = lanes[static_cast<size_t>(l)];
+        if (lane.exited) r.issues.push_back({AmdMatrixProblem::LaneExited, l});
+        else if (!lane.executes) r.issues.push_back({AmdMatrixProblem::LaneNotExecuting, l});
+    }
+    if (shape == AmdMatrixShape::Wmma16x16x16)
+        for (int l = 16; l < 32; ++l) {
+            const AmdMatrixLane &hi = lanes[static_cast<size_t>(l)], &lo = lanes[static_cast<size_t>(l - 16)];
+            if (hi.a != lo.a || hi.b != lo.b) r.issues.push_back({AmdMatrixProblem::WmmaReplicaDiffers, l});
+        }
+    if (!r.issues.empty()) return r;
+    auto value = [&](uint32_t reg, int half) {
+        uint16_t bits = static_cast<uint16_t>(reg >> (16 * half));
+        return ab == AmdMatrixAb::F16 ? f16_to_float(bits) : bf16_to_float(bits);
+    };
+    // Gather A and B from the lanes that hold them (for WMMA, the lower copy).
+    std::vector<float> A(static_cast<size_t>(info.m * info.k)), B(static_cast<size_t>(info.k * info.n));
+    const int elems = 2 * info.a_regs;
+    for (int l = 0; l < info.wave; ++l)
+        for (int e = 0; e < elems; ++e) {
+            const AmdMatrixLane& lane = lanes[static_cast<size_t>(l)];
+            AmdMatCoord a = amd_matrix_a_coord(shape, l, e), b = amd_matrix_b_coord(shape, l, e);
+            A[static_cast<size_t>(a.row * info.k + a.col)] = value(lane.a[static_cast<size_t>(e / 2)], e % 2);
+            B[static_cast<size_t>(b.row * info.n + b.col)] = value(lane.b[static_cast<size_t>(e / 2)], e % 2);
+        }
+    for (int l = 0; l < info.wave; ++l)
+        for (int g = 0; g < info.c_regs; ++g) {
+            AmdMatCoord c = amd_matrix_c_coord(shape, l, g);
+            float d;
+            uint32_t cbits = lanes[static_cast<size_t>(l)].c[static_cast<size_t>(g)];
+            std::memcpy(&d, &cbits, 4);
+            for (int k = 0; k < info.k; ++k)
+                d = d + A[static_cast<size_t>(c.row * info.k + k)] * B[static_cast<size_t>(k * info.n + c.col)];
+            std::memcpy(&r.d[static_cast<size_t>(l)][static_cast<size_t>(g)], &d, 4);
+        }
+    return r;
+}
+
+}  // namespace tilec::sim::isa

@@ -1,0 +1,87 @@
+// AMD's matrix instructions (issue 13), modelled from AMD's documents and nothing else, in
+// the style of warp_mma.h: CDNA2/CDNA3 v_mfma_f32_{32x32x8,16x16x16}{f16,bf16} executed by
+// a wave of 64, and RDNA3 v_wmma_f32_16x16x16_{f16,bf16} by a wave of 32. Operands are
+// what the documents say they are: 32-bit VGPRs per lane. The models know nothing of
+// tilec's IR; tests/unit/sim_wave_mfma_test.cpp checks them against the documents' own
+// register tables.
+//
+// Document read: AMD Matrix Instruction Calculator (github.com/ROCm/
+// amd_matrix_instruction_calculator, AMD's tool that prints the matrix layouts of the
+// CDNA and RDNA3 ISA guides), run with `--detail-instruction` for CDNA3
+// V_MFMA_F32_32X32X8_F16 / _BF16 and V_MFMA_F32_16X16X16_F16 / _BF16, CDNA2
+// V_MFMA_F32_32X32X8F16 / 32X32X8BF16_1K / 16X16X16F16 / 16X16X16BF16_1K and RDNA3
+// V_WMMA_F32_16X16X16_F16 / _BF16: its "Register usage" and "Matrix element to register
+// mapping with no modifiers" (CBSZ = ABID = BLGP = 0; OPSEL = 0), and for RDNA3
+// "A[i][k] Lane: i and i+16" (wave32: A and B are held twice, by lanes l and l + 16).
+//
+// The layouts (calculator, "Register to matrix element mapping", lane l, GPR g, a
+// 16-bit element in bits [16h+15 : 16h] of its GPR, so element e of a lane's A or B is
+// half e % 2 of GPR e / 2):
+//  v_mfma_f32_32x32x8 (A: 2 GPRs, B: 2, C/D: 16)
+//     A i = l % 32, k = 4 * (l / 32) + 2g + h;   B j = l % 32, k = 4 * (l / 32) + 2g + h
+//     C/D i = 8 * (g / 4) + 4 * (l / 32) + g % 4, j = l % 32
+//  v_mfma_f32_16x16x16 (A: 2 GPRs, B: 2, C/D: 4)
+//     A i = l % 16, k = 4 * (l / 16) + 2g + h;   B j = l % 16, k = 4 * (l / 16) + 2g + h
+//     C/D i = 4 * (l / 16) + g % 4, j = l % 16
+//  v_wmma_f32_16x16x16 wave32 (A: 8 GPRs, B: 8, C/D: 8)
+//     A i = l % 16, k = 2g + h (lanes l and l + 16 hold the same A row); B likewise
+//     C/D i = 2g + l / 16, j = l % 16
+//
+// Arithmetic: the documents fix neither the order of the K additions nor intermediate
+// rounding; as warp_mma.h, each product of two f16 / bf16 values is exact in f32, formed
+// there and accumulated in f32 round-to-nearest-even in the order
+//     d = c;  for k = 0 .. K-1:  d = fl32(d + a[i][k] * b[k][j])
+// (exact, and so order-free, for inputs whose sums f32 holds exactly).
+//
+// Problems, reported and never guessed (0 stands in the result): a lane of the wave that
+// does not execute the instruction or does not exist (the matrix is spread over all of
+// the wave's lanes); WMMA A/B rows that differ between lanes l and l + 16.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tilec::sim::isa {
+
+enum class AmdMatrixShape : uint8_t { Mfma32x32x8, Mfma16x16x16, Wmma16x16x16 };
+enum class AmdMatrixAb : uint8_t { F16, Bf16 };
+
+struct AmdMatrixInfo {
+    int m, n, k, wave;
+    int a_regs, b_regs, c_regs;  // 32-bit GPRs per lane
+};
+AmdMatrixInfo amd_matrix_info(AmdMatrixShape shape);
+
+struct AmdMatCoord {
+    int row = 0, col = 0;
+};
+// Element e of lane l's A (row i, col k) / B (row k, col j) operand, and GPR g of C/D.
+AmdMatCoord amd_matrix_a_coord(AmdMatrixShape shape, int lane, int e);
+AmdMatCoord amd_matrix_b_coord(AmdMatrixShape shape, int lane, int e);
+AmdMatCoord amd_matrix_c_coord(AmdMatrixShape shape, int lane, int g);
+
+struct AmdMatrixLane {
+    bool executes = true;
+    bool exited = false;
+    std::array<uint32_t, 8> a{};   // a_regs used
+    std::array<uint32_t, 8> b{};   // b_regs used
+    std::array<uint32_t, 16> c{};  // f32 bits, c_regs used
+};
+enum class AmdMatrixProblem : uint8_t {
+    LaneExited,        // `lane` does not exist or has exited
+    LaneNotExecuting,  // `lane` does not execute it
+    WmmaReplicaDiffers,  // WMMA: lane `lane` (16..31) holds other A or B values than lane - 16
+};
+struct AmdMatrixIssue {
+    AmdMatrixProblem problem;
+    int lane = 0;
+};
+struct AmdMatrixResult {
+    std::vector<std::array<uint32_t, 16>> d;  // f32 bits per lane
+    std::vector<AmdMatrixIssue> issues;
+};
+// `lanes` holds the wave's lanes (amd_matrix_info(shape).wave of them).
+AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes);
+
+}  // namespace tilec::sim::isa
