@@ -20,7 +20,7 @@ struct TmaFill {
 };
 
 // The TMA form of `c`, or nullopt: a target without TMA or wgmma (whose 1024-byte tile
-// alignment the swizzled boxes need), a tile under 1 KiB, a tensor whose last dimension is not contiguous, or a shared
+// alignment the swizzled boxes need), a tile under 1 KiB or of 8-bit elements, a tensor whose last dimension is not contiguous, or a shared
 // layout that is not the boxes' dense rows with their swizzle.
 std::optional<TmaFill> lower_copy_tma(const ir::CopyNode& c, LowerContext& lc);
 
