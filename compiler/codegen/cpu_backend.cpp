@@ -12,6 +12,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
 #include <memory>
@@ -98,6 +99,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     } else if (sti->checkFeatures("+avx")) {
         ms.vector_bytes = 32;
     }
+    ms.streaming_stores = llvm::Triple(triple).isX86();
     StageTimer::Scope timed_ir("host", "llvm-ir");
     if (options.cpu_entries)
         for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));

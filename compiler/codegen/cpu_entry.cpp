@@ -4,6 +4,7 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
@@ -90,6 +91,9 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
     b.CreateBr(fl.exit_block);
 
     b.SetInsertPoint(fl.exit_block);
+    // Non-temporal stores are weakly ordered: the fence makes them visible before the
+    // pool reports the block done.
+    if (fl.emitted_streaming_stores) b.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});
     for (auto* p : fl.heap_buffers) b.CreateCall(ms.libc("free"), {p});
     b.CreateRetVoid();
 

@@ -56,6 +56,8 @@ public:
     // in bytes and how many there are; tile ops size their register blocks from them.
     unsigned vector_bytes = 16;
     unsigned vector_registers = 16;
+    // x86: stores may bypass the caches (non-temporal, made visible by an sfence).
+    bool streaming_stores = false;
 
     // "file:line:col" of a source location ("<unknown>" without one).
     std::string describe(SourceLoc loc) const;
@@ -157,10 +159,17 @@ public:
     llvm::Value* error_slot = nullptr;  // i8** in the argument struct
     llvm::BasicBlock* exit_block = nullptr;
     std::vector<llvm::Value*> heap_buffers;  // freed in exit_block
+    bool emitted_streaming_stores = false;   // exit_block then fences them (sfence)
 
 private:
     // Tile ops (cpu_tile_ops.cpp).
     void lower_copy(const ir::CopyNode& s);
+    // Stores src[si + j] into global dst[di + j] for j in [lo, hi) along the inner
+    // dimensions s_in / d_in; the aligned middle with non-temporal vector stores when
+    // the destination tensor is large (cpu_tile_ops.cpp).
+    void emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo, llvm::Value* hi,
+                            const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di,
+                            size_t s_in, size_t d_in);
     void lower_gemm(const ir::GemmNode& s);
     bool lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int64_t N, int64_t K,
                             const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_a,

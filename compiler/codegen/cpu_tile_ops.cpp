@@ -34,13 +34,20 @@ llvm::Value* FunctionLowering::convert_for_store(llvm::Value* v, DataType from, 
     return convert(v, from, to);
 }
 
+// Emits the valid part [lo, hi) of one row along the inner dimensions (s_in, d_in) of
+// the two sides, whose other indices are si and di.
+using RowEmitter = std::function<void(llvm::Value* lo, llvm::Value* hi, const std::vector<llvm::Value*>& si,
+                                      const std::vector<llvm::Value*>& di, size_t s_in, size_t d_in)>;
+
 // Both sides of a region-to-region op, squeezed to the same shape; `body` runs for each
 // element whose destination is inside a global destination, with the full indices of
-// both sides and whether the source element is inside a global source.
+// both sides and whether the source element is inside a global source. `valid_row`,
+// when given, emits the rows' valid parts instead of a loop of `body`.
 static void for_each_element(
     FunctionLowering& fl, const ir::Region& src, const ir::Region& dst, const char* op,
     const std::function<void(const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di,
-                             bool src_valid)>& body) {
+                             bool src_valid)>& body,
+    const RowEmitter& valid_row = nullptr) {
     auto& b = fl.builder();
     auto make_side = [&](const ir::Region& r) {
         Side s;
@@ -137,21 +144,106 @@ static void for_each_element(
             });
         };
         if (s.global) run(wlo, a, false);
-        run(a, c, true);
+        if (valid_row)
+            valid_row(a, c, si, di, s_in, d_in);
+        else
+            run(a, c, true);
         if (s.global) run(c, whi, false);
     });
+}
+
+namespace {
+
+// Global destinations of at least this many bytes are written with non-temporal stores
+// where a copy writes a row's aligned middle from a block-local tile: a kernel's output
+// of this size is unlikely to be read from the caches soon, and a plain store would
+// first read each line from memory (a third more DRAM traffic for a row kernel). 8 MiB:
+// above per-core L2 sizes, so small outputs that the next kernel reads stay cached.
+constexpr uint64_t kStreamingStoreBytes = 8u << 20;
+
+}  // namespace
+
+void FunctionLowering::emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo, llvm::Value* hi,
+                                          const std::vector<llvm::Value*>& si,
+                                          const std::vector<llvm::Value*>& di, size_t s_in, size_t d_in) {
+    DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
+    const BufferInfo& dinfo = buffer(s.dst.buffer);
+    llvm::Type* elem = storage_type(ms_.ctx, dt);
+    const uint64_t elem_bytes = elem->getPrimitiveSizeInBits() / 8;
+    const uint64_t lanes = ms_.vector_bytes / elem_bytes;
+    auto element = [&](llvm::Value* j, bool store_side) {
+        std::vector<llvm::Value*> idx = store_side ? di : si;
+        size_t dim = store_side ? d_in : s_in;
+        idx[dim] = b_.CreateAdd(idx[dim], j);
+        return idx;
+    };
+    auto plain = [&](llvm::Value* from, llvm::Value* to) {
+        emit_loop(from, b_.CreateSub(to, from), LoopHint::Vectorize, [&](llvm::Value* j) {
+            store_element(s.dst.buffer, element(j, true), convert_for_store(load_element(s.src.buffer, element(j, false)), st, dt));
+        });
+    };
+    // Bytes of the whole destination tensor: large ones stream.
+    llvm::Value* bytes = b_.getInt64(elem_bytes);
+    for (llvm::Value* d : dinfo.shape) bytes = b_.CreateMul(bytes, d);
+    llvm::Value* big = b_.CreateICmpUGE(bytes, b_.getInt64(kStreamingStoreBytes));
+    // Consecutive along the row (a tensor with strides may step by more).
+    big = b_.CreateAnd(big, b_.CreateICmpEQ(dinfo.strides[d_in], b_.getInt64(1)));
+    // Elements before the first vector-aligned address (none stream if the address is
+    // not even element-aligned), then whole vectors, then the rest.
+    llvm::Value* n = b_.CreateSub(hi, lo);
+    llvm::Value* addr = b_.CreatePtrToInt(element_ptr(s.dst.buffer, dinfo, element_offset(dinfo, element(lo, true))),
+                                          b_.getInt64Ty());
+    llvm::Value* misalign = b_.CreateAnd(addr, b_.getInt64(ms_.vector_bytes - 1));
+    llvm::Value* elem_aligned = b_.CreateICmpEQ(b_.CreateURem(misalign, b_.getInt64(elem_bytes)), b_.getInt64(0));
+    llvm::Value* head = b_.CreateUDiv(b_.CreateAnd(b_.CreateSub(b_.getInt64(ms_.vector_bytes), misalign),
+                                                   b_.getInt64(ms_.vector_bytes - 1)),
+                                      b_.getInt64(elem_bytes));
+    head = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, head, n);
+    llvm::Value* vectors = b_.CreateSDiv(b_.CreateSub(n, head), b_.getInt64(static_cast<int64_t>(lanes)));
+    vectors = b_.CreateSelect(b_.CreateAnd(big, elem_aligned), vectors, b_.getInt64(0));
+    llvm::Value* body_lo = b_.CreateSelect(b_.CreateICmpSGT(vectors, b_.getInt64(0)), b_.CreateAdd(lo, head), hi);
+    llvm::Value* body_hi = b_.CreateAdd(body_lo, b_.CreateMul(vectors, b_.getInt64(static_cast<int64_t>(lanes))));
+    plain(lo, body_lo);
+    auto* vec_ty = llvm::FixedVectorType::get(elem, static_cast<unsigned>(lanes));
+    llvm::MDNode* nontemporal =
+        llvm::MDNode::get(ms_.ctx, {llvm::ConstantAsMetadata::get(b_.getInt32(1))});
+    emit_loop(b_.getInt64(0), vectors, LoopHint::None, [&](llvm::Value* k) {
+        llvm::Value* j0 = b_.CreateAdd(body_lo, b_.CreateMul(k, b_.getInt64(static_cast<int64_t>(lanes))));
+        llvm::Value* v = llvm::PoisonValue::get(vec_ty);
+        for (uint64_t l = 0; l < lanes; ++l) {
+            llvm::Value* x = load_element(s.src.buffer, element(b_.CreateAdd(j0, b_.getInt64(static_cast<int64_t>(l))), false));
+            v = b_.CreateInsertElement(v, to_storage(convert_for_store(x, st, dt), dt), b_.getInt64(static_cast<int64_t>(l)));
+        }
+        llvm::Value* p = element_ptr(s.dst.buffer, dinfo, element_offset(dinfo, element(j0, true)));
+        auto* store = b_.CreateAlignedStore(v, p, llvm::Align(ms_.vector_bytes));
+        store->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
+        mark_access(store, s.dst.buffer);
+    });
+    plain(body_hi, hi);
+    emitted_streaming_stores = true;
 }
 
 void FunctionLowering::lower_copy(const ir::CopyNode& s) {
     DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
     llvm::Value* pad = convert_for_store(expr(s.pad), s.pad->type, dt);
     if (s.pad->type != st && !s.pad->type.is_float()) pad = convert(expr(s.pad), s.pad->type, dt);
+    // A tile written out to a global tensor (never packed i4/u4 nibbles, never bool:
+    // the streaming path stores whole storage elements).
+    const bool streams = ms_.streaming_stores && s.dst.buffer->scope == ir::Scope::Global &&
+                         s.src.buffer->scope != ir::Scope::Global && dt.bits >= 8 && !dt.is_bool();
+    RowEmitter row;
+    if (streams)
+        row = [&](llvm::Value* lo, llvm::Value* hi, const std::vector<llvm::Value*>& si,
+                  const std::vector<llvm::Value*>& di, size_t s_in, size_t d_in) {
+            emit_streaming_row(s, lo, hi, si, di, s_in, d_in);
+        };
     for_each_element(
         *this, s.src, s.dst, "copy",
         [&](const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di, bool valid) {
             llvm::Value* v = valid ? convert_for_store(load_element(s.src.buffer, si), st, dt) : pad;
             store_element(s.dst.buffer, di, v);
-        });
+        },
+        row);
 }
 
 void FunctionLowering::lower_atomic_add(const ir::AtomicAddNode& s) {

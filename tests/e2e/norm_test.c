@@ -1,6 +1,6 @@
 /* norm_test.c: stdlib/kernels/rmsnorm.tile and layernorm.tile on the CPU for f32, f16 and
- * bf16 on ragged M and N (rows within one 1024-column tile and across several), against
- * a float64 reference. */
+ * bf16 on ragged M and N (rows within one 1024-column tile and across several; outputs
+ * large enough for non-temporal stores), against a float64 reference. */
 #include "e2e_common.h"
 #include "layernorm.h"
 #include "rmsnorm.h"
@@ -73,5 +73,10 @@ int main(void) {
     test_norm(NULL, layernorm_f32_cpu, E2E_F32, 127, 300);
     test_norm(NULL, layernorm_f16_cpu, E2E_F16, 127, 300);
     test_norm(NULL, layernorm_bf16_cpu, E2E_BF16, 127, 300);
+    // Outputs of 8 MiB and more: the CPU target writes the aligned middle of each row
+    // with non-temporal stores (rows of 2053 elements start at every alignment).
+    test_norm(rmsnorm_f32_cpu, NULL, E2E_F32, 1031, 2053);
+    test_norm(NULL, layernorm_f32_cpu, E2E_F32, 1031, 2053);
+    test_norm(rmsnorm_bf16_cpu, NULL, E2E_BF16, 2053, 2053);
     return e2e_finish("e2e/norm");
 }

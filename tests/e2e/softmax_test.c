@@ -1,6 +1,6 @@
 /* softmax_test.c: stdlib/kernels/softmax.tile on the CPU: row softmax for f32, f16, bf16 on
  * ragged M and N, rows shorter and longer than the 1024-column tile (one and two passes),
- * against a float64 reference. */
+ * outputs large enough for non-temporal stores, against a float64 reference. */
 #include "e2e_common.h"
 #include "softmax.h"
 
@@ -44,5 +44,9 @@ int main(void) {
     test_softmax(softmax_f16_cpu, E2E_F16, 127, 300, 10);
     test_softmax(softmax_bf16_cpu, E2E_BF16, 127, 300, 10);
     test_softmax(softmax_f32_cpu, E2E_F32, 3, 2000, 80);  // large logits: the max must be subtracted
+    // Outputs of 8 MiB and more: the CPU target writes the aligned middle of each row
+    // with non-temporal stores (rows of 2053 elements start at every alignment).
+    test_softmax(softmax_f32_cpu, E2E_F32, 1031, 2053, 10);
+    test_softmax(softmax_f16_cpu, E2E_F16, 2053, 2053, 10);
     return e2e_finish("e2e/softmax");
 }
