@@ -120,6 +120,26 @@ def main():
             case(f"gemm_{tname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s",
                  1e-2 if tname == "f16" else 2e-2)
 
+    # GEMM fp8 e4m3 -> f32, C = A @ B^T with B stored [N, K] (gemm_f8e4m3_nt_cuda), next to
+    # cuBLASLt's fp8 GEMM through torch._scaled_mm (unit scales; it wants B column-major,
+    # which B[N, K].t() is). Where this torch has no fp32 output for it, bf16 output.
+    gemm8 = entry("gemm_f8e4m3_nt_cuda", P, P, P, I64, I64, I64)
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    for (M, N, K) in ([(1024, 1024, 1024)] if args.quick else [(4096, 4096, 4096), (8192, 8192, 8192)]):
+        A = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+        B = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+        C = torch.empty(M, N, device="cuda", dtype=torch.float32)
+        run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K: gemm8(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
+        run.out = C
+        out_dtype, bound = torch.float32, 1e-3
+        try:
+            torch._scaled_mm(A[:16, :16].contiguous(), B[:16, :16].contiguous().t(), scale_a=one,
+                             scale_b=one, out_dtype=torch.float32)
+        except Exception:
+            out_dtype, bound = torch.bfloat16, 1e-2
+        ref = lambda A=A, B=B, od=out_dtype: torch._scaled_mm(A, B.t(), scale_a=one, scale_b=one, out_dtype=od)
+        case(f"gemm_f8e4m3_nt {M}x{N}x{K}", run, ref, 2.0 * M * N * K, "TFLOP/s", bound)
+
     # Tile-shape variants (same body as gemm_f16, sm_90a image only: wgmma), to choose the defaults.
     if args.sweep:
         import os
