@@ -179,14 +179,14 @@ void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& 
         }
     }
     // tile_status tile_cuda_launch_tma(module, kernel, stream, grid, block, dynamic_smem,
-    //     args, num_args, maps, num_maps, tma_images)
-    auto* lty = llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr, intptr, ptr, i32, ptr, i32, i64}, false);
+    //     args, num_args, maps, num_maps, tma_images, tma_block_x)
+    auto* lty = llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr, intptr, ptr, i32, ptr, i32, i64, i32}, false);
     auto launcher = ms.module.getOrInsertFunction("tile_cuda_launch_tma", lty);
     llvm::Value* status = b.CreateCall(
         launcher, {module_global, ms.c_string(kernel.symbol), fn->getArg(0), grid_arr, block_arr,
                    llvm::ConstantInt::get(intptr, kernel.cuda_dynamic_smem), args,
                    b.getInt32(static_cast<uint32_t>(num_args)), maps, b.getInt32(static_cast<uint32_t>(n_maps)),
-                   b.getInt64(mask)},
+                   b.getInt64(mask), b.getInt32(static_cast<uint32_t>(kernel.tma_threads))},
         "status");
     b.CreateRet(status);
 }
@@ -208,7 +208,7 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
     EntryCheckRules rules;
     rules.tensor_alignment = kTensorAlignment;
     rules.alignment_why = " (GPU entry points need the alignment of cudaMalloc/hipMalloc)";
-    rules.grid_limit = grid_limits(api, kernel.threads);
+    rules.grid_limit = grid_limits(api, std::max(kernel.threads, kernel.tma_threads));
     rules.api = api == GpuApi::Cuda ? "CUDA" : "HIP";
     CheckedArguments checked = emit_argument_checks(ms, fl, fn, f, entry_name, rules);
     llvm::Value* const* grid = checked.grid;

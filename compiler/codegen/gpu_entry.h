@@ -47,6 +47,9 @@ struct GpuKernel {
     std::string export_name;   // the ir::PrimFunc (tile level) whose arguments it takes
     std::string symbol;        // the kernel's name in the images (PTX .entry)
     int64_t threads = 0;       // the block: threads x 1 x 1
+    // The block of the images of tma_archs where it differs (warp-specialized kernels: a
+    // producer warpgroup more); 0: threads.
+    int64_t tma_threads = 0;
     // Bytes of dynamic shared memory per launch, per API (the plan is the same on every
     // arch, but NVIDIA needs dynamic shared memory above 48 KiB where AMD's LDS is static).
     int64_t cuda_dynamic_smem = 0;

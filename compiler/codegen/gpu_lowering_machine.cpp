@@ -132,7 +132,9 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     case ir::MachineOp::MbarrierInit:
     case ir::MachineOp::MbarrierArrive:
     case ir::MachineOp::MbarrierWait:
-    case ir::MachineOp::TmaLoad: mbarrier_or_tma(m); return;
+    case ir::MachineOp::TmaLoad:
+    case ir::MachineOp::SetMaxNReg:
+    case ir::MachineOp::NamedBarrier: mbarrier_or_tma(m); return;
     case ir::MachineOp::Mfma:
     case ir::MachineOp::Wmma: break;  // amd_matrix_op
     case ir::MachineOp::CpAsyncWait:
@@ -244,7 +246,17 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
              cons, ins);
         return;
     }
-    default: TILEC_ICE(who_ + ": not an mbarrier or TMA instruction");
+    case ir::MachineOp::SetMaxNReg:
+        emit(std::string("setmaxnreg.") + (m.imm.at(0) ? "inc" : "dec") + ".sync.aligned.u32 " +
+                 std::to_string(m.imm.at(1)) + ";",
+             "", {});
+        return;
+    case ir::MachineOp::NamedBarrier:
+        // bar.sync id, count: also a memory fence among the participating threads, as
+        // the block barrier is.
+        emit("barrier.sync.aligned $0, $1;", "n,n,", {b_.getInt32(uint32_t(m.imm.at(0))), b_.getInt32(uint32_t(m.imm.at(1)))});
+        return;
+    default: TILEC_ICE(who_ + ": not an mbarrier, TMA or warp-specialization instruction");
     }
 }
 

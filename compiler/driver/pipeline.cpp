@@ -177,10 +177,27 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
                 k.hip = amd;
                 out.kernels.push_back(k);
             }
-        } else {
-            for (size_t i = 0; i < out.kernels.size(); ++i)
-                if (level.funcs.at(i).threads != out.kernels[i].threads)
-                    TILEC_ICE("the block of " + out.kernels[i].symbol + " differs between GPU targets");
+        }
+        // The block is the same for every arch but where a kernel is warp-specialized
+        // (sm_90a: a producer warpgroup more, lower/split_warp_roles.cpp), which only the
+        // archs whose kernels take tensor maps are; kept apart as tma_threads.
+        for (size_t i = 0; i < out.kernels.size(); ++i) {
+            auto& k = out.kernels[i];
+            const ir::PrimFunc& lf = level.funcs.at(i);
+            bool specialized = false;
+            for (auto& [key, v] : lf.attrs) specialized |= key == "min_blocks_per_sm";
+            if (specialized) {
+                if (ir::tma_map_uses(lf).empty() || !t->is_nvidia())
+                    TILEC_ICE("warp-specialized kernel " + k.symbol + " without tensor maps");
+                if (k.tma_threads && k.tma_threads != lf.threads)
+                    TILEC_ICE("the warp-specialized block of " + k.symbol + " differs between NVIDIA targets");
+                k.tma_threads = lf.threads;
+                if (a == 0) k.threads = 0;  // set by an arch that is not specialized, if any
+            } else if (k.threads == 0) {
+                k.threads = lf.threads;
+            } else if (k.threads != lf.threads) {
+                TILEC_ICE("the block of " + k.symbol + " differs between GPU targets");
+            }
         }
         // TMA tensor maps: taken by the kernels of some archs (sm_90a), alike where taken.
         if (t->is_nvidia())
@@ -205,6 +222,8 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
             kept = std::max(kept, bytes);
         }
     }
+    for (auto& k : out.kernels)
+        if (k.threads == 0) k.threads = k.tma_threads;  // every arch warp-specialized
 }
 
 // What the backend tasks of one GPU arch produce (each field written by one task).

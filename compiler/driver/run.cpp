@@ -552,7 +552,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     }
     std::cout << "lower to thread level (" << gpu.name << "): " << fmt_seconds(lower_seconds) << "\n";
     std::cout << "simulator: " << fmt_seconds(sim_seconds) << " (" << sr.blocks_run
-              << (sr.blocks_run == 1 ? " block" : " blocks") << " of " << f.threads << " threads, warp "
+              << (sr.blocks_run == 1 ? " block" : " blocks") << " of " << thread->threads << " threads, warp "
               << sr.warp_size;
     if (!sampled.empty()) std::cout << "; sampled from the grid's " << grid_blocks << " by --sim-blocks";
     std::cout << ")" << std::endl;

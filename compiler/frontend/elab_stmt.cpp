@@ -463,6 +463,18 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         attrs_.emplace_back("allow_tf32", "true");
         return nullptr;
     }
+    if (s.name == "warp_specialize") {
+        // sm_90a's producer / consumer warp roles for pipelined GEMM loops (on by default
+        // where they apply; lower/software_pipeline.cpp).
+        bool given = s.args.size() == 1 && s.args[0].value->kind == ast::ExprKind::Bool;
+        std::string v = given ? (s.args[0].value->bool_value ? "true" : "false") : "";
+        if (s.args.size() > 1 || (s.args.size() == 1 && !given)) {
+            diags_.error(s.range, "@warp_specialize takes true or false: @warp_specialize(false)");
+            return nullptr;
+        }
+        attrs_.emplace_back("warp_specialize", v == "false" ? "false" : "true");
+        return nullptr;
+    }
     if (s.name == "layout") {
         std::string buf = name_arg(0), kind = name_arg(1);
         if (s.args.size() != 2 || buf.empty() || (kind != "swizzle" && kind != "row_major" && kind != "padded")) {
@@ -480,7 +492,7 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         return nullptr;
     }
     diags_.warning(s.name_range, "unknown annotation '@" + s.name + "' ignored (known: @allow_tf32, @layout, "
-                                                                   "@rasterize, @warp_policy)");
+                                                                   "@rasterize, @warp_policy, @warp_specialize)");
     return nullptr;
 }
 

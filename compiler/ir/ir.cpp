@@ -622,6 +622,8 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::WgmmaCommit: return "wgmma_commit";
     case MachineOp::WgmmaWait: return "wgmma_wait";
     case MachineOp::FenceProxyAsync: return "fence_proxy_async";
+    case MachineOp::SetMaxNReg: return "setmaxnreg";
+    case MachineOp::NamedBarrier: return "named_barrier";
     case MachineOp::MbarrierInit: return "mbarrier_init";
     case MachineOp::MbarrierArrive: return "mbarrier_arrive";
     case MachineOp::MbarrierWait: return "mbarrier_wait";

@@ -622,6 +622,17 @@ struct FullWriteNode : StmtNode {
 //             contiguous; its tensor map) at the box's first element (coordinates may lie outside: those
 //             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
 //             complete. The bytes land when a wait on the barrier sees the phase complete.
+// sm_90a warp specialization (software-pipeline and split-warp-roles emit them):
+//   SetMaxNReg  setmaxnreg.{inc|dec}.sync.aligned.u32 regs; imm {inc, regs}: inc 1 raises
+//             the executing warpgroup's per-thread register count to regs, 0 lowers it
+//             (regs 24..256, a multiple of 8); executed by all 128 threads of a warpgroup.
+//             An `if` whose then branch starts with a dec and whose else branch starts
+//             with an inc is a warp-role split (lower/split_warp_roles.cpp): the branches
+//             run concurrently, synchronised by mbarriers only.
+//   NamedBarrier  barrier.sync id, threads; imm {id, threads}: a barrier for the block's
+//             first `threads` threads (a multiple of 32) on hardware barrier id (1..15);
+//             the consumer warps of a warp-specialized kernel use it instead of the
+//             block barrier, which the producer warps never reach.
 // AMD (issue 13), executed by a whole wave; operands in the element order of AMD's
 // Matrix Instruction Calculator (a lane's element e of A or B is half e % 2 of its
 // GPR e / 2; C/D element g is GPR g):
@@ -646,12 +657,15 @@ enum class MachineOp : uint8_t {
     MbarrierArrive,
     MbarrierWait,
     TmaLoad,
+    SetMaxNReg,
+    NamedBarrier,
     Mfma,
     Wmma
 };
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
-// "mbarrier_arrive", "mbarrier_wait", "tma_load", "mfma", "wmma"
+// "mbarrier_arrive", "mbarrier_wait", "tma_load", "setmaxnreg", "named_barrier", "mfma",
+// "wmma"
 const char* machine_op_name(MachineOp op);
 // Whether mma.sync m16n8k{k} with A elements of `a`, B elements of `b` and C/D elements
 // of `cd` is a form MachineOp::Mma takes (see above).

@@ -492,6 +492,16 @@ private:
             if (!is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
             return;
         }
+        case MachineOp::SetMaxNReg:
+            if (!counts(2, 0, 0)) return;
+            if ((op->imm[0] != 0 && op->imm[0] != 1) || op->imm[1] < 24 || op->imm[1] > 256 || op->imm[1] % 8 != 0)
+                error(op->loc, name + " takes {inc 0 or 1, registers 24..256, a multiple of 8}");
+            return;
+        case MachineOp::NamedBarrier:
+            if (!counts(2, 0, 0)) return;
+            if (op->imm[0] < 1 || op->imm[0] > 15 || op->imm[1] < 32 || op->imm[1] > 1024 || op->imm[1] % 32 != 0)
+                error(op->loc, name + " takes {id 1..15, threads 32..1024, a multiple of 32}");
+            return;
         case MachineOp::Mfma:
         case MachineOp::Wmma: {
             const bool wmma = op->op == MachineOp::Wmma;

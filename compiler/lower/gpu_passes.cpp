@@ -204,9 +204,16 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
         layout_inference(target),
         lower_tile_ops(target),
         body_pass("insert-async-waits", insert_async_waits),
-        body_pass("software-pipeline", software_pipeline),
+        Pass{"software-pipeline",
+             [](const PrimFunc& f, PassContext& ctx) {
+                 if (!expect_level(f, ctx, "software-pipeline", FuncLevel::Thread, "lower-tile-ops")) return f;
+                 PrimFunc out = f;
+                 out.body = software_pipeline(f);
+                 return out;
+             }},
         plan_shared(target),
         barriers(),
+        Pass{"split-warp-roles", [](const PrimFunc& f, PassContext&) { return split_warp_roles(f); }},
         verify(),
     };
 }

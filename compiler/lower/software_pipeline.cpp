@@ -35,6 +35,29 @@
 // parity of its use of that stage since the initialisation, ((j - min) / S) % 2. Outside a
 // pipelined loop the TMA form is dropped (one copy has nothing to overlap with).
 //
+// Warp specialization (sm_90a, issue 12): when every fill of a GEMM-style loop (the wgmma
+// overlap above applies) has a TMA form and the block has 128 or 256 threads (one or two
+// consumer warpgroups), the loop becomes, under the run-time condition that every tensor
+// map encodes:
+//
+//   if (thread.x >= T) {                          producer warpgroup (split-warp-roles
+//     setmaxnreg.dec                              appends it to the block)
+//     if (thread.x == T) for j: { if j - min >= S: wait empty[j % S] for the release of
+//                                 stage j % S by iteration j - S;  fills(j) by TMA }
+//   } else {                                      consumers
+//     setmaxnreg.inc
+//     for j: { wait full[j % S];  the rest of the body (wgmma, wait_group 1);
+//              if j > min: arrive on empty[(j - 1) % S] (iteration j - 1's wgmma done) }
+//     wgmma_wait 0
+//   }
+//
+// with the full mbarriers initialised with one arrival (the producer's expect-tx) and the
+// empty ones with T (every consumer thread), and otherwise (a tensor the TMA cannot
+// address) the cp.async pipeline above. No barrier orders the two roles: the mbarrier
+// rings do, and split-warp-roles hoists the split to the top of the kernel (the consumers'
+// barriers become named barriers of T threads). `@warp_specialize(false)` on the kernel
+// keeps the single-warpgroup pipeline.
+//
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
 // the loop variable, lets at the top of the body (pure index arithmetic) and values
 // defined outside the loop, and no other statement of the body writes a filled buffer.
@@ -104,37 +127,10 @@ int64_t uses_of(const Stmt& s, const BufferNode* b) {
     return v.n;
 }
 
-// `s` with a new variable for every let and loop it binds (a statement placed twice
-// must not bind one variable twice).
-Stmt with_fresh_binders(const Stmt& s) {
-    struct R : IRMutator {
-        VarMap map;
-        Expr mutate_var(const VarNode* op, const Expr& self) override {
-            auto it = map.find(op);
-            return it == map.end() ? self : it->second;
-        }
-        Var fresh(const Var& v) {
-            Var n = make_var(v->name, v->type, v->var_kind, v->loc, v->dim);
-            map[v.get()] = n;
-            return n;
-        }
-        Stmt mutate_let(const LetStmtNode* op, const Stmt&) override {
-            Expr value = mutate(op->value);
-            Var v = fresh(op->var);
-            return make_let(v, value, mutate(op->body), op->loc);
-        }
-        Stmt mutate_for(const ForNode* op, const Stmt&) override {
-            Expr mn = mutate(op->min), ext = mutate(op->extent);
-            Var v = fresh(op->var);
-            return make_for(v, mn, ext, op->for_kind, mutate(op->body), op->loc, op->stages);
-        }
-    } r;
-    return r.mutate(s);
-}
-
 class Pipeliner : public IRMutator {
 public:
-    explicit Pipeliner(Stmt root) : root_(std::move(root)) {}
+    Pipeliner(Stmt root, int64_t threads, bool allow_ws)
+        : root_(std::move(root)), threads_(threads), allow_ws_(allow_ws) {}
 
     Stmt mutate_for(const ForNode* op, const Stmt& self) override {
         Stmt body = mutate(op->body);
@@ -357,15 +353,21 @@ private:
                                                 {make_load(tma_bars[k], {make_int(s), make_int(0)}, loc)}, {}, loc));
             out.push_back(make_if(logical_and(tma[k].condition, thread0), make_seq(inits, loc), nullptr, loc));
         }
-        for (int64_t s = 0; s + 1 < S; ++s) {
-            out.push_back(make_if(lt(make_int(s), n), at_iteration(fills, add(mn, make_int(s)), false), nullptr, loc));
-            out.push_back(commit());
-        }
         Var j = loop.var;
         Expr ahead = add(Expr(j), make_int(S - 1));
         Stmt body_j = at_iteration(others, Expr(j), true);
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
+        if (final_wgmma_wait && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
+            tma.size() == fills.size()) {
+            Stmt result = warp_specialized(loop, fills, body_j, *final_wgmma_wait, tma_bars, tma, at_iteration, out);
+            for (auto& b : tma_bars) result = make_allocate(b, result, loc);
+            return result;
+        }
+        for (int64_t s = 0; s + 1 < S; ++s) {
+            out.push_back(make_if(lt(make_int(s), n), at_iteration(fills, add(mn, make_int(s)), false), nullptr, loc));
+            out.push_back(commit());
+        }
         Stmt refill = make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc);
         std::vector<Stmt> step{wait(S - 2)};
         for (size_t k = 0; k < tma.size(); ++k) {
@@ -388,6 +390,123 @@ private:
         for (auto& b : tma_bars) result = make_allocate(b, result, loc);
         return result;
     }
+
+    // The warp-specialized form of the header; `inits` holds the full mbarriers' inits.
+    template <typename AtIteration, typename TmaStage>
+    Stmt warp_specialized(const ForNode& loop, const std::vector<Stmt>& fills, const Stmt& body_j,
+                          const Stmt& final_wait, const std::vector<Buffer>& full, const std::vector<TmaStage>& tma,
+                          AtIteration& at_iteration, std::vector<Stmt> inits) {
+        const int64_t S = loop.stages, T = threads_;
+        SourceLoc loc = loop.loc;
+        // The widest wgmma: ptxas compiles each instruction within the launch's register
+        // count, so an n = 256 wgmma (128 accumulators) needs more than two blocks a SM allow.
+        struct Widest : IRVisitor {
+            int64_t n = 0;
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op == MachineOp::Wgmma) n = std::max(n, op->imm.at(0));
+            }
+        } widest;
+        widest.visit(body_j);
+        two_blocks_ = T == 128 && widest.n <= 128;
+        Expr n = loop.extent, mn = loop.min;
+        Expr all_maps = tma[0].condition;
+        for (size_t k = 1; k < tma.size(); ++k) all_maps = logical_and(all_maps, tma[k].condition);
+        Expr tid = make_thread_idx_var(0);
+        // The empty ring: one arrival per consumer thread releases a stage.
+        BufferNode en = *full[0];
+        en.name = "stage_empty";
+        Buffer empty = make_buffer(std::move(en));
+        for (int64_t s = 0; s < S; ++s)
+            inits.push_back(make_if(logical_and(all_maps, eq(tid, make_int(0))),
+                                    make_machine_op(MachineOp::MbarrierInit, {T},
+                                                    {make_load(empty, {make_int(s), make_int(0)}, loc)}, {}, loc),
+                                    nullptr, loc));
+        auto use = [&](const Expr& j) { return floordiv(sub(j, mn), make_int(S)); };
+        // Producer: the TMA issues alone (the fills' TMA branches, no thread-0 guard: one
+        // producer thread runs them).
+        struct TmaOnly : IRMutator {
+            Stmt mutate_if(const IfNode* op, const Stmt& self) override {
+                if (tma_placeholder(op->then_case)) {
+                    auto* a = op->then_case->as<AllocateNode>();
+                    auto* guard = a->body->as<IfNode>();
+                    return make_allocate(a->buffer, guard->then_case, a->loc);
+                }
+                return IRMutator::mutate_if(op, self);
+            }
+        } tma_only;
+        std::vector<Stmt> tma_fills;
+        for (auto& f : fills) tma_fills.push_back(tma_only.mutate(f));
+        Var jp = make_var(loop.var->name + "_tma", loop.var->type, loop.var->var_kind, loop.var->loc);
+        Stmt release_wait = make_if(
+            ge(sub(Expr(jp), mn), make_int(S)),
+            make_machine_op(MachineOp::MbarrierWait, {}, {},
+                            {make_load(empty, {floormod(Expr(jp), make_int(S)), make_int(0)}, loc),
+                             floormod(add(use(Expr(jp)), make_int(1)), make_int(2))},
+                            loc),
+            nullptr, loc);
+        Stmt producer_loop = make_for(jp, mn, n, ForKind::Serial,
+                                      make_seq({release_wait, at_iteration(tma_fills, Expr(jp), false)}, loc), loc);
+        Stmt producer = make_seq({make_machine_op(MachineOp::SetMaxNReg, {0, producer_registers()}, {}, {}, loc),
+                                  make_if(eq(tid, make_int(T)), producer_loop, nullptr, loc)},
+                                 loc);
+        // Consumers: wait for the stage, compute, release the previous stage.
+        Var j = loop.var;
+        std::vector<Stmt> step;
+        for (size_t k = 0; k < full.size(); ++k)
+            step.push_back(make_machine_op(MachineOp::MbarrierWait, {}, {},
+                                           {make_load(full[k], {floormod(Expr(j), make_int(S)), make_int(0)}, loc),
+                                            floormod(use(Expr(j)), make_int(2))},
+                                           loc));
+        step.push_back(body_j);
+        step.push_back(make_if(gt(Expr(j), mn),
+                               make_machine_op(MachineOp::MbarrierArrive, {0},
+                                               {make_load(empty, {floormod(sub(Expr(j), make_int(1)), make_int(S)), make_int(0)}, loc)},
+                                               {}, loc),
+                               nullptr, loc));
+        Stmt consumer = make_seq({make_machine_op(MachineOp::SetMaxNReg, {1, consumer_registers()}, {}, {}, loc),
+                                  make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc), final_wait},
+                                 loc);
+        Stmt roles = make_if(ge(tid, make_int(T)), producer, consumer, loc);
+        // Where a tensor map does not encode: the cp.async pipeline, on fresh binders.
+        struct DropTma : IRMutator {
+            Stmt mutate_if(const IfNode* op, const Stmt& self) override {
+                if (tma_placeholder(op->then_case)) return op->else_case ? mutate(op->else_case) : make_seq({}, op->loc);
+                return IRMutator::mutate_if(op, self);
+            }
+        } drop;
+        std::vector<Stmt> plain_fills;
+        for (auto& f : fills) plain_fills.push_back(drop.mutate(f));
+        auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
+        std::vector<Stmt> plain;
+        for (int64_t s = 0; s + 1 < S; ++s) {
+            plain.push_back(make_if(lt(make_int(s), n), at_iteration(plain_fills, add(mn, make_int(s)), false), nullptr, loc));
+            plain.push_back(commit());
+        }
+        Var jc = make_var(loop.var->name, loop.var->type, loop.var->var_kind, loop.var->loc);
+        VarMap rename;
+        rename[j.get()] = jc;
+        Stmt body_c = with_fresh_binders(substitute(body_j, rename));
+        Expr ahead = add(Expr(jc), make_int(S - 1));
+        plain.push_back(make_for(
+            jc, mn, n, ForKind::Serial,
+            make_seq({make_machine_op(MachineOp::CpAsyncWait, {S - 2}, {}, {}, loc), body_c,
+                      make_if(lt(ahead, add(mn, n)), at_iteration(plain_fills, ahead, false), nullptr, loc), commit()},
+                     loc),
+            loc));
+        plain.push_back(make_machine_op(MachineOp::CpAsyncWait, {0}, {}, {}, loc));
+        plain.push_back(with_fresh_binders(final_wait));
+        inits.push_back(make_if(all_maps, roles, make_seq(plain, loc), loc));
+        return make_allocate(empty, make_seq(inits, loc), loc);
+    }
+
+    // setmaxnreg: the producer warpgroup gives registers to the consumers. With one
+    // consumer warpgroup and wgmma up to n = 128, two blocks share an SM (launch at 128
+    // registers a thread, .minnctapersm 2: 128 * 24 + 128 * 232 = 32768, half the file);
+    // otherwise one block (launch at 168, .maxnreg: 128 * 40 + 256 * 232 = 64512 with two
+    // consumer warpgroups). split-warp-roles reads the choice back from the dec.
+    bool two_blocks_ = false;
+    int64_t producer_registers() const { return two_blocks_ ? 24 : 40; }
+    int64_t consumer_registers() const { return 232; }
 
     // The wgmma overlap of the header: `body` with its one wgmma_wait 0 relaxed to 1 when
     // the registers it names are touched by wgmma instructions alone, and in `after` the
@@ -443,6 +562,8 @@ private:
     }
 
     Stmt root_;
+    int64_t threads_;
+    bool allow_ws_;
 
 public:
     // The mbarriers of the TMA stages made so far.
@@ -462,6 +583,34 @@ struct DropUnstagedTma : IRMutator {
 
 }  // namespace
 
+// `s` with a new variable for every let and loop it binds (a statement placed twice
+// must not bind one variable twice).
+Stmt with_fresh_binders(const Stmt& s) {
+    struct R : IRMutator {
+        VarMap map;
+        Expr mutate_var(const VarNode* op, const Expr& self) override {
+            auto it = map.find(op);
+            return it == map.end() ? self : it->second;
+        }
+        Var fresh(const Var& v) {
+            Var n = make_var(v->name, v->type, v->var_kind, v->loc, v->dim);
+            map[v.get()] = n;
+            return n;
+        }
+        Stmt mutate_let(const LetStmtNode* op, const Stmt&) override {
+            Expr value = mutate(op->value);
+            Var v = fresh(op->var);
+            return make_let(v, value, mutate(op->body), op->loc);
+        }
+        Stmt mutate_for(const ForNode* op, const Stmt&) override {
+            Expr mn = mutate(op->min), ext = mutate(op->extent);
+            Var v = fresh(op->var);
+            return make_for(v, mn, ext, op->for_kind, mutate(op->body), op->loc, op->stages);
+        }
+    } r;
+    return r.mutate(s);
+}
+
 std::optional<Buffer> tma_placeholder(const Stmt& s) {
     // ops/copy_tma.cpp's issue: alloc bar { if (thread 0) { mbarrier_arrive bar; tma_load ... } }
     auto* a = s ? s->as<AllocateNode>() : nullptr;
@@ -477,9 +626,12 @@ std::optional<Buffer> tma_placeholder(const Stmt& s) {
     return arrive->dst.at(0)->as<LoadNode>()->buffer;
 }
 
-Stmt software_pipeline(const Stmt& body) {
-    Pipeliner p(body);
-    Stmt out = p.mutate(body);
+Stmt software_pipeline(const PrimFunc& f) {
+    bool allow_ws = true;
+    for (auto& [k, v] : f.attrs)
+        if (k == "warp_specialize") allow_ws = v != "0" && v != "false";
+    Pipeliner p(f.body, f.threads, allow_ws);
+    Stmt out = p.mutate(f.body);
     DropUnstagedTma drop;
     drop.staged = &p.staged_tma_;
     return drop.mutate(out);

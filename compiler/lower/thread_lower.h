@@ -70,7 +70,16 @@ ir::Stmt insert_async_waits(const ir::Stmt& body);
 // software-pipeline (software_pipeline.cpp, after insert-async-waits): the cp.async
 // fills of a pipelined loop issued stages - 1 iterations ahead into multi-buffered
 // shared buffers, with its own commit / wait_group; other loops of kind pipelined serial.
-ir::Stmt software_pipeline(const ir::Stmt& body);
+// On sm_90a, GEMM loops whose fills all have TMA forms get producer / consumer warp roles
+// (split-warp-roles finishes them). Reads f's threads and its warp_specialize attribute.
+ir::Stmt software_pipeline(const ir::PrimFunc& f);
+// split-warp-roles (split_warp_roles.cpp, after place-barriers): a warp-role split left by
+// software-pipeline moves to the top of the kernel, the block grows by the producer
+// warpgroup, the consumers' barriers become named barriers. Other functions unchanged.
+ir::PrimFunc split_warp_roles(const ir::PrimFunc& f);
+// `s` with a new variable for every let and loop it binds (a statement placed twice must
+// not bind one variable twice).
+ir::Stmt with_fresh_binders(const ir::Stmt& s);
 // Thread-level invariants beyond ir::verify (verify_thread_level.cpp), what the
 // backends may rely on after the last pass: level thread, the shared-memory plan made
 // (shared_bytes set, every shared buffer at an arena offset, no full_write left), no

@@ -11,8 +11,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <condition_variable>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -208,6 +211,40 @@ private:
     void exec_atomic_rmw(const ir::AtomicRmwNode* op, const Active& act);
     void exec_allocate(const ir::AllocateNode* op, const Active& act);
     void barrier(const ir::BarrierNode* op, const Active& act);
+
+    // ---- warp roles (warp_roles.cpp) --------------------------------------------------
+    // A warp-role split (ir.h, SetMaxNReg): the producer and consumer branches run
+    // concurrently, each on its own host thread, one at a time: a branch runs until an
+    // mbarrier wait it cannot pass, then the other runs; a wait nothing can complete
+    // any more (both blocked, no progress) is reported as a hang and passed.
+    static bool is_role_split(const ir::IfNode* op);
+    void run_roles(const ir::IfNode* op, const Active& producers, const Active& consumers);
+    // Inside a role: hands control to the other role until this one may pass its wait;
+    // false when the caller must give up (nothing can complete it).
+    bool yield_blocked();
+    // What each role keeps of its own while the other runs.
+    struct RoleState {
+        std::vector<VarSlot> tvars;
+        size_t tdepth = 0;
+        std::vector<std::pair<const ir::BufferNode*, Storage*>> buffers;
+        SourceLoc stmt_loc;
+        int unroll_depth = 0;
+        int64_t shared_top = 0;
+        std::unordered_map<const ir::CallNode*, std::vector<Value>> shuffled;
+        std::vector<MemAccess> accesses;
+    };
+    void swap_role_state(RoleState& r);
+    struct Role;
+    Role* current_role_ = nullptr;
+    std::mutex role_mutex_;
+    std::condition_variable role_cv_;
+    int role_running_ = -1;        // the role holding control (-1: the scheduler)
+    uint64_t sync_progress_ = 0;   // mbarrier state changes (arrivals, inits, bytes issued or landed)
+    // Per mbarrier address: plain arrivals (not expect-tx) happened since the last wait
+    // that passed; a wait that passes such a phase orders the arrivers' earlier accesses
+    // before the waiter's later ones (release / acquire), which the race shadow models by
+    // starting a new epoch.
+    std::map<uint32_t, bool> released_;
 
     // ---- target instructions (machine_ops.cpp) ---------------------------------------
     void exec_machine_op(const ir::MachineOpNode* op, const Active& act);

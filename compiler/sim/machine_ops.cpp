@@ -68,6 +68,27 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
     case MachineOp::MbarrierArrive:
     case MachineOp::MbarrierWait: exec_mbarrier(op, act); return;
     case MachineOp::TmaLoad: exec_tma_load(op, act); return;
+    case MachineOp::SetMaxNReg:
+        // Warpgroup-collective (.sync.aligned): whole warpgroups, no lane left out.
+        for (size_t k = 0; k < act.size(); k += 128)
+            if (act[k] % 128 != 0 || k + 127 >= act.size() || act[k + 127] != act[k] + 127) {
+                issue(IssueKind::BarrierDivergence, at(op->loc), act[k], [&] {
+                    return std::string("setmaxnreg executed by part of a warpgroup (it is warpgroup-collective)");
+                });
+                break;
+            }
+        return;
+    case MachineOp::NamedBarrier: {
+        const int64_t n = op->imm.at(1);
+        if (static_cast<int64_t>(act.size()) != n || act.back() != n - 1)
+            issue(IssueKind::BarrierDivergence, at(op->loc), act.front(), [&] {
+                return "named barrier " + std::to_string(op->imm.at(0)) + " for threads 0.." + std::to_string(n - 1) +
+                       " reached by " + std::to_string(act.size()) + " threads (" + std::to_string(act.front()) +
+                       ".." + std::to_string(act.back()) + ")";
+            });
+        ++epoch_;
+        return;
+    }
     case MachineOp::CpAsyncCommit:
         for (int32_t t : act) async_thread(t).commit_group();
         return;

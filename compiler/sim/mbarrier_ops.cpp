@@ -38,6 +38,7 @@ void Executor::land_tma(uint32_t bar) {
             arena_.shadow[addr].w_epoch = 0;
         }
         m.complete_tx(it->tx);
+        ++sync_progress_;
         it = tma_in_flight_.erase(it);
     }
 }
@@ -52,6 +53,7 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
         if (p != isa::MbarrierProblem::None)
             issue(IssueKind::Mbarrier, loc, t, [&] { return std::string(machine_op_name(op->op)) + ": " + isa::mbarrier_problem_text(p); });
     };
+    bool gave_up = false;
     for (int32_t t : act) {
         auto addr = mbarrier_address(bar, t, loc);
         if (!addr) continue;
@@ -64,6 +66,8 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             if (busy)
                 issue(IssueKind::Mbarrier, loc, t, [&] { return std::string("mbarrier_init of an object with TMA bytes in flight"); });
             report(t, m.init(op->imm.at(0)));
+            released_[*addr] = false;
+            ++sync_progress_;
             break;
         }
         case MachineOp::MbarrierArrive:
@@ -71,6 +75,8 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             // do any time: an arrival for the next phase finds them landed.
             if (m.initialised && m.pending == 0) land_tma(*addr);
             report(t, op->imm.at(0) > 0 ? m.arrive_expect_tx(op->imm.at(0)) : m.arrive());
+            if (op->imm.at(0) == 0) released_[*addr] = true;
+            ++sync_progress_;
             break;
         case MachineOp::MbarrierWait: {
             uint32_t parity = static_cast<uint32_t>(eval_int(op->src.at(1), t) & 1);
@@ -78,8 +84,22 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
                 report(t, isa::MbarrierProblem::NotInitialised);
                 break;
             }
-            if (m.test_wait_parity(parity)) break;
-            land_tma(*addr);
+            if (!m.test_wait_parity(parity)) land_tma(*addr);
+            // In a warp role, the other role may still complete the phase.
+            while (!m.test_wait_parity(parity) && !gave_up && yield_blocked()) land_tma(*addr);
+            // The other threads of this wait do not ask again once one gave up.
+            gave_up |= !m.test_wait_parity(parity);
+            if (m.test_wait_parity(parity)) {
+                // Passing a phase other threads arrived on (not only bytes landing):
+                // their accesses before the arrival are ordered before this thread's
+                // after the wait (release / acquire), a new epoch of the race shadow.
+                auto rel = released_.find(*addr);
+                if (rel != released_.end() && rel->second) {
+                    rel->second = false;
+                    ++epoch_;
+                }
+                break;
+            }
             if (!m.test_wait_parity(parity))
                 issue(IssueKind::Mbarrier, loc, t, [&] {
                     return "mbarrier_wait on phase parity " + std::to_string(parity) +
@@ -157,6 +177,7 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
             }
         }
         if (!f.bytes.empty()) tma_in_flight_.push_back(std::move(f));
+        ++sync_progress_;
     }
     flush();
 }

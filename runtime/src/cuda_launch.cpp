@@ -309,6 +309,11 @@ tile_status launch(const Launch& l, void* stream, const uint32_t grid[3], const 
     // takes them (cuLaunchKernel copies the parameters: locals suffice).
     std::vector<void*> with_maps;
     std::vector<TensorMapBytes> maps;
+    uint32_t tma_block[3] = {block[0], block[1], block[2]};
+    if (function_image >= 0 && function_image < 64 && ((l.tma_images >> function_image) & 1) && l.tma_block_x != 0) {
+        tma_block[0] = l.tma_block_x;
+        block = tma_block;
+    }
     if (l.num_maps > 0 && function_image >= 0 && function_image < 64 && ((l.tma_images >> function_image) & 1)) {
         if (tile_status s = encode_tensor_maps(l, d, &maps); s != TILE_SUCCESS) return s;
         with_maps.assign(args, args + l.num_args);
@@ -340,9 +345,10 @@ extern "C" TILE_API tile_status tile_cuda_launch_tma(tile_gpu_module* module, co
                                                      const uint32_t grid[3], const uint32_t block[3],
                                                      size_t dynamic_smem, void** args, uint32_t num_args,
                                                      const tile_tma_map* maps, uint32_t num_maps,
-                                                     uint64_t tma_images) noexcept {
+                                                     uint64_t tma_images, uint32_t tma_block_x) noexcept {
     using namespace tilec::runtime::gpu;
     Launch tma;
+    tma.tma_block_x = tma_block_x;
     tma.num_args = num_args;
     tma.maps = maps;
     tma.num_maps = num_maps;

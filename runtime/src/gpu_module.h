@@ -62,6 +62,9 @@ struct Launch {
     const tile_tma_map* maps = nullptr;
     uint32_t num_maps = 0;
     uint64_t tma_images = 0;
+    // Threads per block (x) for the images in tma_images (warp-specialized kernels add a
+    // producer warpgroup there); 0: block[0] as given.
+    uint32_t tma_block_x = 0;
 };
 
 // Checks the arguments of a launch (see tile/runtime.h) and fills `out`; on failure

@@ -4,7 +4,10 @@
 // each way of getting the synchronisation wrong is reported at its line: no wait, a wait
 // on the wrong parity, an arrive without the expect-tx (the phase completes before the
 // bytes), a missing arrival (the wait would hang), no init, and a refill of the box
-// while other threads still read it in the same barrier epoch.
+// while other threads still read it in the same barrier epoch. Then warp roles
+// (sim/warp_roles.cpp): a producer warpgroup that waits for the consumers before it issues
+// the copy they wait for runs as a coroutine of theirs; without the consumers' arrival the
+// producer's wait is reported as a hang and the simulation still ends.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -48,15 +51,18 @@ struct TmaKernel {
                               line(7));
     }
     interp::RunArgs a;
+    int64_t threads = 128;
+    std::vector<ir::Buffer> more_shared;  // allocated around the body too
     sim::Result run(std::vector<ir::Stmt> stmts) {
         ir::PrimFunc f;
         f.name = "tma";
         f.params = {ir::Param{ir::ParamKind::Tensor, x, nullptr}, ir::Param{ir::ParamKind::Tensor, y, nullptr}};
         f.grid = {ir::make_int(1)};
-        f.threads = 128;
+        f.threads = threads;
         f.block_idx = ir::make_block_idx_vars();
         f.level = ir::FuncLevel::Thread;
         f.body = ir::make_allocate(bar, ir::make_allocate(s, ir::make_seq(std::move(stmts))));
+        for (auto& b : more_shared) f.body = ir::make_allocate(b, f.body);
         a = interp::RunArgs{};
         a.tensors.resize(2);
         for (int i = 0; i < 240; ++i) a.tensors[0].data.push_back(1.0 + i);
@@ -164,5 +170,47 @@ TEST_CASE("sim: mbarrier and TMA mistakes are reported at their lines", "[sim][t
         REQUIRE(ok.ok);
         for (const auto& i : ok.issues) INFO(i.message);
         CHECK(ok.issues.empty());
+    }
+}
+
+// 256 threads: the producer warpgroup (128..255) waits on `ready` (128 consumer arrivals)
+// before thread 128 issues the box; the consumers (0..127) arrive on `ready`, then wait
+// for the box and read it. In lock step the producer's branch would run first and wait
+// forever; as roles, the consumers' arrivals let it go on.
+TEST_CASE("sim: producer and consumer warp roles run as coroutines", "[sim][tma][warp_roles]") {
+    TmaKernel k;
+    k.threads = 256;
+    ir::Buffer ready = ir::make_buffer("ready", ir::DataType::u64(), {ir::make_int(1)}, ir::Scope::Shared);
+    k.more_shared = {ready};
+    ir::Expr ready0 = ir::make_load(ready, {ir::make_int(0)});
+    auto roles = [&](bool consumers_arrive) {
+        std::vector<ir::Stmt> v{k.init(),
+                                k.on_thread0(ir::make_machine_op(ir::MachineOp::MbarrierInit, {128}, {ready0}, {}, line(3)), 3),
+                                ir::make_barrier(line(3))};
+        ir::Stmt producer = ir::make_seq(
+            {ir::make_machine_op(ir::MachineOp::SetMaxNReg, {0, 40}, {}, {}, line(10)),
+             ir::make_machine_op(ir::MachineOp::MbarrierWait, {}, {}, {ready0, ir::make_int(0)}, line(11)),
+             ir::make_if(ir::eq(k.tx, ir::make_int(128)), ir::make_seq({k.arrive(512), k.tma()}), nullptr, line(12))});
+        std::vector<ir::Stmt> c{ir::make_machine_op(ir::MachineOp::SetMaxNReg, {1, 232}, {}, {}, line(13))};
+        if (consumers_arrive) c.push_back(ir::make_machine_op(ir::MachineOp::MbarrierArrive, {0}, {ready0}, {}, line(14)));
+        c.push_back(k.wait(0));
+        c.push_back(k.read_all());
+        v.push_back(ir::make_if(ir::ge(k.tx, ir::make_int(128)), producer, ir::make_seq(c), line(9)));
+        return v;
+    };
+    SECTION("the consumers' arrival releases the producer, whose box they then read") {
+        auto r = k.run(roles(true));
+        REQUIRE(r.ok);
+        for (const auto& i : r.issues) INFO(i.message);
+        CHECK(r.issues.empty());
+        for (int t = 0; t < 128; ++t) CHECK(k.a.tensors[1].data[t] == k.expected(t));
+    }
+    SECTION("without it, the producer would hang: reported, and the run goes on") {
+        // Both roles wait with nothing left to change: the producer gives up first (its
+        // wait is reported), issues the box, and the consumers' wait then passes.
+        auto r = k.run(roles(false));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::Mbarrier, 11, "would hang"));
+        CHECK_FALSE(has(r, sim::IssueKind::Mbarrier, 6, "would hang"));
     }
 }

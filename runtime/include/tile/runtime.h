@@ -344,11 +344,14 @@ typedef struct tile_tma_map {
  * bytes or not below 2^40) is passed zeroed: the kernel tests the same rule and copies
  * without TMA then. Statuses as tile_cuda_launch's, and TILE_ERROR_NO_DRIVER when the
  * driver lacks cuTensorMapEncodeTiled (CUDA 12 or later has it), TILE_ERROR_DRIVER when
- * it refuses a map. */
+ * it refuses a map. Those images' kernels run with `tma_block_x` threads per block (x)
+ * when it is not 0 (a warp-specialized kernel's extra producer warpgroup), the others with
+ * block[0]. */
 TILE_API tile_status tile_cuda_launch_tma(tile_gpu_module* module, const char* kernel, void* stream,
                                           const uint32_t grid[3], const uint32_t block[3], size_t dynamic_smem,
                                           void** args, uint32_t num_args, const tile_tma_map* maps,
-                                          uint32_t num_maps, uint64_t tma_images) TILE_NOEXCEPT;
+                                          uint32_t num_maps, uint64_t tma_images,
+                                          uint32_t tma_block_x) TILE_NOEXCEPT;
 
 /* Whether `map` describes a tensor the TMA unit addresses (the rule above). */
 TILE_API int tile_tma_map_encodes(const tile_tma_map* map) TILE_NOEXCEPT;
