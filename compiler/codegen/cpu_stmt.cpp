@@ -276,9 +276,7 @@ llvm::Value* FunctionLowering::entry_alloca(llvm::Type* t, uint64_t count, const
 
 void FunctionLowering::stmt(const ir::Stmt& s) {
     switch (s->kind) {
-    case ir::StmtKind::Seq:
-        for (auto& x : s->as<ir::SeqNode>()->stmts) stmt(x);
-        return;
+    case ir::StmtKind::Seq: lower_seq(s->as<ir::SeqNode>()->stmts); return;
     case ir::StmtKind::For: lower_for(*s->as<ir::ForNode>()); return;
     case ir::StmtKind::If: {
         auto* n = s->as<ir::IfNode>();
@@ -339,11 +337,14 @@ void FunctionLowering::lower_for(const ir::ForNode& s) {
         group = llvm::MDNode::getDistinct(ms_.ctx, {});
         access_groups_.push_back(group);
     }
+    const bool serial = s.for_kind == ir::ForKind::Serial || s.for_kind == ir::ForKind::Pipelined;
     emit_loop(
         lo, extent, hint,
         [&](llvm::Value* i) {
             bind(s.var, convert(i, DataType::i64(), s.var->type));
+            if (serial) serial_loops_.push_back({s.var, i, b_.CreateAdd(lo, extent)});
             stmt(s.body);
+            if (serial) serial_loops_.pop_back();
         },
         group);
     if (group) access_groups_.pop_back();
