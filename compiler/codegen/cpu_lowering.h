@@ -191,9 +191,6 @@ private:
     void emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo, llvm::Value* hi,
                             const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di,
                             size_t s_in, size_t d_in);
-    // Prefetches the lines of the tile that a copy from a global tensor inside a serial
-    // loop reads in the loop's next iteration (cpu_prefetch.cpp).
-    void emit_prefetch_next(const ir::CopyNode& s);
     void lower_gemm(const ir::GemmNode& s);
     bool lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int64_t N, int64_t K,
                             const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_a,
@@ -243,14 +240,6 @@ private:
     std::unordered_map<const ir::BufferNode*, BufferInfo> buffers_;
     std::unordered_map<const ir::VarNode*, std::pair<int64_t, int64_t>> ranges_;  // of loop/let vars
     std::vector<llvm::MDNode*> access_groups_;  // of the enclosing parallel loops
-    // The enclosing serial (and pipelined) loops, innermost last: the variable, its
-    // current value and its end (i64).
-    struct SerialLoop {
-        ir::Var var;
-        llvm::Value* index;
-        llvm::Value* end;
-    };
-    std::vector<SerialLoop> serial_loops_;
     uint64_t stack_bytes_ = 0;                  // block-local buffers on the stack so far
 };
 

@@ -337,14 +337,11 @@ void FunctionLowering::lower_for(const ir::ForNode& s) {
         group = llvm::MDNode::getDistinct(ms_.ctx, {});
         access_groups_.push_back(group);
     }
-    const bool serial = s.for_kind == ir::ForKind::Serial || s.for_kind == ir::ForKind::Pipelined;
     emit_loop(
         lo, extent, hint,
         [&](llvm::Value* i) {
             bind(s.var, convert(i, DataType::i64(), s.var->type));
-            if (serial) serial_loops_.push_back({s.var, i, b_.CreateAdd(lo, extent)});
             stmt(s.body);
-            if (serial) serial_loops_.pop_back();
         },
         group);
     if (group) access_groups_.pop_back();

@@ -224,7 +224,6 @@ void FunctionLowering::emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo
 }
 
 void FunctionLowering::lower_copy(const ir::CopyNode& s) {
-    emit_prefetch_next(s);
     DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
     llvm::Value* pad = convert_for_store(expr(s.pad), s.pad->type, dt);
     if (s.pad->type != st && !s.pad->type.is_float()) pad = convert(expr(s.pad), s.pad->type, dt);
