@@ -28,6 +28,8 @@
 //   accumulator in a register and store it after the loop. A copy from a global tensor
 //   takes the fused loop only where the row is inside the tensor and all C columns are;
 //   rows at the edges run the statements one after another (with masking and padding).
+//   A row statement that is not a column statement and touches none of the segment's
+//   buffers (nor a global tensor) runs before the segment instead of ending it.
 #include <set>
 
 #include <llvm/IR/Constants.h>
@@ -292,6 +294,17 @@ bool column_legal(const std::vector<const RowStmt*>& seg, const RowStmt& k) {
     return true;
 }
 
+// Whether row statement `rs` touches no buffer that the segment writes and writes none
+// it uses, and no global tensor: then it may run before the segment.
+bool independent(const RowStmt& rs, const std::vector<const RowStmt*>& seg) {
+    if (!rs.globals.empty()) return false;
+    for (auto* other : seg)
+        for (auto& v : other->uses)
+            for (auto& u : rs.uses)
+                if (u.buffer == v.buffer && (u.write || v.write)) return false;
+    return true;
+}
+
 ir::Region restrict_to_row(const ir::Region& r, const ir::Var& row) {
     ir::Region out = r;
     ir::Expr i = row;
@@ -361,6 +374,10 @@ void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run) {
         for (auto& rs : run) {
             if (rs.cols > 0 && !seg.empty() && rs.cols == seg[0]->cols && column_legal(seg, rs)) {
                 seg.push_back(&rs);
+                continue;
+            }
+            if (rs.cols == 0 && !seg.empty() && independent(rs, seg)) {
+                emit_row_stmt(rs, row);  // e.g. softmax's copy(m, m_old) before the max
                 continue;
             }
             flush();
