@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -93,6 +94,26 @@ struct BufferInfo {
     std::vector<llvm::Value*> strides;
     bool global = false;
     bool packed = false;  // global i4/u4
+};
+
+// Row fusion (cpu_fusion.cpp): a statement that works row by row on R rows of
+// block-local tiles, with the buffers it uses.
+enum class RowKind { Loop, Copy, Reduce, Fill };
+struct RowUse {
+    const ir::BufferNode* buffer;
+    bool write;
+    bool row;  // accessed only at the statement's row (first index)
+    bool col;  // accessed only at [row, column] of a column statement
+};
+struct RowStmt {
+    ir::Stmt stmt;
+    RowKind kind;
+    int64_t rows = 0;
+    int64_t cols = 0;  // > 0: also works column by column on [0, cols)
+    std::vector<RowUse> uses;  // block-local buffers
+    // Global regions of a copy: their start along the rows, and whether written.
+    std::vector<std::pair<ir::Expr, bool>> globals;
+    const ir::ForNode* inner = nullptr;  // a Loop with cols: its loop over the columns
 };
 
 // Lowers the expressions and statements of one function into `fn` at the builder's
@@ -176,8 +197,17 @@ private:
                             const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_b);
     void lower_fill(const ir::FillNode& s);
     void lower_reduce(const ir::ReduceNode& s);
+    // The reduction's starting value, and acc combined with one element x (in dst's type).
+    llvm::Value* reduce_identity(const ir::ReduceNode& s);
+    llvm::Value* reduce_combine(const ir::ReduceNode& s, llvm::Value* acc, llvm::Value* x);
     void lower_cumsum(const ir::CumsumNode& s);
     void lower_atomic_add(const ir::AtomicAddNode& s);
+    // A statement list, with runs of row statements fused (cpu_fusion.cpp).
+    void lower_seq(const std::vector<ir::Stmt>& stmts);
+    void emit_row_run(const std::vector<RowStmt>& run);
+    // Row `row` (a bound variable) of one statement, and of a column segment in one loop.
+    void emit_row_stmt(const RowStmt& rs, const ir::Var& row);
+    void emit_fused_columns(const std::vector<const RowStmt*>& seg, const ir::Var& row);
     // Other statements (cpu_stmt.cpp).
     void lower_allocate(const ir::AllocateNode& s);
     void lower_for(const ir::ForNode& s);

@@ -276,9 +276,7 @@ llvm::Value* FunctionLowering::entry_alloca(llvm::Type* t, uint64_t count, const
 
 void FunctionLowering::stmt(const ir::Stmt& s) {
     switch (s->kind) {
-    case ir::StmtKind::Seq:
-        for (auto& x : s->as<ir::SeqNode>()->stmts) stmt(x);
-        return;
+    case ir::StmtKind::Seq: lower_seq(s->as<ir::SeqNode>()->stmts); return;
     case ir::StmtKind::For: lower_for(*s->as<ir::ForNode>()); return;
     case ir::StmtKind::If: {
         auto* n = s->as<ir::IfNode>();

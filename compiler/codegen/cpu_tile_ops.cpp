@@ -427,6 +427,42 @@ void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
     });
 }
 
+llvm::Value* FunctionLowering::reduce_identity(const ir::ReduceNode& s) {
+    DataType dt = s.dst.buffer->dtype;
+    bool fp = dt.is_float();
+    switch (s.reduce_kind) {
+    case ir::ReduceKind::Sum:
+    case ir::ReduceKind::AbsMax: return const_value(0.0, dt);
+    case ir::ReduceKind::Max:
+        return fp ? llvm::ConstantFP::getInfinity(reg_type(ms_.ctx, dt), true) : const_int(dt.min_value(), dt);
+    case ir::ReduceKind::Min:
+        return fp ? llvm::ConstantFP::getInfinity(reg_type(ms_.ctx, dt), false) : const_int(dt.max_value(), dt);
+    }
+    TILEC_ICE("CPU backend: unknown reduction");
+}
+
+llvm::Value* FunctionLowering::reduce_combine(const ir::ReduceNode& s, llvm::Value* acc, llvm::Value* x) {
+    DataType dt = s.dst.buffer->dtype;
+    bool fp = dt.is_float();
+    bool is_signed = dt.is_int();
+    switch (s.reduce_kind) {
+    case ir::ReduceKind::Sum: return fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x);
+    case ir::ReduceKind::AbsMax:
+        x = fp ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+               : (is_signed ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse()) : x);
+        [[fallthrough]];
+    case ir::ReduceKind::Max:
+    case ir::ReduceKind::Min: {
+        bool is_min = s.reduce_kind == ir::ReduceKind::Min;
+        if (fp) return float_min_max(is_min, acc, x);
+        return b_.CreateBinaryIntrinsic(is_signed ? (is_min ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
+                                                  : (is_min ? llvm::Intrinsic::umin : llvm::Intrinsic::umax),
+                                        acc, x);
+    }
+    }
+    return acc;
+}
+
 void FunctionLowering::lower_reduce(const ir::ReduceNode& s) {
     auto se = region_extents(s.src, "a reduce extent");
     auto de = region_extents(s.dst, "a reduce extent");
@@ -436,40 +472,7 @@ void FunctionLowering::lower_reduce(const ir::ReduceNode& s) {
     std::vector<int64_t> out;
     for (size_t d = 0; d < se.size(); ++d)
         if (d != dim) out.push_back(se[d]);
-    bool fp = dt.is_float();
-    llvm::Value* identity;
-    switch (s.reduce_kind) {
-    case ir::ReduceKind::Sum:
-    case ir::ReduceKind::AbsMax: identity = const_value(0.0, dt); break;
-    case ir::ReduceKind::Max:
-        identity =
-            fp ? llvm::ConstantFP::getInfinity(reg_type(ms_.ctx, dt), true) : const_int(dt.min_value(), dt);
-        break;
-    case ir::ReduceKind::Min:
-        identity =
-            fp ? llvm::ConstantFP::getInfinity(reg_type(ms_.ctx, dt), false) : const_int(dt.max_value(), dt);
-        break;
-    }
-    auto combine = [&](llvm::Value* acc, llvm::Value* x) -> llvm::Value* {
-        using llvm::Intrinsic::ID;
-        bool is_signed = dt.is_int();
-        switch (s.reduce_kind) {
-        case ir::ReduceKind::Sum: return fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x);
-        case ir::ReduceKind::AbsMax:
-            x = fp ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
-                   : (is_signed ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse()) : x);
-            [[fallthrough]];
-        case ir::ReduceKind::Max:
-        case ir::ReduceKind::Min: {
-            bool is_min = s.reduce_kind == ir::ReduceKind::Min;
-            if (fp) return float_min_max(is_min, acc, x);
-            return b_.CreateBinaryIntrinsic(is_signed ? (is_min ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
-                                                      : (is_min ? llvm::Intrinsic::umin : llvm::Intrinsic::umax),
-                                            acc, x);
-        }
-        }
-        return acc;
-    };
+    llvm::Value* identity = reduce_identity(s);
     llvm::Type* acc_ty = reg_type(ms_.ctx, dt);
     llvm::Value* slot = entry_alloca(acc_ty, 1, "red");
     emit_nest(out, LoopHint::None, [&](const std::vector<llvm::Value*>& oi) {
@@ -481,7 +484,7 @@ void FunctionLowering::lower_reduce(const ir::ReduceNode& s) {
             std::vector<llvm::Value*> si = oi;
             si.insert(si.begin() + static_cast<std::ptrdiff_t>(dim), j);
             llvm::Value* x = convert(load_element(s.src.buffer, region_index(*this, s.src, si)), st, dt);
-            b_.CreateStore(combine(b_.CreateLoad(acc_ty, slot), x), slot);
+            b_.CreateStore(reduce_combine(s, b_.CreateLoad(acc_ty, slot), x), slot);
         });
         store_element(s.dst.buffer, di, b_.CreateLoad(acc_ty, slot));
     });

@@ -11,9 +11,10 @@
 // Every timing is the best of N runs after one warm-up, and each result is checked
 // against a plain C++ loop (not timed) so the figures are of correct work. No thresholds.
 //
-//   tile_bench [--quick] [--reps N] [--threads T]
+//   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm]
 //     --quick    small sizes, one rep (the ctest smoke test: keeps the program working)
 //     --threads  default: the hardware threads of the machine
+//     --only     just the row kernels (with memcpy) or just the GEMMs (with the FMA peak)
 #include "gemm.h"
 #include "softmax.h"
 #include "rmsnorm.h"
@@ -312,6 +313,7 @@ void bench_row_kernels(int64_t M, int64_t N) {
 
 int main(int argc, char** argv) {
     bool quick = false;
+    std::string only;
     g_threads = int(std::max(1u, std::thread::hardware_concurrency()));
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -321,8 +323,10 @@ int main(int argc, char** argv) {
             g_reps = std::max(1, std::atoi(argv[++i]));
         } else if (a == "--threads" && i + 1 < argc) {
             g_threads = std::max(1, std::atoi(argv[++i]));
+        } else if (a == "--only" && i + 1 < argc && (std::string(argv[i + 1]) == "rows" || std::string(argv[i + 1]) == "gemm")) {
+            only = argv[++i];
         } else {
-            std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads T]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads T] [--only rows|gemm]\n", argv[0]);
             return 2;
         }
     }
@@ -331,14 +335,18 @@ int main(int argc, char** argv) {
     std::printf("tile_bench: %d thread(s) for every column, best of %d run(s)%s; OpenBLAS: %s\n", g_threads, g_reps,
                 quick ? ", --quick sizes" : "",
                 g_openblas.sgemm ? (g_openblas.core.empty() ? "loaded" : g_openblas.core.c_str()) : "not installed");
-    if (quick)
-        bench_row_kernels(37, 1500);
-    else
-        bench_row_kernels(4096, 4096);
-    measure_fma_peak();
-    const std::vector<int64_t> gemm_sizes = quick ? std::vector<int64_t>{67, 130} : std::vector<int64_t>{1024, 2048};
-    for (int64_t n : gemm_sizes) bench_gemm_f32(n);
-    for (int64_t n : gemm_sizes) bench_gemm_f16(n);
+    if (only != "gemm") {
+        if (quick)
+            bench_row_kernels(37, 1500);
+        else
+            bench_row_kernels(4096, 4096);
+    }
+    if (only != "rows") {
+        measure_fma_peak();
+        const std::vector<int64_t> gemm_sizes = quick ? std::vector<int64_t>{67, 130} : std::vector<int64_t>{1024, 2048};
+        for (int64_t n : gemm_sizes) bench_gemm_f32(n);
+        for (int64_t n : gemm_sizes) bench_gemm_f16(n);
+    }
     if (!g_ok) {
         std::printf("tile_bench: some results did NOT match the plain C++ reference\n");
         return 1;

@@ -1,0 +1,521 @@
+// Row fusion of the CPU backend: consecutive statements that work row by row on the same
+// rows of block-local tiles run as one loop over the rows, and inside a row, those that
+// also work column by column share one vectorised loop over the columns.
+//
+// A row kernel (softmax, norms) is a sequence of tile statements over one [R, C] tile:
+// copy a block of rows in, scale it, reduce each row, update per-row statistics, scale
+// again, copy out. Lowered one statement at a time, each is a pass over the whole tile;
+// fused, each row of the tile is read from global memory, transformed and reduced in
+// one pass while it is in registers and L1, and the per-row scalar statements run
+// between the passes of that row. The rules (docs/architecture.md, "Row fusion"):
+//
+// - A *row statement* has a row count R >= 2: a `parallel` loop over [0, R) whose body
+//   touches no global tensor and writes block-local buffers only at [i, ...]; a copy,
+//   reduce (not along dim 0) or fill whose block-local regions start at row 0 with R
+//   rows, and whose global region (copies) spans R rows. Row i of it is the statement
+//   restricted to row i.
+// - A *run* of consecutive row statements with the same R is fused when every buffer
+//   written in the run is accessed only at row i by all of them, and, if a global tensor
+//   is written, every global region of the run starts at the same row: then running
+//   statement after statement for each row gives the same result as running each
+//   statement over all rows. A copy or fill that touches none of the run's buffers (and
+//   no global written by it) is moved before the run instead of ending it.
+// - Inside a row, a *segment* of consecutive column statements over the same C columns
+//   (an [i, c] parallel loop nest, a copy from a global tensor into a whole [R, C] tile,
+//   a reduce along dim 1 of a whole tile, a fill of it) becomes one loop over c when each
+//   buffer written in the segment is read or written only at [i, c] and no statement
+//   reads a reduction's result computed in the same segment. Reductions keep their
+//   accumulator in a register and store it after the loop. A copy from a global tensor
+//   takes the fused loop only where the row is inside the tensor and all C columns are;
+//   rows at the edges run the statements one after another (with masking and padding).
+//   A row statement that is not a column statement and touches none of the segment's
+//   buffers (nor a global tensor) runs before the segment instead of ending it.
+#include <set>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Metadata.h>
+
+#include "codegen/cpu_lowering.h"
+#include "ir/visitor.h"
+
+namespace tilec::codegen {
+
+using ir::DataType;
+
+namespace {
+
+std::optional<int64_t> const_of(const ir::Expr& e) {
+    return ir::as_const_int(e);
+}
+
+bool is_zero(const ir::Expr& e) {
+    auto c = const_of(e);
+    return c && *c == 0;
+}
+
+bool has_load(const ir::Expr& e) {
+    bool found = false;
+    ir::for_each_expr(e, [&](const ir::Expr& x) {
+        if (x->kind == ir::ExprKind::Load) found = true;
+    });
+    return found;
+}
+
+// Uses of buffers inside a parallel loop over rows (var `row`) and, for a column loop
+// nest, columns (`col`); refuses what a row of the loop cannot be run alone for.
+class LoopUses : public ir::IRVisitor {
+public:
+    LoopUses(const ir::VarNode* row, const ir::VarNode* col) : row_(row), col_(col) {}
+    std::vector<RowUse> uses;
+    bool ok = true;
+    bool nested_loop = false;
+
+protected:
+    void visit_load(const ir::LoadNode* op) override {
+        note(op->buffer, op->indices, false);
+        IRVisitor::visit_load(op);
+    }
+    void visit_store(const ir::StoreNode* op) override {
+        note(op->buffer, op->indices, true);
+        IRVisitor::visit_store(op);
+    }
+    void visit_for(const ir::ForNode* op) override {
+        nested_loop = true;
+        IRVisitor::visit_for(op);
+    }
+    void visit_allocate(const ir::AllocateNode*) override { ok = false; }
+    void visit_copy(const ir::CopyNode*) override { ok = false; }
+    void visit_gemm(const ir::GemmNode*) override { ok = false; }
+    void visit_fill(const ir::FillNode*) override { ok = false; }
+    void visit_reduce(const ir::ReduceNode*) override { ok = false; }
+    void visit_cumsum(const ir::CumsumNode*) override { ok = false; }
+    void visit_atomic_add(const ir::AtomicAddNode*) override { ok = false; }
+    void visit_print(const ir::PrintNode*) override { ok = false; }
+    void visit_assert(const ir::AssertNode*) override { ok = false; }
+    void visit_barrier(const ir::BarrierNode*) override { ok = false; }
+    void visit_atomic_rmw(const ir::AtomicRmwNode*) override { ok = false; }
+    void visit_full_write(const ir::FullWriteNode*) override { ok = false; }
+    void visit_machine_op(const ir::MachineOpNode*) override { ok = false; }
+
+private:
+    void note(const ir::Buffer& b, const std::vector<ir::Expr>& idx, bool write) {
+        if (b->scope == ir::Scope::Global) {
+            ok = false;
+            return;
+        }
+        bool r = !idx.empty() && idx[0].get() == row_;
+        bool c = r && col_ && idx.size() == 2 && idx[1].get() == col_;
+        if (write && !r) ok = false;
+        uses.push_back({b.get(), write, r, c});
+    }
+    const ir::VarNode* row_;
+    const ir::VarNode* col_;
+};
+
+// A block-local region's row count (it starts at row 0), or 0.
+int64_t tile_rows(const ir::Region& r) {
+    if (r.buffer->scope == ir::Scope::Global || r.start.empty() || !is_zero(r.start[0])) return 0;
+    auto e = const_of(r.extent[0]);
+    return e ? *e : 0;
+}
+
+// The column count of a whole-width 2-d block-local region [0, R) x [0, C), or 0.
+int64_t tile_cols(const ir::Region& r) {
+    if (r.buffer->scope == ir::Scope::Global || r.start.size() != 2 || !is_zero(r.start[1])) return 0;
+    auto e = const_of(r.extent[1]);
+    auto w = const_of(r.buffer->shape[1]);
+    return e && w && *e == *w ? *e : 0;
+}
+
+std::optional<RowStmt> loop_form(const ir::Stmt& s) {
+    auto* f = s->as<ir::ForNode>();
+    if (f->for_kind != ir::ForKind::Parallel || !is_zero(f->min)) return std::nullopt;
+    auto rows = const_of(f->extent);
+    if (!rows || *rows < 2) return std::nullopt;
+    RowStmt rs{s, RowKind::Loop, *rows};
+    // A column nest: the body is one parallel loop over [0, C) with no loop inside.
+    const ir::ForNode* inner = f->body->as<ir::ForNode>();
+    if (auto* seq = f->body->as<ir::SeqNode>(); seq && seq->stmts.size() == 1) inner = seq->stmts[0]->as<ir::ForNode>();
+    if (inner && (inner->for_kind != ir::ForKind::Parallel || !is_zero(inner->min) || !const_of(inner->extent)))
+        inner = nullptr;
+    if (inner) {
+        LoopUses cu(f->var.get(), inner->var.get());
+        cu.visit(inner->body);
+        bool all_writes_col = true;
+        for (auto& u : cu.uses)
+            if (u.write && !u.col) all_writes_col = false;
+        if (cu.ok && !cu.nested_loop && all_writes_col) {
+            rs.cols = *const_of(inner->extent);
+            rs.inner = inner;
+            rs.uses = std::move(cu.uses);
+            return rs;
+        }
+    }
+    LoopUses ru(f->var.get(), nullptr);
+    ru.visit(f->body);
+    if (!ru.ok) return std::nullopt;
+    rs.uses = std::move(ru.uses);
+    return rs;
+}
+
+std::optional<RowStmt> copy_form(const ir::Stmt& s) {
+    auto* c = s->as<ir::CopyNode>();
+    RowStmt rs{s, RowKind::Copy};
+    int64_t rows = 0;
+    for (const ir::Region* r : {&c->src, &c->dst}) {
+        bool write = r == &c->dst;
+        int64_t n;
+        if (r->buffer->scope == ir::Scope::Global) {
+            if (r->buffer->dtype.bits < 8 || r->start.empty() || has_load(r->start[0])) return std::nullopt;
+            auto e = const_of(r->extent[0]);
+            n = e ? *e : 0;
+            rs.globals.push_back({r->start[0], write});
+        } else {
+            n = tile_rows(*r);
+            rs.uses.push_back({r->buffer.get(), write, true, tile_cols(*r) > 0});
+        }
+        if (n < 2 || (rows && n != rows)) return std::nullopt;
+        rows = n;
+    }
+    rs.rows = rows;
+    // Column form: a global [R, C] block into a whole [R, C] tile.
+    if (c->src.buffer->scope == ir::Scope::Global && c->src.start.size() == 2 &&
+        c->dst.buffer->scope != ir::Scope::Global) {
+        int64_t cols = tile_cols(c->dst);
+        auto e = const_of(c->src.extent[1]);
+        if (cols && e && *e == cols && !has_load(c->src.start[1])) rs.cols = cols;
+    }
+    return rs;
+}
+
+std::optional<RowStmt> reduce_form(const ir::Stmt& s) {
+    auto* r = s->as<ir::ReduceNode>();
+    if (r->dim == 0) return std::nullopt;
+    int64_t rows = tile_rows(r->src);
+    if (rows < 2 || tile_rows(r->dst) != rows) return std::nullopt;
+    RowStmt rs{s, RowKind::Reduce, rows};
+    int64_t cols = r->dim == 1 ? tile_cols(r->src) : 0;
+    if (r->dst.start.size() == 2 && !is_zero(r->dst.start[1])) cols = 0;
+    rs.uses.push_back({r->src.buffer.get(), false, true, cols > 0});
+    rs.uses.push_back({r->dst.buffer.get(), true, true, false});
+    if (!r->clear) rs.uses.push_back({r->dst.buffer.get(), false, true, false});
+    rs.cols = cols;
+    return rs;
+}
+
+std::optional<RowStmt> fill_form(const ir::Stmt& s) {
+    auto* f = s->as<ir::FillNode>();
+    int64_t rows = tile_rows(f->dst);
+    if (rows < 2 || has_load(f->value)) return std::nullopt;
+    RowStmt rs{s, RowKind::Fill, rows};
+    rs.cols = tile_cols(f->dst);
+    rs.uses.push_back({f->dst.buffer.get(), true, true, rs.cols > 0});
+    return rs;
+}
+
+std::optional<RowStmt> row_form(const ir::Stmt& s) {
+    switch (s->kind) {
+    case ir::StmtKind::For: return loop_form(s);
+    case ir::StmtKind::Copy: return copy_form(s);
+    case ir::StmtKind::Reduce: return reduce_form(s);
+    case ir::StmtKind::Fill: return fill_form(s);
+    default: return std::nullopt;
+    }
+}
+
+// Whether running the statements row by row gives what running them one after another does.
+bool run_legal(const std::vector<RowStmt>& run) {
+    std::set<const ir::BufferNode*> written;
+    for (auto& rs : run)
+        for (auto& u : rs.uses)
+            if (u.write) written.insert(u.buffer);
+    for (auto& rs : run)
+        for (auto& u : rs.uses)
+            if (written.count(u.buffer) && !u.row) return false;
+    const ir::Expr* first = nullptr;
+    bool global_written = false;
+    for (auto& rs : run)
+        for (auto& [start, write] : rs.globals) {
+            global_written = global_written || write;
+            if (!first) first = &start;
+        }
+    if (!global_written) return true;
+    for (auto& rs : run)
+        for (auto& g : rs.globals)
+            if (!ir::structural_equal(g.first, *first)) return false;
+    return true;
+}
+
+// Whether a copy or fill `s` may run before the whole run: it touches no buffer the run
+// writes, writes none the run uses, and writes no global tensor.
+bool hoistable(const ir::Stmt& s, const std::vector<RowStmt>& run) {
+    std::vector<std::pair<const ir::BufferNode*, bool>> uses;  // (buffer, write)
+    std::vector<const ir::Region*> regions;
+    if (auto* c = s->as<ir::CopyNode>()) {
+        if (c->dst.buffer->scope == ir::Scope::Global || has_load(c->pad)) return false;
+        uses = {{c->src.buffer.get(), false}, {c->dst.buffer.get(), true}};
+        regions = {&c->src, &c->dst};
+    } else if (auto* f = s->as<ir::FillNode>()) {
+        if (f->dst.buffer->scope == ir::Scope::Global || has_load(f->value)) return false;
+        uses = {{f->dst.buffer.get(), true}};
+        regions = {&f->dst};
+    } else {
+        return false;
+    }
+    for (auto* r : regions)
+        for (auto& e : r->start)
+            if (has_load(e)) return false;
+    for (auto& rs : run) {
+        for (auto& [start, write] : rs.globals)
+            if (write) return false;
+        for (auto& u : rs.uses)
+            for (auto& [b, w] : uses)
+                if (u.buffer == b && (u.write || w)) return false;
+    }
+    return true;
+}
+
+// Whether `k` can join the column segment `seg` (same columns already checked).
+bool column_legal(const std::vector<const RowStmt*>& seg, const RowStmt& k) {
+    std::set<const ir::BufferNode*> written, reduced, read_other;
+    for (auto* rs : seg)
+        for (auto& u : rs->uses) {
+            if (u.write && rs->kind == RowKind::Reduce) reduced.insert(u.buffer);
+            else if (u.write) written.insert(u.buffer);
+            if (!u.col) read_other.insert(u.buffer);
+        }
+    for (auto& u : k.uses) {
+        if (reduced.count(u.buffer)) return false;
+        if (written.count(u.buffer) && !u.col) return false;
+        if (u.write && read_other.count(u.buffer)) return false;
+    }
+    return true;
+}
+
+// Whether row statement `rs` touches no buffer that the segment writes and writes none
+// it uses, and no global tensor: then it may run before the segment.
+bool independent(const RowStmt& rs, const std::vector<const RowStmt*>& seg) {
+    if (!rs.globals.empty()) return false;
+    for (auto* other : seg)
+        for (auto& v : other->uses)
+            for (auto& u : rs.uses)
+                if (u.buffer == v.buffer && (u.write || v.write)) return false;
+    return true;
+}
+
+ir::Region restrict_to_row(const ir::Region& r, const ir::Var& row) {
+    ir::Region out = r;
+    ir::Expr i = row;
+    if (r.start[0]->type != row->type) i = ir::make_cast(r.start[0]->type, i);
+    out.start[0] = is_zero(r.start[0]) ? i : ir::add(r.start[0], i);
+    out.extent[0] = ir::make_int(1, r.extent[0]->type);
+    return out;
+}
+
+}  // namespace
+
+void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
+    std::vector<ir::Stmt> flat;
+    std::function<void(const std::vector<ir::Stmt>&)> flatten = [&](const std::vector<ir::Stmt>& v) {
+        for (auto& s : v) {
+            if (auto* q = s->as<ir::SeqNode>())
+                flatten(q->stmts);
+            else
+                flat.push_back(s);
+        }
+    };
+    flatten(stmts);
+    std::vector<RowStmt> run;
+    auto flush = [&] {
+        emit_row_run(run);
+        run.clear();
+    };
+    for (auto& s : flat) {
+        auto rs = row_form(s);
+        if (rs && !run.empty() && rs->rows == run[0].rows) {
+            run.push_back(*rs);
+            if (run_legal(run)) continue;
+            run.pop_back();
+        }
+        if (!run.empty() && hoistable(s, run)) {
+            stmt(s);
+            continue;
+        }
+        flush();
+        if (rs)
+            run.push_back(*rs);
+        else
+            stmt(s);
+    }
+    flush();
+}
+
+void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run) {
+    if (run.empty()) return;
+    if (run.size() == 1) {
+        stmt(run[0].stmt);
+        return;
+    }
+    const int64_t rows = run[0].rows;
+    ir::Var row = ir::make_loop_var("row", run[0].stmt->loc);
+    ranges_[row.get()] = {0, rows - 1};
+    emit_loop(b_.getInt64(0), b_.getInt64(rows), LoopHint::None, [&](llvm::Value* i) {
+        bind(row, i);
+        std::vector<const RowStmt*> seg;
+        auto flush = [&] {
+            if (seg.size() == 1)
+                emit_row_stmt(*seg[0], row);
+            else if (seg.size() > 1)
+                emit_fused_columns(seg, row);
+            seg.clear();
+        };
+        for (auto& rs : run) {
+            if (rs.cols > 0 && !seg.empty() && rs.cols == seg[0]->cols && column_legal(seg, rs)) {
+                seg.push_back(&rs);
+                continue;
+            }
+            if (rs.cols == 0 && !seg.empty() && independent(rs, seg)) {
+                emit_row_stmt(rs, row);  // e.g. softmax's copy(m, m_old) before the max
+                continue;
+            }
+            flush();
+            if (rs.cols > 0)
+                seg.push_back(&rs);
+            else
+                emit_row_stmt(rs, row);
+        }
+        flush();
+    });
+}
+
+void FunctionLowering::emit_row_stmt(const RowStmt& rs, const ir::Var& row) {
+    const ir::Stmt& s = rs.stmt;
+    switch (rs.kind) {
+    case RowKind::Loop: {
+        auto* f = s->as<ir::ForNode>();
+        bind(f->var, convert(vars_.at(row.get()), DataType::i64(), f->var->type));
+        ranges_[f->var.get()] = {0, rs.rows - 1};
+        stmt(f->body);
+        return;
+    }
+    case RowKind::Copy: {
+        auto* c = s->as<ir::CopyNode>();
+        lower_copy(ir::CopyNode(restrict_to_row(c->src, row), restrict_to_row(c->dst, row), c->pad, c->loc));
+        return;
+    }
+    case RowKind::Reduce: {
+        auto* r = s->as<ir::ReduceNode>();
+        lower_reduce(ir::ReduceNode(r->reduce_kind, restrict_to_row(r->src, row), restrict_to_row(r->dst, row),
+                                    r->dim, r->clear, r->loc));
+        return;
+    }
+    case RowKind::Fill: {
+        auto* f = s->as<ir::FillNode>();
+        lower_fill(ir::FillNode(restrict_to_row(f->dst, row), f->value, f->loc));
+        return;
+    }
+    }
+}
+
+void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg, const ir::Var& row) {
+    const int64_t cols = seg[0]->cols;
+    llvm::Value* i = vars_.at(row.get());
+    auto i64 = [&](const ir::Expr& e) { return convert(expr(e), e->type, DataType::i64()); };
+    // Per statement, what the loop needs: a copy's source start, a fill's value, a
+    // reduction's accumulator.
+    struct Prep {
+        llvm::Value* src_row = nullptr;
+        llvm::Value* src_col = nullptr;
+        llvm::Value* value = nullptr;
+        llvm::Value* slot = nullptr;
+        std::vector<llvm::Value*> dst_index;
+    };
+    std::vector<Prep> prep(seg.size());
+    llvm::Value* fast = b_.getTrue();
+    for (size_t k = 0; k < seg.size(); ++k) {
+        if (seg[k]->kind != RowKind::Copy) continue;
+        auto* c = seg[k]->stmt->as<ir::CopyNode>();
+        const BufferInfo& info = buffer(c->src.buffer);
+        prep[k].src_row = b_.CreateAdd(i64(c->src.start[0]), i);
+        prep[k].src_col = i64(c->src.start[1]);
+        llvm::Value* end = b_.CreateAdd(prep[k].src_col, b_.getInt64(cols));
+        fast = b_.CreateAnd(fast, b_.CreateICmpULT(prep[k].src_row, info.shape[0]));
+        fast = b_.CreateAnd(fast, b_.CreateICmpSGE(prep[k].src_col, b_.getInt64(0)));
+        fast = b_.CreateAnd(fast, b_.CreateICmpSLE(end, info.shape[1]));
+    }
+    auto fused = [&] {
+        for (size_t k = 0; k < seg.size(); ++k) {
+            const RowStmt& rs = *seg[k];
+            if (rs.kind == RowKind::Fill) {
+                auto* f = rs.stmt->as<ir::FillNode>();
+                prep[k].value = convert_for_store(expr(f->value), f->value->type, f->dst.buffer->dtype);
+            } else if (rs.kind == RowKind::Reduce) {
+                auto* r = rs.stmt->as<ir::ReduceNode>();
+                prep[k].dst_index = {i};
+                if (r->dst.start.size() == 2) prep[k].dst_index.push_back(b_.getInt64(0));
+                prep[k].slot = entry_alloca(reg_type(ms_.ctx, r->dst.buffer->dtype), 1, "fused.red");
+                b_.CreateStore(r->clear ? reduce_identity(*r) : load_element(r->dst.buffer, prep[k].dst_index),
+                               prep[k].slot);
+            }
+        }
+        llvm::MDNode* group = llvm::MDNode::getDistinct(ms_.ctx, {});
+        access_groups_.push_back(group);
+        emit_loop(
+            b_.getInt64(0), b_.getInt64(cols), LoopHint::Vectorize,
+            [&](llvm::Value* c) {
+                for (size_t k = 0; k < seg.size(); ++k) {
+                    const RowStmt& rs = *seg[k];
+                    switch (rs.kind) {
+                    case RowKind::Loop: {
+                        auto* f = rs.stmt->as<ir::ForNode>();
+                        bind(f->var, convert(i, DataType::i64(), f->var->type));
+                        ranges_[f->var.get()] = {0, rs.rows - 1};
+                        bind(rs.inner->var, convert(c, DataType::i64(), rs.inner->var->type));
+                        ranges_[rs.inner->var.get()] = {0, cols - 1};
+                        stmt(rs.inner->body);
+                        break;
+                    }
+                    case RowKind::Copy: {
+                        auto* cp = rs.stmt->as<ir::CopyNode>();
+                        llvm::Value* v = load_element(cp->src.buffer, {prep[k].src_row, b_.CreateAdd(prep[k].src_col, c)});
+                        store_element(cp->dst.buffer, {i, c},
+                                      convert_for_store(v, cp->src.buffer->dtype, cp->dst.buffer->dtype));
+                        break;
+                    }
+                    case RowKind::Fill: {
+                        auto* f = rs.stmt->as<ir::FillNode>();
+                        store_element(f->dst.buffer, {i, c}, prep[k].value);
+                        break;
+                    }
+                    case RowKind::Reduce: {
+                        auto* r = rs.stmt->as<ir::ReduceNode>();
+                        llvm::Type* acc_ty = reg_type(ms_.ctx, r->dst.buffer->dtype);
+                        llvm::Value* x = convert(load_element(r->src.buffer, {i, c}), r->src.buffer->dtype,
+                                                 r->dst.buffer->dtype);
+                        b_.CreateStore(reduce_combine(*r, b_.CreateLoad(acc_ty, prep[k].slot), x), prep[k].slot);
+                        break;
+                    }
+                    }
+                }
+            },
+            group);
+        access_groups_.pop_back();
+        for (size_t k = 0; k < seg.size(); ++k)
+            if (seg[k]->kind == RowKind::Reduce) {
+                auto* r = seg[k]->stmt->as<ir::ReduceNode>();
+                llvm::Type* acc_ty = reg_type(ms_.ctx, r->dst.buffer->dtype);
+                store_element(r->dst.buffer, prep[k].dst_index, b_.CreateLoad(acc_ty, prep[k].slot));
+            }
+    };
+    auto one_by_one = [&] {
+        for (auto* rs : seg) emit_row_stmt(*rs, row);
+    };
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(fast); c && c->isOne())
+        fused();
+    else
+        emit_if(fast, fused, one_by_one);
+}
+
+}  // namespace tilec::codegen
