@@ -86,6 +86,11 @@ struct SharedArena {
     // Per byte: how many issued TMA box copies to it have not landed yet (their mbarrier
     // phase has not been seen complete by a wait).
     std::vector<int32_t> tma_pending;
+    // Per byte: the thread whose generic-proxy store (st.shared, a landed cp.async) wrote
+    // it last (-1: none, or the async proxy: a TMA), and that thread's fence.proxy.async
+    // count then: the async proxy (wgmma) sees the store only after the writer fences.
+    std::vector<int32_t> proxy_writer;
+    std::vector<uint32_t> proxy_fence;
     void ensure(int64_t n);
     // A new block: nothing written, no accesses; the bytes read as NaN until written.
     void reset();
@@ -300,6 +305,8 @@ private:
     isa::CpAsyncThread& async_thread(int t);
     void report_async(const isa::CpAsyncThread& m, size_t& seen, int t, SourceLoc loc);
     std::vector<size_t> async_seen_;
+    // Per thread: fence.proxy.async executed so far in the block.
+    std::vector<uint32_t> fences_;
     // A read or write of shared bytes whose cp.async has not completed: reported.
     void check_pending(const Storage& s, int64_t off, int t, SourceLoc loc, bool write);
     // Calls fn(first, end) for each warp's part act[first..end).

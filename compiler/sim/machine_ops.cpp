@@ -62,8 +62,10 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
             if (k == 0 || act[k] / 128 != act[k - 1] / 128)
                 complete_wgmma_groups(act[k], static_cast<size_t>(op->imm.at(0)));
         return;
-    case MachineOp::WgmmaFence:
-    case MachineOp::FenceProxyAsync: return;
+    case MachineOp::WgmmaFence: return;
+    case MachineOp::FenceProxyAsync:
+        for (int32_t t : act) ++fences_[static_cast<size_t>(t)];
+        return;
     case MachineOp::MbarrierInit:
     case MachineOp::MbarrierArrive:
     case MachineOp::MbarrierWait: exec_mbarrier(op, act); return;
@@ -380,6 +382,19 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                     for (uint32_t b = addr; b < addr + 2; ++b) {
                         ++arena_.wgmma_reading[b];
                         inflight.push_back(b);
+                        // PTX ISA 9.7.15.5 (wgmma's operands in shared memory are read through
+                        // the async proxy) and 9.7.13.15.x fence.proxy.async: a generic-proxy
+                        // store becomes visible to the async proxy only after a proxy fence.
+                        int32_t w = arena_.proxy_writer[b];
+                        if (w >= 0 && fences_[static_cast<size_t>(w)] == arena_.proxy_fence[b]) {
+                            issue(IssueKind::ProxyFence, loc, lead, [&] {
+                                return "wgmma reads '" + s.name() + "' element " + std::to_string(o) +
+                                       ", which thread " + std::to_string(w) +
+                                       " stored (generic proxy) with no fence.proxy.async since: the async proxy "
+                                       "may not see the store";
+                            });
+                            arena_.proxy_writer[b] = -1;  // once per store
+                        }
                     }
                 }
         };

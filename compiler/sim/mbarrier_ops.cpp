@@ -34,6 +34,7 @@ void Executor::land_tma(uint32_t bar) {
         for (auto [addr, value] : it->bytes) {
             arena_.bytes[addr] = value;
             --arena_.tma_pending[addr];
+            arena_.proxy_writer[addr] = -1;  // written by the async proxy
             // Ordered for the waiting threads by the barrier, not by a bar.sync epoch.
             arena_.shadow[addr].w_epoch = 0;
         }

@@ -24,6 +24,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::AsyncCopy: return "async copy";
     case IssueKind::AsyncRead: return "async read";
     case IssueKind::Mbarrier: return "mbarrier";
+    case IssueKind::ProxyFence: return "proxy fence";
     case IssueKind::Tma: return "tma";
     }
     return "?";
@@ -75,7 +76,8 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
         ir::Stmt mutate_machine_op(const ir::MachineOpNode* op, const ir::Stmt& self) override {
             bool match = (kind == SyncKind::AsyncWait && op->op == ir::MachineOp::CpAsyncWait) ||
                          (kind == SyncKind::WgmmaWait && op->op == ir::MachineOp::WgmmaWait) ||
-                         (kind == SyncKind::MbarrierWait && op->op == ir::MachineOp::MbarrierWait);
+                         (kind == SyncKind::MbarrierWait && op->op == ir::MachineOp::MbarrierWait) ||
+                         (kind == SyncKind::ProxyFence && op->op == ir::MachineOp::FenceProxyAsync);
             return match ? hit(self) : self;
         }
     } drop;

@@ -167,6 +167,8 @@ void Executor::shared_write(const Storage& s, int64_t off, int t, SourceLoc loc,
             x.w_epoch = epoch_;
             x.w_tid = t;
         }
+        arena_.proxy_writer[static_cast<size_t>(first + b)] = t;
+        arena_.proxy_fence[static_cast<size_t>(first + b)] = fences_[static_cast<size_t>(t)];
         x.w_site = me;
         if (x.writer != s.instance) {
             x.overwritten = x.writer;

@@ -132,6 +132,7 @@ enum class IssueKind : uint8_t {
     AsyncRead,       // wgmma: a write of shared bytes it reads before the wgmma.wait_group that completes it
     Mbarrier,        // an mbarrier used outside its rules, or a wait on a phase nothing can complete (a hang)
     Tma,             // a TMA copy the tensor map or destination rules refuse
+    ProxyFence,      // wgmma reads shared bytes a thread stored (generic proxy) with no fence.proxy.async since
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
@@ -190,7 +191,7 @@ ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
 // IR prints) barrier() or cp_async_wait; nullopt if `f` has no such one. For tests that
 // the simulator catches a dropped barrier (a race) or wait (a read of bytes in flight):
 // tilec run --sim-drop-sync=barrier:N / wait:N.
-enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait };
+enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence };
 std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index);
 
 // The counters as a table, one line per source line and kind (--profile).
