@@ -58,7 +58,7 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
 std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
     if (x.scope != Scope::Shared || !k_last || plan.wmma) return std::nullopt;
     auto s = const_shape(x.shape);
-    if (!s || s->size() != 2 || (*s)[1] * x.dtype.bits > 128 * 8) return std::nullopt;
+    if (!s || s->size() != 2 || (*s)[1] * x.dtype.bits > 64 * 8) return std::nullopt;
     auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
     return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
 }

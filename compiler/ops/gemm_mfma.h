@@ -38,15 +38,16 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target
 // transposed) is read in wide pieces: each lane reads up to 16 contiguous bytes of its
 // row (ds_read_b64 / ds_read_b128), the rows of one instruction's lane groups at the
 // same K. Its 16-byte chunks are XOR-swizzled by the row (Layout::swizzled, the widest
-// mode the row's bytes fit: SW32 / SW64 / SW128), which puts the rows a lane group
+// mode the row's bytes fit: SW32 / SW64), which puts the rows a lane group
 // reads in distinct banks and keeps each chunk whole, so the fills' 8- and 16-byte
 // stores along the row stay conflict-free too. A tile whose rows run along M or N is
 // read 2 bytes a lane, 32 consecutive elements of one row per half wave: conflict-free
 // row-major. WMMA (RDNA3, whose LDS the simulator does not model per lane group) keeps
-// row-major tiles, and so do rows wider than one 128-byte swizzle span (flash
-// attention's [BM, D = 128] q and k): stored as panels, their per-run panel arithmetic
-// cost the VGPRs flash attention (at gfx942's 512-register limit) cannot spare; it
-// spilled with them (attn_fwd_causal: 68 bytes).
+// row-major tiles, and so do rows wider than 64 bytes (flash attention's q and k, D = 64
+// or 128): flash attention sits at CDNA's 512-register limit, and the swizzled
+// addresses of those tiles made it spill (attn_fwd_causal 68 bytes on gfx942,
+// attn_fwd_d64 60 bytes on gfx90a, where main spills none). The stdlib gemms' BK = 32
+// tiles (64-byte rows) take it.
 std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
 
 // c (+)= op(a) @ op(b) with `a` and `b` whole shared tiles (the operands, or their shared
