@@ -3,6 +3,16 @@
 // and every access to it (loads, stores, the target instructions' operands) takes the
 // layout's offset of its coordinate. The ops' lowerings address tiles by coordinate and
 // never see a swizzle; the backends and the simulator see plain offsets.
+//
+// A vector access keeps its vector form: where the last coordinate is `base + e` (or a
+// let bound to it), `e` an unrolled loop's variable of extent n (or `r % n` of one) and
+// `base` a product by a multiple of n, and the layout maps every aligned run of n along
+// the last dimension to n contiguous offsets (checked by enumeration), the offset is
+// L(..., base) + e: after unrolling, the n accesses differ by constants, which LLVM's
+// load/store vectorizer joins into one ds_read / ds_write_b64 / b128 (a swizzle's XOR
+// over the whole coordinate would hide that from it).
+#include <map>
+
 #include "ir/visitor.h"
 #include "lower/thread_lowering.h"
 
@@ -26,9 +36,92 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
     if (remap.empty()) return body;
     struct M : IRMutator {
         std::unordered_map<const BufferNode*, Remap>* remap;
+        std::unordered_map<const VarNode*, int64_t> unrolled;  // enclosing unrolled loops: extent (min 0)
+        std::unordered_map<const VarNode*, Expr> lets;         // enclosing lets
+        std::map<std::pair<const layout::Layout*, int64_t>, bool> contiguous_runs;
         const Remap* find(const Buffer& b) const {
             auto it = remap->find(b.get());
             return it == remap->end() ? nullptr : &it->second;
+        }
+        Stmt mutate_for(const ForNode* op, const Stmt& self) override {
+            auto mn = as_const_int(op->min), ext = as_const_int(op->extent);
+            bool unroll = op->for_kind == ForKind::Unroll && mn && *mn == 0 && ext;
+            if (unroll) unrolled[op->var.get()] = *ext;
+            Stmt out = IRMutator::mutate_for(op, self);
+            if (unroll) unrolled.erase(op->var.get());
+            return out;
+        }
+        Stmt mutate_let(const LetStmtNode* op, const Stmt& self) override {
+            lets[op->var.get()] = op->value;
+            Stmt out = IRMutator::mutate_let(op, self);
+            lets.erase(op->var.get());
+            return out;
+        }
+        // Every aligned run of n along the last dimension contiguous under L.
+        bool runs_contiguous(const layout::Layout& L, int64_t n) {
+            auto key = std::make_pair(&L, n);
+            auto it = contiguous_runs.find(key);
+            if (it != contiguous_runs.end()) return it->second;
+            std::vector<int64_t> shape = L.shape(), c(shape.size(), 0);
+            bool ok = !shape.empty() && shape.back() % n == 0;
+            int64_t total = 1;
+            for (int64_t e : shape) total *= e;
+            for (int64_t k = 0; ok && k < total; ++k) {
+                int64_t rest = k;
+                for (size_t d = shape.size(); d-- > 0;) c[d] = rest % shape[d], rest /= shape[d];
+                if (c.back() % n != 0) continue;
+                int64_t base = L.offset(c);
+                for (int64_t e = 1; ok && e < n; ++e) {
+                    auto x = c;
+                    x.back() += e;
+                    ok = L.offset(x) == base + e;
+                }
+            }
+            contiguous_runs[key] = ok;
+            return ok;
+        }
+        // (base, e) where `last` is base + e as above, or nullopt.
+        std::optional<std::pair<Expr, Expr>> split_run(const Expr& last) const {
+            Expr x = last;
+            if (auto v = expr_as<VarNode>(x)) {
+                auto it = lets.find(v.get());
+                if (it == lets.end()) return std::nullopt;
+                x = it->second;
+            }
+            auto* add = x->as<BinaryNode>();
+            if (!add || add->op != BinaryOp::Add) return std::nullopt;
+            int64_t n = 0;
+            if (auto v = expr_as<VarNode>(add->b)) {
+                auto it = unrolled.find(v.get());
+                if (it == unrolled.end()) return std::nullopt;
+                n = it->second;
+            } else if (auto* m = add->b->as<BinaryNode>(); m && m->op == BinaryOp::FloorMod) {
+                auto v = expr_as<VarNode>(m->a);
+                auto k = as_const_int(m->b);
+                if (!v || !k || !unrolled.count(v.get())) return std::nullopt;
+                n = *k;
+            } else {
+                return std::nullopt;
+            }
+            auto* mul = add->a->as<BinaryNode>();
+            auto c = mul && mul->op == BinaryOp::Mul ? as_const_int(mul->b) : std::nullopt;
+            if (n <= 1 || !c || *c % n != 0) return std::nullopt;
+            return std::make_pair(add->a, add->b);
+        }
+        Expr offset(const Remap& r, std::vector<Expr> idx) {
+            if (idx.empty()) return r.layout->apply(idx).front();
+            if (auto run = split_run(idx.back())) {
+                int64_t n = 0;
+                if (auto v = expr_as<VarNode>(run->second))
+                    n = unrolled.at(v.get());
+                else
+                    n = *as_const_int(run->second->as<BinaryNode>()->b);
+                if (runs_contiguous(*r.layout, n)) {
+                    idx.back() = run->first;
+                    return ir::add(r.layout->apply(idx).front(), run->second);
+                }
+            }
+            return r.layout->apply(idx).front();
         }
         Buffer mutate_buffer(const Buffer& b) override {
             const Remap* r = find(b);
@@ -39,14 +132,14 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
             if (!r) return IRMutator::mutate_load(op, self);
             std::vector<Expr> idx;
             if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
-            return make_load(r->flat, r->layout->apply(idx), op->loc);
+            return make_load(r->flat, {offset(*r, idx)}, op->loc);
         }
         Stmt mutate_store(const StoreNode* op, const Stmt& self) override {
             const Remap* r = find(op->buffer);
             if (!r) return IRMutator::mutate_store(op, self);
             std::vector<Expr> idx;
             if (!mutate_exprs(op->indices, &idx)) idx = op->indices;
-            return make_store(r->flat, r->layout->apply(idx), mutate(op->value), op->loc);
+            return make_store(r->flat, {offset(*r, idx)}, mutate(op->value), op->loc);
         }
     } m;
     m.remap = &remap;

@@ -103,11 +103,14 @@ Stmt elab_gemm(ElabContext& ctx) {
 }
 
 void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
-    // AMD's matrix cores: the accumulator layout only; the operands are read from LDS
-    // element by element, in any shared layout.
+    // AMD's matrix cores: the accumulator layout, and the LDS layout of the operand tiles
+    // whose rows run along K (ops/gemm_mfma.h, amd_operand_layout).
     if (auto p = plan_amd_matrix(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"))) {
         lc.fixed(g.c.buffer, p->c, g.loc,
                  std::string("the ") + (p->wmma ? "WMMA" : "MFMA") + " gemm into '" + g.c.buffer->name + "'");
+        for (auto [X, k_last] : {std::pair{g.a.buffer, !g.trans_a}, std::pair{g.b.buffer, g.trans_b}})
+            if (auto L = amd_operand_layout(*X, k_last, *p))
+                lc.shared_layout(X, *L, g.loc, "the LDS operand reads of the matrix-core gemm");
         return;
     }
     // Hopper's warpgroup instructions where both operands are shared tiles, else mma.sync.

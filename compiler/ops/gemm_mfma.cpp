@@ -55,6 +55,14 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     return std::nullopt;
 }
 
+std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
+    if (x.scope != Scope::Shared || !k_last || plan.wmma) return std::nullopt;
+    auto s = const_shape(x.shape);
+    if (!s || s->size() != 2 || (*s)[1] * x.dtype.bits > 64 * 8) return std::nullopt;
+    auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
+    return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
+}
+
 Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buffer& a, const Buffer& b,
                            LowerContext& lc) {
     SourceLoc loc = g.loc;
@@ -67,6 +75,10 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     // (lanes l and l + 16 the same row).
     const int64_t groups = p.wmma ? 1 : p.wave / p.atom, per = p.atom_k / groups;
     const int64_t c_regs = p.atom * p.atom / (p.wmma ? 32 : p.wave);
+    const int64_t eb = (t.bits + 7) / 8;
+    int64_t pack = 1;
+    while (steps_k % (pack * 2) == 0 && pack * 2 * per * eb <= 16) pack *= 2;
+    const int64_t run = pack * per;  // K elements a lane reads at once
 
     Expr tx = lc.thread_idx();
     Var warp_m = make_let_var("warp_m", DataType::index(), loc), warp_n = make_let_var("warp_n", DataType::index(), loc);
@@ -74,37 +86,47 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     Expr wave = floordiv(tx, make_int(p.wave));
     Expr lane = floormod(tx, make_int(p.wave));
 
-    Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * per)}, Scope::Register, loc);
-    Buffer bf = make_buffer(g.c.buffer->name + "_b", t, {make_int(atoms_n * per)}, Scope::Register, loc);
+    Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * run)}, Scope::Register, loc);
+    Buffer bf = make_buffer(g.c.buffer->name + "_b", t, {make_int(atoms_n * run)}, Scope::Register, loc);
     auto regs = [&](const Buffer& r, int64_t first, int64_t count) { return register_elements(r, first, count, loc); };
     auto element = [&](const Buffer& s, bool trans_x, Expr r, Expr col) {
         return trans_x ? make_load(s, {col, r}, loc) : make_load(s, {r, col}, loc);
     };
     Var kk = make_loop_var("kk", loc);
-    Expr k_of = add(mul(Expr(kk), make_int(p.atom_k)), Expr(lane_k));  // the lane's first K
+    // The lane's K run: (kk * groups + lane_k) * run + e (run * groups = pack * atom_k),
+    // in the form apply_shared_layouts keeps as one vector access (lower/shared_layouts.cpp).
+    Expr k_run = add(mul(Expr(kk), make_int(groups)), Expr(lane_k));
     std::vector<Stmt> step;
-    for (int64_t mi = 0; mi < atoms_m; ++mi) {
-        Expr row = add(add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * p.atom)), Expr(lane_row));
-        for (int64_t e = 0; e < per; ++e)
-            step.push_back(make_store(af, {make_int(mi * per + e)}, element(a, g.trans_a, row, add(k_of, make_int(e))), loc));
-    }
-    for (int64_t ni = 0; ni < atoms_n; ++ni) {
-        Expr col = add(add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * p.atom)), Expr(lane_row));
-        for (int64_t e = 0; e < per; ++e)
-            step.push_back(make_store(bf, {make_int(ni * per + e)}, element(b, g.trans_b, add(k_of, make_int(e)), col), loc));
-    }
-    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
+    // One unrolled loop per atom: the lane's `run` consecutive K of its row / column.
+    auto load_run = [&](const Buffer& regs_buf, int64_t first, const Buffer& s, bool trans_x, bool k_second,
+                        Expr rc) {
+        Var e = make_loop_var("e", loc);
+        Expr kx = add(mul(k_run, make_int(run)), Expr(e));
+        Expr v = k_second ? element(s, trans_x, rc, kx) : element(s, trans_x, kx, rc);
+        step.push_back(make_for(e, make_int(0), make_int(run), ForKind::Unroll,
+                                make_store(regs_buf, {add(make_int(first), Expr(e))}, v, loc), loc));
+    };
     for (int64_t mi = 0; mi < atoms_m; ++mi)
-        for (int64_t ni = 0; ni < atoms_n; ++ni) {
-            int64_t c0 = c_regs * (mi * atoms_n + ni);
-            std::vector<Expr> src = regs(af, mi * per, per);
-            for (auto& e : regs(bf, ni * per, per)) src.push_back(e);
-            for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
-            step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs), std::move(src), loc));
-        }
-    Stmt body = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, make_seq(step, loc), loc);
+        load_run(af, mi * run, a, g.trans_a, true,
+                 add(add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * p.atom)), Expr(lane_row)));
+    for (int64_t ni = 0; ni < atoms_n; ++ni)
+        load_run(bf, ni * run, b, g.trans_b, false,
+                 add(add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * p.atom)), Expr(lane_row)));
+    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
+    for (int64_t gi = 0; gi < pack; ++gi)
+        for (int64_t mi = 0; mi < atoms_m; ++mi)
+            for (int64_t ni = 0; ni < atoms_n; ++ni) {
+                int64_t c0 = c_regs * (mi * atoms_n + ni);
+                std::vector<Expr> src = regs(af, mi * run + gi * per, per);
+                for (auto& e : regs(bf, ni * run + gi * per, per)) src.push_back(e);
+                for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
+                step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs),
+                                               std::move(src), loc));
+            }
+    Stmt body =
+        make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, make_seq(step, loc), loc);
     body = make_allocate(af, make_allocate(bf, body, loc), loc);
-    body = make_let(lane_k, p.wmma ? make_int(0) : mul(floordiv(lane, make_int(p.atom)), make_int(per)), body, loc);
+    body = make_let(lane_k, p.wmma ? make_int(0) : floordiv(lane, make_int(p.atom)), body, loc);
     body = make_let(lane_row, floormod(lane, make_int(p.atom)), body, loc);
     body = make_let(warp_n, floormod(wave, make_int(p.warps_n)), body, loc);
     body = make_let(warp_m, floordiv(wave, make_int(p.warps_n)), body, loc);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "layout/layout.h"
 #include "ops/context.h"
 
 namespace tilec::ops {
@@ -32,11 +33,33 @@ struct AmdMatrixPlan {
 std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target::GpuTarget& t, int64_t threads,
                                              const std::string& policy);
 
+// The LDS layout of a shared operand tile `x` of a matrix-core gemm, or nullopt to keep
+// row-major. Only a tile whose rows run along K (`k_last`: A not transposed, B
+// transposed) is read in wide pieces: each lane reads up to 16 contiguous bytes of its
+// row (ds_read_b64 / ds_read_b128), the rows of one instruction's lane groups at the
+// same K. Its 16-byte chunks are XOR-swizzled by the row (Layout::swizzled, the widest
+// mode the row's bytes fit: SW32 / SW64), which puts the rows a lane group
+// reads in distinct banks and keeps each chunk whole, so the fills' 8- and 16-byte
+// stores along the row stay conflict-free too. A tile whose rows run along M or N is
+// read 2 bytes a lane, 32 consecutive elements of one row per half wave: conflict-free
+// row-major. WMMA (RDNA3, whose LDS the simulator does not model per lane group) keeps
+// row-major tiles, and so do rows wider than 64 bytes (flash attention's q and k, D = 64
+// or 128): flash attention sits at CDNA's 512-register limit, and the swizzled
+// addresses of those tiles made it spill (attn_fwd_causal 68 bytes on gfx942,
+// attn_fwd_d64 60 bytes on gfx90a, where main spills none). The stdlib gemms' BK = 32
+// tiles (64-byte rows) take it.
+std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
+
 // c (+)= op(a) @ op(b) with `a` and `b` whole shared tiles (the operands, or their shared
-// copies), c's registers laid out as plan.c: per k-step of atom_k, each wave loads the
-// elements its lanes hold of its A atoms and B atoms (the calculator's layouts: lane l
-// of an MFMA holds row l % atom of A at K offsets 4 (l / atom) .. + 3; a WMMA lane the
-// whole K row), then one Mfma / Wmma per (A atom, B atom).
+// copies), c's registers laid out as plan.c: per `pack` k-steps of atom_k, each wave
+// loads the elements its lanes hold of its A atoms and B atoms (the calculator's layouts:
+// lane l of an MFMA holds row l % atom of A at K slots 4 (l / atom) .. + 3; a WMMA lane
+// the whole K row), then one Mfma / Wmma per (A atom, B atom) and k-step. K is summed in
+// any order, so a lane's K slots of the `pack` steps are made contiguous in K: lane
+// group q reads K [p * pack * atom_k + q * pack * per, + pack * per) once (up to 16
+// bytes: one ds_read_b128 from a K-major tile), step g of the pack taking elements
+// [g * per, (g + 1) * per) of it; A and B use the same map, so every product pairs the
+// same K.
 ir::Stmt lower_gemm_amd_matrix(const ir::GemmNode& g, const AmdMatrixPlan& plan, const ir::Buffer& a,
                                const ir::Buffer& b, LowerContext& lc);
 

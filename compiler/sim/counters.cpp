@@ -3,10 +3,61 @@
 #include <algorithm>
 
 #include "sim/executor.h"
+#include "sim/lds_banks.h"
 
 namespace tilec::sim::detail {
 
 using namespace ir;
+
+// The wavefronts of one warp's shared-memory request accesses_[k..end) (one node, one
+// warp, one pass). Where the whole warp is one group of lanes (NVIDIA), every access of
+// the request at once. Where the LDS serves lanes in groups by the instruction's width
+// (CDNA), the request is first split into the instructions the backend emits: each
+// lane's accesses, in program order, merged into runs of contiguous bytes while a run
+// stays within 16 bytes and aligned to its size (what LLVM's load/store vectorizer
+// forms into ds_read/ds_write_b64 / _b128); instruction i is every lane's i-th run.
+isa::LdsCycles Executor::shared_cycles(size_t k, size_t end) const {
+    const MemAccess& first = accesses_[k];
+    if (!lds_lane_groups_) {
+        std::vector<isa::LdsLaneAccess> all;
+        for (size_t a = k; a < end; ++a) all.push_back({0, accesses_[a].addr, accesses_[a].bytes});
+        return isa::lds_cycles(isa::BankModel::PerWarp, all, first.bytes, first.store);
+    }
+    std::vector<std::vector<isa::LdsLaneAccess>> runs(static_cast<size_t>(warp_));
+    for (size_t a = k; a < end; ++a) {
+        const MemAccess& m = accesses_[a];
+        int lane = m.thread % warp_;
+        auto& r = runs[static_cast<size_t>(lane)];
+        if (!r.empty()) {
+            isa::LdsLaneAccess& last = r.back();
+            int64_t len = last.bytes + m.bytes;
+            int64_t pow2 = 1;
+            while (pow2 < len) pow2 *= 2;
+            if (m.addr == last.addr + last.bytes && len <= 16 && last.addr % pow2 == 0) {
+                last.bytes = static_cast<int>(len);
+                continue;
+            }
+        }
+        r.push_back({lane, m.addr, m.bytes});
+    }
+    size_t most = 0;
+    for (const auto& r : runs) most = std::max(most, r.size());
+    isa::LdsCycles total;
+    std::vector<isa::LdsLaneAccess> insn;
+    for (size_t i = 0; i < most; ++i) {
+        insn.clear();
+        int width = 0;
+        for (const auto& r : runs)
+            if (i < r.size()) {
+                insn.push_back(r[i]);
+                width = std::max(width, r[i].bytes);
+            }
+        isa::LdsCycles c = isa::lds_cycles(isa::BankModel::CdnaPasses, insn, width, first.store);
+        total.actual += c.actual;
+        total.ideal += c.ideal;
+    }
+    return total;
+}
 
 void Executor::flush() {
     if (accesses_.empty() || unroll_depth_ > 0) return;
@@ -38,18 +89,9 @@ void Executor::flush() {
         c.lanes += static_cast<int64_t>(end - k);
         units.clear();
         if (first.shared) {
-            // Distinct 4-byte words; per bank, the distinct words serialise.
-            for (size_t a = k; a < end; ++a)
-                for (int64_t w = accesses_[a].addr / kBankBytes;
-                     w <= (accesses_[a].addr + accesses_[a].bytes - 1) / kBankBytes; ++w)
-                    units.push_back(w);
-            std::sort(units.begin(), units.end());
-            units.erase(std::unique(units.begin(), units.end()), units.end());
-            int per_bank[kBanks] = {};
-            int most = 0;
-            for (int64_t w : units) most = std::max(most, ++per_bank[w % kBanks]);
-            c.transactions += most;
-            c.ideal += (static_cast<int64_t>(units.size()) + kBanks - 1) / kBanks;
+            isa::LdsCycles cyc = shared_cycles(k, end);
+            c.transactions += cyc.actual;
+            c.ideal += cyc.ideal;
         } else {
             // Distinct sectors against the distinct bytes.
             std::vector<int64_t> bytes;

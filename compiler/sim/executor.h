@@ -26,6 +26,7 @@
 #include "ir/ir.h"
 #include "scalar/scalar.h"
 #include "sim/sim.h"
+#include "sim/lds_banks.h"
 #include "sim/mbarrier_tma.h"
 #include "sim/warp_mma.h"
 
@@ -43,8 +44,6 @@ struct Fatal {
 struct TooManyIssues {};
 
 constexpr size_t kMaxRank = 16;
-constexpr int kBanks = 32;
-constexpr int kBankBytes = 4;
 constexpr int kSectorBytes = 32;
 
 // ---- values as bytes and registers (storage.cpp) -------------------------------------
@@ -335,6 +334,8 @@ private:
     }
     // Turns the accesses of the statement just executed into counters.
     void flush();
+    isa::LdsCycles shared_cycles(size_t k, size_t end) const;
+    bool lds_lane_groups_ = false;  // the target's LDS serves lanes in groups (lds_banks.h)
     std::vector<MemAccess> accesses_;
     std::map<CounterKey, LineCounters> counters_;
 

@@ -14,6 +14,7 @@ void fatal(SourceLoc loc, std::string message) {
 
 Executor::Executor(const PrimFunc& f, const Options& opt, Result& res) : f_(f), opt_(opt), res_(res) {
     warp_ = opt.target ? opt.target->warp_size : 32;
+    lds_lane_groups_ = opt.target && opt.target->lds_lane_groups;
     res_.warp_size = warp_;
 }
 

@@ -161,6 +161,7 @@ void add_mfma(Target& t, int m, int n, int k, E a, E b, E acc, std::string_view 
 // ones), i8, f32, f64.
 Target gfx90a() {
     Target t = amd("gfx90a", 90010, 64, 64 * 1024);
+    t.lds_lane_groups = true;
     add_mfma(t, 32, 32, 8, E::F16, E::F16, E::F32, "v_mfma_f32_32x32x8f16");
     add_mfma(t, 16, 16, 16, E::F16, E::F16, E::F32, "v_mfma_f32_16x16x16f16");
     add_mfma(t, 32, 32, 8, E::BF16, E::BF16, E::F32, "v_mfma_f32_32x32x8bf16_1k");
@@ -179,6 +180,7 @@ Target gfx90a() {
 // xf32 and the FNUZ fp8 pair ("fp8" = E4M3Fnuz, "bf8" = E5M2Fnuz), in all four pairs.
 Target gfx942() {
     Target t = amd("gfx942", 90402, 64, 64 * 1024);
+    t.lds_lane_groups = true;
     add_mfma(t, 32, 32, 8, E::F16, E::F16, E::F32, "v_mfma_f32_32x32x8_f16");
     add_mfma(t, 16, 16, 16, E::F16, E::F16, E::F32, "v_mfma_f32_16x16x16_f16");
     add_mfma(t, 32, 32, 8, E::BF16, E::BF16, E::F32, "v_mfma_f32_32x32x8_bf16");

@@ -92,6 +92,10 @@ struct Target {
     std::string ptx_arch;         // NVIDIA: the virtual architecture of its PTX: "compute_80", "compute_90a"
     bool cvt_bf16_from_f64_and_int = false;  // cvt.rn.bf16.{f64,s32,...} exist (sm_90+)
     std::string llvm_cpu;         // the LLVM target CPU: "sm_90a", "gfx942"; host: empty (--cpu decides)
+    // CDNA (wave64): the LDS serves an instruction in groups of lanes that depend on its
+    // width (half waves up to 8 bytes per lane, AMD's 8-lane groups for 16), rather than
+    // the whole warp at once; the simulator's bank counters follow (sim/lds_banks.h).
+    bool lds_lane_groups = false;
 
     // Asynchronous copies, barriers and register control (PTX ISA, each instruction's
     // "Target ISA Notes"); all unavailable on AMD and the host.

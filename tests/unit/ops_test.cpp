@@ -158,11 +158,13 @@ TEST_CASE("ops: a gemm on tensor cores fixes its accumulator to the mma.sync fra
         CHECK(r.calls.size() == 3);
         CHECK(r.fixed_layouts[0].same_slots(*layout::Fragment::mma_m16n8k16_c(128, 64, 4, 1)));
     }
-    SECTION("on AMD the MFMA accumulator, with no shared layout (the operands are element loads)") {
+    SECTION("on AMD the MFMA accumulator, and the XOR swizzle of the tile whose rows run along K") {
         Recorder amd("gfx942");
         ops::infer_layout(*gemm, amd);
-        // 128 threads: 2 waves of 64, split 2 x 1 (64 x 64 each: square).
-        REQUIRE(amd.calls == std::vector<std::string>{"fixed c mfma_32x32_c 128x64: the MFMA gemm into 'c'"});
+        // 128 threads: 2 waves of 64, split 2 x 1 (64 x 64 each: square). a's 64-byte K
+        // rows are read 16 bytes a lane (swizzled); b's rows run along N (row-major).
+        REQUIRE(amd.calls == std::vector<std::string>{"fixed c mfma_32x32_c 128x64: the MFMA gemm into 'c'",
+                                                      "shared a swizzle64B<b16>"});
         using Atom = layout::Fragment::AmdMatrixAtom;
         CHECK(amd.fixed_layouts[0].same_slots(*layout::Fragment::amd_matrix_c(Atom::Mfma32, 128, 64, 2, 1)));
     }
