@@ -56,7 +56,8 @@
 // address) the cp.async pipeline above. No barrier orders the two roles: the mbarrier
 // rings do, and split-warp-roles hoists the split to the top of the kernel (the consumers'
 // barriers become named barriers of T threads). `@warp_specialize(false)` on the kernel
-// keeps the single-warpgroup pipeline.
+// keeps the single-warpgroup pipeline. Only one loop per kernel, and only one under no
+// other loop or `if` (the mbarriers are initialised once, at the top of the kernel).
 //
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
 // the loop variable, lets at the top of the body (pure index arithmetic) and values
@@ -133,12 +134,26 @@ public:
         : root_(std::move(root)), threads_(threads), allow_ws_(allow_ws) {}
 
     Stmt mutate_for(const ForNode* op, const Stmt& self) override {
+        ++nesting_;
         Stmt body = mutate(op->body);
+        --nesting_;
         if (op->for_kind != ForKind::Pipelined)
             return body == op->body ? self : make_for(op->var, op->min, op->extent, op->for_kind, body, op->loc, op->stages);
         if (auto p = pipeline(*op, body)) return *p;
         return make_for(op->var, op->min, op->extent, ForKind::Serial, body, op->loc);
     }
+
+    // Warp roles only for a loop under no other loop or `if` (its mbarriers are initialised
+    // once, at the top of the kernel, and every thread of the block reaches it), and for
+    // one loop per kernel.
+    Stmt mutate_if(const IfNode* op, const Stmt& self) override {
+        ++nesting_;
+        Stmt out = IRMutator::mutate_if(op, self);
+        --nesting_;
+        return out;
+    }
+    int nesting_ = 0;
+    bool specialized_ = false;
 
     // Multi-buffered copies of the filled buffers, for the allocations to take.
     std::unordered_map<const BufferNode*, Buffer> staged;
@@ -359,7 +374,8 @@ private:
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
         if (final_wgmma_wait && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
-            tma.size() == fills.size()) {
+            tma.size() == fills.size() && nesting_ == 0 && !specialized_) {
+            specialized_ = true;
             Stmt result = warp_specialized(loop, fills, body_j, *final_wgmma_wait, tma_bars, tma, at_iteration, out);
             for (auto& b : tma_bars) result = make_allocate(b, result, loc);
             return result;
