@@ -57,7 +57,8 @@
 // rings do, and split-warp-roles hoists the split to the top of the kernel (the consumers'
 // barriers become named barriers of T threads). `@warp_specialize(false)` on the kernel
 // keeps the single-warpgroup pipeline. Only one loop per kernel, and only one under no
-// other loop or `if` (the mbarriers are initialised once, at the top of the kernel).
+// other loop or thread-dependent `if` (the mbarriers are initialised once, at the top of
+// the kernel).
 //
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
 // the loop variable, lets at the top of the body (pure index arithmetic) and values
@@ -143,13 +144,22 @@ public:
         return make_for(op->var, op->min, op->extent, ForKind::Serial, body, op->loc);
     }
 
-    // Warp roles only for a loop under no other loop or `if` (its mbarriers are initialised
-    // once, at the top of the kernel, and every thread of the block reaches it), and for
-    // one loop per kernel.
+    // Warp roles only for a loop under no other loop and no thread-dependent `if` (its
+    // mbarriers are initialised once, at the top of the kernel, and both roles must reach
+    // it: split-K's `if k_begin < k_end` is fine), and for one loop per kernel.
     Stmt mutate_if(const IfNode* op, const Stmt& self) override {
-        ++nesting_;
+        struct ThreadDependent : IRVisitor {
+            bool found = false;
+            void visit_var(const VarNode* v) override { found |= v->var_kind == VarKind::ThreadIdx; }
+            void visit_load(const LoadNode* op) override {
+                found = true;  // a register or memory value may differ between threads
+                IRVisitor::visit_load(op);
+            }
+        } dep;
+        dep.visit(op->cond);
+        nesting_ += dep.found;
         Stmt out = IRMutator::mutate_if(op, self);
-        --nesting_;
+        nesting_ -= dep.found;
         return out;
     }
     int nesting_ = 0;
