@@ -730,4 +730,13 @@ bool structural_equal(const Expr& a, const Expr& b) {
     return false;
 }
 
+bool is_warp_role_split(const IfNode& op) {
+    auto first_is = [](const Stmt& s, int64_t inc) {
+        auto* seq = s ? s->as<SeqNode>() : nullptr;
+        auto* m = seq && !seq->stmts.empty() ? seq->stmts[0]->as<MachineOpNode>() : nullptr;
+        return m && m->op == MachineOp::SetMaxNReg && m->imm.at(0) == inc;
+    };
+    return first_is(op.then_case, 0) && first_is(op.else_case, 1);
+}
+
 }  // namespace tilec::ir

@@ -667,6 +667,9 @@ enum class MachineOp : uint8_t {
 // "mbarrier_arrive", "mbarrier_wait", "tma_load", "setmaxnreg", "named_barrier", "mfma",
 // "wmma"
 const char* machine_op_name(MachineOp op);
+// Whether `op` is a warp-role split (SetMaxNReg above): its then branch starts with a
+// setmaxnreg.dec, its else branch with a setmaxnreg.inc.
+bool is_warp_role_split(const IfNode& op);
 // Whether mma.sync m16n8k{k} with A elements of `a`, B elements of `b` and C/D elements
 // of `cd` is a form MachineOp::Mma takes (see above).
 bool is_mma_form(int64_t k, DataType a, DataType b, DataType cd);

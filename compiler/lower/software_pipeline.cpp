@@ -129,6 +129,17 @@ int64_t uses_of(const Stmt& s, const BufferNode* b) {
     return v.n;
 }
 
+// The TMA forms no pipeline took (their mbarrier still a placeholder) give way to their
+// other form.
+struct DropUnstagedTma : IRMutator {
+    const std::unordered_set<const BufferNode*>* staged;
+    Stmt mutate_if(const IfNode* op, const Stmt& self) override {
+        auto bar = tma_placeholder(op->then_case);
+        if (bar && !staged->count(bar->get())) return op->else_case ? mutate(op->else_case) : make_seq({}, op->loc);
+        return IRMutator::mutate_if(op, self);
+    }
+};
+
 class Pipeliner : public IRMutator {
 public:
     Pipeliner(Stmt root, int64_t threads, bool allow_ws)
@@ -494,12 +505,9 @@ private:
                                  loc);
         Stmt roles = make_if(ge(tid, make_int(T)), producer, consumer, loc);
         // Where a tensor map does not encode: the cp.async pipeline, on fresh binders.
-        struct DropTma : IRMutator {
-            Stmt mutate_if(const IfNode* op, const Stmt& self) override {
-                if (tma_placeholder(op->then_case)) return op->else_case ? mutate(op->else_case) : make_seq({}, op->loc);
-                return IRMutator::mutate_if(op, self);
-            }
-        } drop;
+        const std::unordered_set<const BufferNode*> none_staged;
+        DropUnstagedTma drop;
+        drop.staged = &none_staged;
         std::vector<Stmt> plain_fills;
         for (auto& f : fills) plain_fills.push_back(drop.mutate(f));
         auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
@@ -594,17 +602,6 @@ private:
 public:
     // The mbarriers of the TMA stages made so far.
     std::unordered_set<const BufferNode*> staged_tma_;
-};
-
-// The TMA forms no pipeline took (their mbarrier still a placeholder) give way to their
-// other form.
-struct DropUnstagedTma : IRMutator {
-    const std::unordered_set<const BufferNode*>* staged;
-    Stmt mutate_if(const IfNode* op, const Stmt& self) override {
-        auto bar = tma_placeholder(op->then_case);
-        if (bar && !staged->count(bar->get())) return op->else_case ? mutate(op->else_case) : make_seq({}, op->loc);
-        return IRMutator::mutate_if(op, self);
-    }
 };
 
 }  // namespace

@@ -27,15 +27,9 @@ using namespace ir;
 
 namespace {
 
-bool starts_with_setmaxnreg(const Stmt& s, int64_t inc) {
-    auto* seq = s ? s->as<SeqNode>() : nullptr;
-    auto* m = seq && !seq->stmts.empty() ? seq->stmts[0]->as<MachineOpNode>() : nullptr;
-    return m && m->op == MachineOp::SetMaxNReg && m->imm.at(0) == inc;
-}
-
 bool is_split(const Stmt& s) {
     auto* i = s->as<IfNode>();
-    return i && starts_with_setmaxnreg(i->then_case, 0) && starts_with_setmaxnreg(i->else_case, 1);
+    return i && is_warp_role_split(*i);
 }
 
 // An `if` that only initialises mbarriers.

@@ -221,7 +221,6 @@ private:
     // concurrently, each on its own host thread, one at a time: a branch runs until an
     // mbarrier wait it cannot pass, then the other runs; a wait nothing can complete
     // any more (both blocked, no progress) is reported as a hang and passed.
-    static bool is_role_split(const ir::IfNode* op);
     void run_roles(const ir::IfNode* op, const Active& producers, const Active& consumers);
     // Inside a role: hands control to the other role until this one may pass its wait;
     // false when the caller must give up (nothing can complete it).

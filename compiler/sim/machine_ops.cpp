@@ -382,9 +382,10 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                     for (uint32_t b = addr; b < addr + 2; ++b) {
                         ++arena_.wgmma_reading[b];
                         inflight.push_back(b);
-                        // PTX ISA 9.7.15.5 (wgmma's operands in shared memory are read through
-                        // the async proxy) and 9.7.13.15.x fence.proxy.async: a generic-proxy
-                        // store becomes visible to the async proxy only after a proxy fence.
+                        // PTX ISA, wgmma.mma_async (its shared-memory operands are read through
+                        // the async proxy) and the memory consistency model's proxies with
+                        // membar / fence.proxy.async: a generic-proxy store becomes visible to
+                        // the async proxy only after a proxy fence.
                         int32_t w = arena_.proxy_writer[b];
                         if (w >= 0 && fences_[static_cast<size_t>(w)] == arena_.proxy_fence[b]) {
                             issue(IssueKind::ProxyFence, loc, lead, [&] {

@@ -64,7 +64,7 @@ void Executor::exec(const Stmt& s, const Active& act) {
         Active yes, no;
         for (int32_t t : act) (eval(op->cond, t).i != 0 ? yes : no).push_back(t);
         flush();
-        if (is_role_split(op)) {
+        if (ir::is_warp_role_split(*op)) {
             run_roles(op, yes, no);
             return;
         }

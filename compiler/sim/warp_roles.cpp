@@ -35,15 +35,6 @@ struct Executor::Role {
     std::exception_ptr error;
 };
 
-bool Executor::is_role_split(const IfNode* op) {
-    auto first_is = [](const Stmt& s, int64_t inc) {
-        auto* seq = s ? s->as<SeqNode>() : nullptr;
-        auto* m = seq && !seq->stmts.empty() ? seq->stmts[0]->as<MachineOpNode>() : nullptr;
-        return m && m->op == MachineOp::SetMaxNReg && m->imm.at(0) == inc;
-    };
-    return first_is(op->then_case, 0) && first_is(op->else_case, 1);
-}
-
 void Executor::swap_role_state(RoleState& r) {
     std::swap(tvars_, r.tvars);
     std::swap(tdepth_, r.tdepth);
