@@ -24,7 +24,8 @@ constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, Machin
                                      MachineOp::CpAsyncWait, MachineOp::Wgmma, MachineOp::WgmmaFence,
                                      MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync,
                                      MachineOp::MbarrierInit, MachineOp::MbarrierArrive, MachineOp::MbarrierWait,
-                                     MachineOp::TmaLoad, MachineOp::Mfma, MachineOp::Wmma};
+                                     MachineOp::TmaLoad, MachineOp::Mfma, MachineOp::Wmma,
+                                     MachineOp::VectorCopy};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 
 // Statements and functions over ExprReader's expressions.

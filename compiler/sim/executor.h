@@ -222,6 +222,7 @@ private:
     void exec_ldmatrix(const ir::MachineOpNode* op, const Active& act);
     void exec_mma(const ir::MachineOpNode* op, const Active& act);
     void exec_cp_async(const ir::MachineOpNode* op, const Active& act);
+    void exec_vector_copy(const ir::MachineOpNode* op, const Active& act);
     void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
     void exec_mbarrier(const ir::MachineOpNode* op, const Active& act);
     void exec_tma_load(const ir::MachineOpNode* op, const Active& act);

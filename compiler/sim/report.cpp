@@ -25,6 +25,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::AsyncRead: return "async read";
     case IssueKind::Mbarrier: return "mbarrier";
     case IssueKind::Tma: return "tma";
+    case IssueKind::Misaligned: return "misaligned vector access";
     }
     return "?";
 }

@@ -132,6 +132,7 @@ enum class IssueKind : uint8_t {
     AsyncRead,       // wgmma: a write of shared bytes it reads before the wgmma.wait_group that completes it
     Mbarrier,        // an mbarrier used outside its rules, or a wait on a phase nothing can complete (a hang)
     Tma,             // a TMA copy the tensor map or destination rules refuse
+    Misaligned,      // a vector access (vector_copy) whose address is not aligned to its size
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
