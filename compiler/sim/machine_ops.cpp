@@ -483,9 +483,9 @@ void Executor::exec_cp_async(const MachineOpNode* op, const Active& act) {
 
 // vector_copy: each thread's `bytes` of shared memory read as one access (through the
 // race, initialisation and cp.async shadows like any load) and stored to global memory
-// as one; both addresses must be aligned to the size (PTX ISA 5.4.5 / 9.7.9.8: a vector
-// access "must be naturally aligned to a multiple of the access size"; misaligned is
-// undefined, reported and not done). The shared read is served in passes of 128 bytes
+// as one; both addresses must be aligned to the size (PTX ISA, "Addresses as Operands":
+// an address must be naturally aligned to a multiple of the access size, a vector's
+// being its whole size; otherwise the behaviour is undefined: reported and not done). The shared read is served in passes of 128 bytes
 // per warp, as cp.async's writes are.
 void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);

@@ -375,6 +375,50 @@ TEST_CASE("sim: an unrolled loop's accesses count per instruction, elements merg
     CHECK(c5.ideal == 8 + 4);
 }
 
+TEST_CASE("sim: vector_copy moves 16 aligned bytes from shared to global memory, misaligned is reported", "[sim]") {
+    Hand h(32);
+    auto s = ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(128)}, ir::Scope::Shared);
+    auto r = ir::make_loop_var("r");
+    auto four = [&](ir::Expr extra) { return ir::add(ir::mul(h.tx, ir::make_int(4)), extra); };
+    auto copy = [&](ir::Expr g, uint32_t l) {
+        return ir::make_machine_op(ir::MachineOp::VectorCopy, {16}, {ir::make_load(h.y, {g}, line(l))},
+                                   {ir::make_load(s, {four(ir::make_int(0))}, line(l))}, line(l));
+    };
+    auto body = ir::make_allocate(
+        s, ir::make_seq({
+               // s[i] = X[i] + i: each thread fills its own 16 bytes.
+               ir::make_for(r, ir::make_int(0), ir::make_int(4), ir::ForKind::Unroll,
+                            ir::make_store(s, {four(r)},
+                                           ir::add(ir::make_load(h.x, {four(r)}, line(2)),
+                                                   ir::make_cast(ir::DataType::f32(), four(r))),
+                                           line(2)),
+                            line(2)),
+               // Another thread's 16 bytes (thread t reads what t + 1 wrote): after a barrier.
+               ir::make_barrier(),
+               ir::make_machine_op(ir::MachineOp::VectorCopy, {16},
+                                   {ir::make_load(h.y, {four(ir::make_int(0))}, line(3))},
+                                   {ir::make_load(s, {ir::floormod(four(ir::make_int(4)), ir::make_int(128))}, line(3))},
+                                   line(3)),
+               // Y[128 + 4t + 1]: 4 bytes past a 16-byte boundary.
+               copy(four(ir::make_int(129)), 4),
+           }));
+    auto res = h.run(body);
+    REQUIRE(res.ok);
+    for (size_t k = 0; k < 128; ++k) CHECK(h.out(k) == 1.0 + double((k + 4) % 128));
+    for (size_t k = 128; k < 260; ++k) CHECK(std::isnan(h.out(k)));
+    REQUIRE(res.issues.size() == 1);
+    CHECK(res.issues[0].kind == sim::IssueKind::Misaligned);
+    CHECK(res.issues[0].loc.line == 4);
+    CHECK(res.issues[0].count == 32);
+    // One request of 512 contiguous bytes: 16 sectors; the shared read in 4 passes.
+    for (auto& c : res.counters)
+        if (c.loc.line == 3) {
+            CHECK(c.requests == 1);
+            CHECK(c.transactions == (c.shared ? 4 : 16));
+            CHECK(c.ideal == c.transactions);
+        }
+}
+
 TEST_CASE("sim: floats round per operation to their type", "[sim]") {
     // f16: 2048 + 1 rounds to 2048 in f16 (11 significant bits), so (2048 + 1) + 1 = 2048
     // on a GPU; the float64 reference, which rounds once at the store, gives 2050.
