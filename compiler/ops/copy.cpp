@@ -4,6 +4,7 @@
 #include "ops/copy.h"
 #include "ops/copy_tma.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "ir/visitor.h"
@@ -279,26 +280,46 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
 
 constexpr int64_t kOtherFragmentRegisters = 8;
 
-// The longest run of elements along the tile's last dimension that one thread of F holds
-// (a power of two: every run starting at a multiple of it lies in one thread), which is
-// the widest vector a direct store of the fragment can use.
-int64_t fragment_row_run(const layout::Fragment& F, int64_t rows, int64_t cols) {
+// Whether the direct stores of a rows x cols fragment F of `eb`-byte elements are both
+// narrower than 16 bytes and scattered: one thread's longest run along a row (a power of
+// two: every run starting at a multiple of it lies in one thread) under 16 bytes, and
+// the first warp's lanes at some register on more rows than the request's bytes need
+// (an mma accumulator: 8 rows for 32 pairs). A fragment whose lanes store along a row
+// (rmsnorm's rows of 4 elements per thread) is coalesced as it is.
+bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t cols, int64_t eb, int warp) {
     std::vector<int64_t> owner(static_cast<size_t>(rows * cols));
+    std::vector<std::vector<int64_t>> row_of(static_cast<size_t>(warp),
+                                             std::vector<int64_t>(static_cast<size_t>(F.registers_per_thread()), -1));
     for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) owner[static_cast<size_t>(i * cols + j)] = F.evaluate({i, j}).thread;
+        for (int64_t j = 0; j < cols; ++j) {
+            layout::FragmentSlot s = F.evaluate({i, j});
+            owner[static_cast<size_t>(i * cols + j)] = s.thread;
+            if (s.thread < warp && s.reg >= 0 && s.reg < F.registers_per_thread())
+                row_of[static_cast<size_t>(s.thread)][static_cast<size_t>(s.reg)] = i;
+        }
     int64_t run = 1;
     for (int64_t L = 2; L <= cols && cols % L == 0; L *= 2) {
-        for (int64_t e = 0; e < rows * cols; e += L)
-            for (int64_t x = 1; x < L; ++x)
-                if (owner[static_cast<size_t>(e + x)] != owner[static_cast<size_t>(e)]) return run;
+        bool held = true;
+        for (int64_t e = 0; e < rows * cols && held; e += L)
+            for (int64_t x = 1; x < L && held; ++x)
+                held = owner[static_cast<size_t>(e + x)] == owner[static_cast<size_t>(e)];
+        if (!held) break;
         run = L;
     }
-    return run;
+    if (run * eb >= 16) return false;
+    const int64_t needed = (warp * run + cols - 1) / cols;
+    for (int64_t r = 0; r < F.registers_per_thread(); ++r) {
+        std::vector<int64_t> seen;
+        for (int t = 0; t < warp; ++t) seen.push_back(row_of[static_cast<size_t>(t)][static_cast<size_t>(r)]);
+        std::sort(seen.begin(), seen.end());
+        if (std::unique(seen.begin(), seen.end()) - seen.begin() > needed) return true;
+    }
+    return false;
 }
 
 // The store of a whole 2-d fragment into a global tile through shared memory, where the
 // fragment's layout (an mma or wgmma accumulator: pairs of adjacent columns per thread,
-// rows 8 apart) allows no 16-byte stores: each thread writes its registers into a staging
+// rows 8 apart) makes the direct stores narrow and scattered over rows: each thread writes its registers into a staging
 // tile (swizzled like the operand tiles, so that the 8 rows a warp's store touches fall
 // in 8 bank groups), a barrier (place-barriers), then each thread copies 16-byte chunks
 // of rows, consecutive threads consecutive chunks (vector_copy: ld.shared.v4 and
@@ -336,7 +357,7 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
     for (auto& [b, regs] : kernel.fragment_registers)
         if (b != frag.get()) others += regs;
     if (others > kOtherFragmentRegisters) return std::nullopt;
-    if (fragment_row_run(F, rows, cols) * eb >= 16) return std::nullopt;  // direct stores are vectors already
+    if (!direct_stores_scattered(F, rows, cols, eb, target.warp_size)) return std::nullopt;
     layout::Layout L = layout::Layout::row_major({rows, cols});
     if (auto sw = layout::Layout::swizzled(rows, cols, dt.bits, layout::Layout::widest_swizzle(rows, cols, dt.bits)))
         L = *sw;
