@@ -121,6 +121,21 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         b_.CreateIntrinsic(id, {}, {dst, src, n});
         return;
     }
+    case ir::MachineOp::VectorCopy: {
+        // One vector load of shared memory and one vector store of it (ld.shared.v4.b32,
+        // st.global.v4.b32 for 16 bytes): 32-bit words, aligned to the size (the lowering
+        // guarantees it; the simulator checks it).
+        int bytes = static_cast<int>(m.imm.at(0));
+        auto* gl = m.dst.at(0)->as<ir::LoadNode>();
+        auto* sl = m.src.at(0)->as<ir::LoadNode>();
+        llvm::Value* dst = element_ptr(buffer(gl->buffer), gl->indices);
+        llvm::Value* src = element_ptr(buffer(sl->buffer), sl->indices);
+        llvm::Type* ty = bytes == 4 ? static_cast<llvm::Type*>(b_.getInt32Ty())
+                                    : llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(bytes / 4));
+        llvm::Value* v = b_.CreateAlignedLoad(ty, src, llvm::MaybeAlign(bytes));
+        b_.CreateAlignedStore(v, dst, llvm::MaybeAlign(bytes));
+        return;
+    }
     case ir::MachineOp::CpAsyncCommit: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {}); return;
     case ir::MachineOp::Wgmma: wgmma(m); return;
     case ir::MachineOp::WgmmaFence: tied_registers_asm("wgmma.fence.sync.aligned;", m); return;

@@ -630,6 +630,7 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::TmaLoad: return "tma_load";
     case MachineOp::Mfma: return "mfma";
     case MachineOp::Wmma: return "wmma";
+    case MachineOp::VectorCopy: return "vector_copy";
     }
     return "?";
 }

@@ -642,6 +642,13 @@ struct FullWriteNode : StmtNode {
 //   Wmma      RDNA3 v_wmma_f32_16x16x16_{f16|bf16} on wave32; imm {16, 16, 16}; src: 16
 //             A elements, 16 B elements, 8 f32 C; dst: 8 f32 D. Lanes l and l + 16 must
 //             hold the same A and B.
+// Every GPU target:
+//   VectorCopy  one thread's vector load of shared memory and vector store of it to
+//             global memory (ld.shared.v4.b32 + st.global.v4.b32 for 16 bytes); imm
+//             {bytes}: 4, 8 or 16; dst {G[..]}: the first global element written, src
+//             {s[..]}: the first shared element read, of one element type; both
+//             addresses aligned to `bytes` (the store epilogue of ops/copy.cpp, which
+//             tests the global side's alignment at run time).
 enum class MachineOp : uint8_t {
     Ldmatrix,
     Mma,
@@ -660,12 +667,13 @@ enum class MachineOp : uint8_t {
     SetMaxNReg,
     NamedBarrier,
     Mfma,
-    Wmma
+    Wmma,
+    VectorCopy
 };
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
 // "mbarrier_arrive", "mbarrier_wait", "tma_load", "setmaxnreg", "named_barrier", "mfma",
-// "wmma"
+// "wmma", "vector_copy"
 const char* machine_op_name(MachineOp op);
 // Whether `op` is a warp-role split (SetMaxNReg above): its then branch starts with a
 // setmaxnreg.dec, its else branch with a setmaxnreg.inc.

@@ -25,7 +25,7 @@ constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, Machin
                                      MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync,
                                      MachineOp::MbarrierInit, MachineOp::MbarrierArrive, MachineOp::MbarrierWait,
                                      MachineOp::TmaLoad, MachineOp::SetMaxNReg, MachineOp::NamedBarrier,
-                                     MachineOp::Mfma, MachineOp::Wmma};
+                                     MachineOp::Mfma, MachineOp::Wmma, MachineOp::VectorCopy};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 
 // Statements and functions over ExprReader's expressions.

@@ -430,6 +430,17 @@ private:
             if (!op->src[1]->type.is_integer()) error(op->loc, name + ": the source byte count is an integer");
             return;
         }
+        case MachineOp::VectorCopy: {
+            if (!counts(1, 1, 1)) return;
+            int64_t bytes = op->imm[0];
+            if (bytes != 4 && bytes != 8 && bytes != 16) error(op->loc, name + " of " + std::to_string(bytes) + " bytes");
+            if (scope_of(op->dst[0]) != Scope::Global || scope_of(op->src[0]) != Scope::Shared)
+                error(op->loc, name + " copies shared memory to global memory");
+            if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
+            else if (bytes % std::max(1, op->dst[0]->type.bits / 8) != 0)
+                error(op->loc, name + " of " + std::to_string(bytes) + " bytes: not whole elements");
+            return;
+        }
         case MachineOp::CpAsyncCommit: counts(0, 0, 0); return;
         case MachineOp::CpAsyncWait:
             if (counts(1, 0, 0) && op->imm[0] < 0) error(op->loc, name + " of a negative group count");

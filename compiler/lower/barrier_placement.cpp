@@ -528,7 +528,8 @@ private:
         case StmtKind::MachineOp: {
             // ldmatrix reads rows other lanes address, cp.async writes bytes beyond its
             // first element: their shared operands count as the whole buffer, touched by
-            // every thread (no footprint). Registers are no memory here.
+            // every thread (no footprint), but for a cp.async's or vector_copy's own
+            // chunk. Registers are no memory here.
             auto* m = s->as<MachineOpNode>();
             auto whole = [&](const Expr& e, bool write) {
                 auto l = expr_as<LoadNode>(e);
@@ -537,7 +538,8 @@ private:
                 bool exact = l->buffer->scope == Scope::Global;
                 // A cp.async writes its chunk only, from its own thread.
                 int64_t span = 1;
-                if (m->op == MachineOp::CpAsync && write) {
+                // A vector_copy reads and writes its own chunk likewise.
+                if ((m->op == MachineOp::CpAsync && write) || m->op == MachineOp::VectorCopy) {
                     exact = true;
                     span = m->imm.at(0) / ((l->buffer->dtype.bits + 7) / 8);
                 }

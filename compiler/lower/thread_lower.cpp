@@ -71,6 +71,45 @@ ThreadLowering::ThreadLowering(const PrimFunc& f, const target::GpuTarget& t, co
     tx_ = make_thread_idx_var(0, f.loc);
 }
 
+ops::LowerContext::Footprint ThreadLowering::kernel_footprint() const {
+    struct Sum : IRVisitor {
+        int64_t threads = 1;
+        Footprint out;
+        std::unordered_map<const BufferNode*, int64_t> bytes, stages;
+        std::vector<int> pipelines;  // stages of the enclosing pipelined loops
+        void visit_allocate(const AllocateNode* op) override {
+            const Buffer& b = op->buffer;
+            if (auto shape = const_shape(b->shape)) {
+                if (b->scope == Scope::Shared) bytes[b.get()] = layout::shape_size(*shape) * ((b->dtype.bits + 7) / 8);
+                if (b->scope == Scope::Fragment)
+                    out.fragment_registers.emplace_back(
+                        b.get(), (layout::shape_size(*shape) + threads - 1) / threads * (b->dtype.bits == 64 ? 2 : 1));
+            }
+            IRVisitor::visit_allocate(op);
+        }
+        void visit_for(const ForNode* op) override {
+            bool pipelined = op->for_kind == ForKind::Pipelined && op->stages >= 2;
+            if (pipelined) pipelines.push_back(op->stages);
+            IRVisitor::visit_for(op);
+            if (pipelined) pipelines.pop_back();
+        }
+        void visit_copy(const CopyNode* op) override {
+            if (!pipelines.empty()) {
+                int64_t& s = stages[op->dst.buffer.get()];
+                s = std::max<int64_t>(s, pipelines.back());
+            }
+            IRVisitor::visit_copy(op);
+        }
+    } sum;
+    sum.threads = std::max<int64_t>(1, f_.threads);
+    sum.visit(f_.body);
+    for (auto& [b, n] : sum.bytes) {
+        auto it = sum.stages.find(b);
+        sum.out.shared_bytes += n * (it == sum.stages.end() ? 1 : std::max<int64_t>(1, it->second));
+    }
+    return sum.out;
+}
+
 PrimFunc ThreadLowering::run() {
     if (f_.threads > target_.max_threads_per_block)
         unsupported(f_.loc, std::to_string(f_.threads) + " threads per block (" + target_.name + " allows " +

@@ -100,6 +100,7 @@ public:
     }
     ir::Stmt register_loop(const layout::Fragment& F, SourceLoc loc, const RegBody& body) override;
     ir::Expr uniform(const ir::Expr& e) override;
+    Footprint kernel_footprint() const override;
 
 private:
     using Expr = ir::Expr;

@@ -147,6 +147,15 @@ public:
     // An expression every thread evaluates alike (outside parallel loops), with locals
     // read from their per-thread copies.
     virtual ir::Expr uniform(const ir::Expr& e) = 0;
+    // What the kernel's own buffers take: the bytes of its shared buffers, one filled in
+    // a `pipelined` loop counted once per stage (as software-pipeline multi-buffers it),
+    // which a staging buffer that lives after them may reuse; and the registers per
+    // thread of each fragment (64-bit elements two).
+    struct Footprint {
+        int64_t shared_bytes = 0;
+        std::vector<std::pair<const ir::BufferNode*, int64_t>> fragment_registers;
+    };
+    virtual Footprint kernel_footprint() const = 0;
 };
 
 }  // namespace tilec::ops

@@ -4,6 +4,9 @@
 #include "ops/copy.h"
 #include "ops/copy_tma.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "ir/visitor.h"
 #include "layout/index_expr.h"
 #include "ops/elab_util.h"
@@ -38,6 +41,34 @@ std::optional<size_t> contiguous_tile_dim(const Region& g, const std::vector<int
     return std::nullopt;
 }
 
+// The tensor's unit-stride dimension: the last, unless strides say otherwise.
+size_t unit_stride_dim(const Buffer& t) {
+    size_t last = t->shape.size() - 1;
+    if (!t->strides.empty())
+        for (size_t d = 0; d < t->shape.size(); ++d)
+            if (is_const_int(t->strides[d], 1)) last = d;
+    return last;
+}
+
+// The run-time condition under which every chunk of V elements of the region that
+// starts at a multiple of V along the unit-stride dimension `last` is aligned to V
+// elements in the tensor: the region's start in `last` and every other stride multiples
+// of V (the base pointer is 16-byte aligned: the entry points check it).
+Expr chunks_aligned(const Region& g, size_t last, int64_t V) {
+    const Buffer& t = g.buffer;
+    const size_t rank = t->shape.size();
+    Expr aligned = eq(floormod(g.start[last], make_int(V)), make_int(0));
+    for (size_t d = 0; d < rank; ++d) {
+        if (d == last) continue;
+        Expr stride = t->strides.empty() ? Expr() : t->strides[d];
+        if (!stride) {
+            stride = t->shape[rank - 1];
+            for (size_t e = d + 1; e + 1 < rank; ++e) stride = mul(stride, t->shape[e]);
+        }
+        aligned = logical_and(aligned, eq(floormod(stride, make_int(V)), make_int(0)));
+    }
+    return aligned;
+}
 
 // The side of a copy that should carry the start index: a global tensor, else the
 // tile with more elements (the smaller whole tile then gives the extent).
@@ -140,10 +171,7 @@ std::optional<Stmt> async_fill(const CopyNode& c, LowerContext& lc, int64_t byte
     auto cd_opt = contiguous_tile_dim(g, *tile);
     if (rank == 0 || !cd_opt) return std::nullopt;
     const size_t cd = *cd_opt;
-    size_t last = rank - 1;
-    if (!t->strides.empty())
-        for (size_t d = 0; d < rank; ++d)
-            if (is_const_int(t->strides[d], 1)) last = d;
+    const size_t last = unit_stride_dim(t);
     if ((*tile)[cd] % V != 0 || !is_const_int(g.extent[last], (*tile)[cd])) return std::nullopt;
     const layout::Layout* planned = lc.shared_layout(dst);
     const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
@@ -178,18 +206,7 @@ std::optional<Stmt> async_fill(const CopyNode& c, LowerContext& lc, int64_t byte
     for (size_t d : order) order_shape.push_back(chunks[d]);
     auto F = layout::Fragment::parallel(order_shape, lc.threads(), 1);
     if (!F) return std::nullopt;
-    // Every chunk aligned: the tensor's other strides and the tile's start in the
-    // contiguous dimension multiples of the chunk (the base pointer is 16-byte aligned).
-    aligned = eq(floormod(g.start[last], make_int(V)), make_int(0));
-    for (size_t d = 0; d < rank; ++d) {
-        if (d == last) continue;
-        Expr stride = t->strides.empty() ? Expr() : t->strides[d];
-        if (!stride) {
-            stride = t->shape[rank - 1];
-            for (size_t e = d + 1; e + 1 < rank; ++e) stride = mul(stride, t->shape[e]);
-        }
-        aligned = logical_and(aligned, eq(floormod(stride, make_int(V)), make_int(0)));
-    }
+    aligned = chunks_aligned(g, last, V);
     SourceLoc loc = c.loc;
     // The whole tile inside the tensor (its first and last elements' indices in range,
     // the indices growing with the tile's): then no chunk needs a guard, and the copy is
@@ -259,6 +276,135 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         if (auto fill = async_fill(c, lc, bytes, aligned)) return make_if(aligned, *fill, rolled(sync), c.loc);
     }
     return std::nullopt;
+}
+
+constexpr int64_t kOtherFragmentRegisters = 8;
+
+// Whether the direct stores of a rows x cols fragment F of `eb`-byte elements are both
+// narrower than 16 bytes and scattered: one thread's longest run along a row (a power of
+// two: every run starting at a multiple of it lies in one thread) under 16 bytes, and
+// the first warp's lanes at some register on more rows than the request's bytes need
+// (an mma accumulator: 8 rows for 32 pairs). A fragment whose lanes store along a row
+// (rmsnorm's rows of 4 elements per thread) is coalesced as it is.
+bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t cols, int64_t eb, int warp) {
+    std::vector<int64_t> owner(static_cast<size_t>(rows * cols));
+    std::vector<std::vector<int64_t>> row_of(static_cast<size_t>(warp),
+                                             std::vector<int64_t>(static_cast<size_t>(F.registers_per_thread()), -1));
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+            layout::FragmentSlot s = F.evaluate({i, j});
+            owner[static_cast<size_t>(i * cols + j)] = s.thread;
+            if (s.thread < warp && s.reg >= 0 && s.reg < F.registers_per_thread())
+                row_of[static_cast<size_t>(s.thread)][static_cast<size_t>(s.reg)] = i;
+        }
+    int64_t run = 1;
+    for (int64_t L = 2; L <= cols && cols % L == 0; L *= 2) {
+        bool held = true;
+        for (int64_t e = 0; e < rows * cols && held; e += L)
+            for (int64_t x = 1; x < L && held; ++x)
+                held = owner[static_cast<size_t>(e + x)] == owner[static_cast<size_t>(e)];
+        if (!held) break;
+        run = L;
+    }
+    if (run * eb >= 16) return false;
+    const int64_t needed = (warp * run + cols - 1) / cols;
+    for (int64_t r = 0; r < F.registers_per_thread(); ++r) {
+        std::vector<int64_t> seen;
+        for (int t = 0; t < warp; ++t) seen.push_back(row_of[static_cast<size_t>(t)][static_cast<size_t>(r)]);
+        std::sort(seen.begin(), seen.end());
+        if (std::unique(seen.begin(), seen.end()) - seen.begin() > needed) return true;
+    }
+    return false;
+}
+
+// The store of a whole 2-d fragment into a global tile through shared memory, where the
+// fragment's layout (an mma or wgmma accumulator: pairs of adjacent columns per thread,
+// rows 8 apart) makes the direct stores narrow and scattered over rows: each thread writes its registers into a staging
+// tile (swizzled like the operand tiles, so that the 8 rows a warp's store touches fall
+// in 8 bank groups), a barrier (place-barriers), then each thread copies 16-byte chunks
+// of rows, consecutive threads consecutive chunks (vector_copy: ld.shared.v4 and
+// st.global.v4, a warp's store a whole run of rows: coalesced). A tile wholly inside the
+// tensor with aligned chunks (row length and start multiples of the vector, checked at
+// run time) takes the unrolled vector loop alone; otherwise a rolled loop stores each
+// chunk as a vector where it is inside and aligned, else element by element under a
+// mask (the ragged edge, or rows that are not 16-byte aligned). NVIDIA targets only
+// (the AMD lowering keeps the direct stores: not measured there); taken only when the
+// staging tile fits in the shared memory the kernel's own buffers already take (the
+// shared plan then lets it reuse their bytes after the main loop: it lives after them)
+// or in the static shared memory next to them, and only in kernels whose other fragments
+// are small (at most kOtherFragmentRegisters registers per thread): in flash attention
+// (s, p and the row statistics beside o) the staging's address arithmetic pushed attn_fwd
+// on sm_80 from 210 registers to 255 and 12-104 bytes of spills. nullopt: the direct path.
+std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const layout::Fragment& F,
+                                      const std::function<Expr(const Var&)>& value) {
+    const Region& g = c.dst;
+    const Buffer& t = g.buffer;
+    const Buffer& frag = c.src.buffer;
+    const target::GpuTarget& target = lc.gpu_target();
+    if (!target.is_nvidia() || frag->scope != Scope::Fragment || t->scope != Scope::Global || F.replicate() != 1)
+        return std::nullopt;
+    auto tile = const_shape(frag->shape);
+    const DataType dt = t->dtype;
+    if (!tile || tile->size() != 2 || dt.lanes != 1 || dt.bits % 8 != 0 || 16 % (dt.bits / 8) != 0)
+        return std::nullopt;
+    const int64_t eb = dt.bits / 8, V = 16 / eb, rows = (*tile)[0], cols = (*tile)[1];
+    const int64_t threads = lc.threads(), chunks = rows * cols / V;
+    if (contiguous_tile_dim(g, *tile) != size_t{1} || cols % V != 0 || chunks % threads != 0) return std::nullopt;
+    const LowerContext::Footprint kernel = lc.kernel_footprint();
+    const int64_t bytes = rows * cols * eb;
+    if (bytes > kernel.shared_bytes && bytes + kernel.shared_bytes > target.static_shared_bytes) return std::nullopt;
+    int64_t others = 0;
+    for (auto& [b, regs] : kernel.fragment_registers)
+        if (b != frag.get()) others += regs;
+    if (others > kOtherFragmentRegisters) return std::nullopt;
+    if (!direct_stores_scattered(F, rows, cols, eb, target.warp_size)) return std::nullopt;
+    layout::Layout L = layout::Layout::row_major({rows, cols});
+    if (auto sw = layout::Layout::swizzled(rows, cols, dt.bits, layout::Layout::widest_swizzle(rows, cols, dt.bits)))
+        L = *sw;
+    // Every chunk contiguous and aligned in the staging tile (the swizzles move whole
+    // 16-byte chunks; checked rather than assumed).
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; j += V) {
+            int64_t base = L.offset({i, j});
+            if (base % V != 0) return std::nullopt;
+            for (int64_t e = 1; e < V; ++e)
+                if (L.offset({i, j + e}) != base + e) return std::nullopt;
+        }
+    SourceLoc loc = c.loc;
+    Buffer st = make_buffer(frag->name + "_epilogue", dt, {make_int(rows * cols)}, Scope::Shared, loc);
+    auto at = [&](const Expr& i, const Expr& j) { return L.apply({i, j}).at(0); };
+    Stmt writes = lc.register_loop(F, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+        return make_store(st, {at(coord[0], coord[1])}, value(r), loc);
+    });
+    const size_t last = unit_stride_dim(t);
+    const int64_t per_row = cols / V, per_thread = chunks / threads;
+    // One loop over this thread's chunks q = thread + k * threads: (i, j) its first element.
+    auto chunk_loop = [&](ForKind kind, const std::function<Stmt(const Expr& i, const Expr& j)>& body) {
+        Var k = make_loop_var("k", loc);
+        Var i = make_let_var("i", DataType::index(), loc), j = make_let_var("j", DataType::index(), loc);
+        Expr q = add(lc.thread_idx(), mul(Expr(k), make_int(threads)));
+        Stmt s = make_let(i, floordiv(q, make_int(per_row)),
+                          make_let(j, mul(floormod(q, make_int(per_row)), make_int(V)), body(i, j), loc), loc);
+        return make_for(k, make_int(0), make_int(per_thread), kind, s, loc);
+    };
+    auto vector = [&](const Expr& i, const Expr& j) {
+        return make_machine_op(MachineOp::VectorCopy, {16}, {make_load(t, global_indices(g, *tile, {i, j}), loc)},
+                               {make_load(st, {at(i, j)}, loc)}, loc);
+    };
+    Expr aligned = chunks_aligned(g, last, V);
+    Stmt fast = chunk_loop(ForKind::Unroll, vector);
+    Stmt slow = chunk_loop(ForKind::Serial, [&](const Expr& i, const Expr& j) {
+        std::vector<Expr> gi = global_indices(g, *tile, {i, j});
+        Expr inside = logical_and(in_bounds(t, gi), lt(add(gi[last], make_int(V - 1)), t->shape[last]));
+        Var e = make_loop_var("e", loc);
+        Expr je = add(j, Expr(e));
+        std::vector<Expr> ge = global_indices(g, *tile, {i, je});
+        Stmt element = make_if(in_bounds(t, ge), make_store(t, ge, make_load(st, {at(i, je)}, loc), loc), nullptr, loc);
+        Stmt tail = make_for(e, make_int(0), make_int(V), ForKind::Serial, element, loc);
+        return make_if(logical_and(aligned, inside), vector(i, j), tail, loc);
+    });
+    Stmt stores = make_if(logical_and(aligned, region_in_bounds(g)), fast, slow, loc);
+    return make_allocate(st, make_seq({writes, stores}, loc), loc);
 }
 
 }  // namespace
@@ -368,6 +514,11 @@ Stmt lower_copy(const CopyNode& c, LowerContext& lc) {
         return write(lc, dst, tileshape, r, coord, rep, conv(read(lc, src, tileshape, r, coord)), c.loc);
     };
     if (!g) return lc.register_loop(*F, c.loc, plain);
+    if (dst.global && src.region->buffer->scope == Scope::Fragment)
+        if (auto staged = lower_copy_staged(c, lc, *F, [&](const Var& r) {
+                return conv(make_load(lc.registers(src.region->buffer).regs, {r}));
+            }))
+            return *staged;
     Stmt fast = lc.register_loop(*F, c.loc, plain);
     Stmt masked =
         lc.register_loop(*F, c.loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {

@@ -155,6 +155,14 @@ struct MemAccess {
     // The hardware's pass over the warp's request this access belongs to: ldmatrix
     // serves one 8x8 matrix (8 rows of 16 bytes) per pass, so its banks count per pass.
     int phase = 0;
+    // How the thread's accesses of one node become instructions (counters.cpp):
+    // Element, an element load or store that the backend's vectoriser may merge with
+    // the next ones into one vector access; Instruction, an access that is one
+    // instruction on its own (a machine op's); Continued, more bytes of the thread's
+    // previous instruction (a TMA box's elements).
+    enum class Form : uint8_t { Instruction, Element, Continued } form = Form::Instruction;
+    int elems = 1;   // elements the access stands for (after merging)
+    int32_t seq = 0; // the thread's instruction number for this node in the flushed window
 };
 
 struct CounterKey {
@@ -254,6 +262,7 @@ private:
     void exec_ldmatrix(const ir::MachineOpNode* op, const Active& act);
     void exec_mma(const ir::MachineOpNode* op, const Active& act);
     void exec_cp_async(const ir::MachineOpNode* op, const Active& act);
+    void exec_vector_copy(const ir::MachineOpNode* op, const Active& act);
     void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
     void exec_mbarrier(const ir::MachineOpNode* op, const Active& act);
     void exec_tma_load(const ir::MachineOpNode* op, const Active& act);
@@ -329,12 +338,15 @@ private:
     void record(const void* node, SourceLoc loc, const Storage& s, bool store, int t, int64_t off) {
         if (s.scope == ir::Scope::Register) return;
         accesses_.push_back({node, at(loc), s.scope == ir::Scope::Shared, store, t,
-                             s.base + off * s.elem_bytes, s.elem_bytes});
+                             s.base + off * s.elem_bytes, s.elem_bytes, 0, MemAccess::Form::Element});
     }
     // Turns the accesses of the statement just executed into counters.
     void flush();
     isa::LdsCycles shared_cycles(size_t k, size_t end) const;
     bool lds_lane_groups_ = false;  // the target's LDS serves lanes in groups (lds_banks.h)
+    // Numbers each thread's accesses of a node as instructions, merging element
+    // accesses into vectors (counters.cpp).
+    void form_instructions();
     std::vector<MemAccess> accesses_;
     std::map<CounterKey, LineCounters> counters_;
 

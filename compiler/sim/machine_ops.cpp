@@ -41,6 +41,7 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
     case MachineOp::Ldmatrix: exec_ldmatrix(op, act); return;
     case MachineOp::Mma: exec_mma(op, act); return;
     case MachineOp::CpAsync: exec_cp_async(op, act); return;
+    case MachineOp::VectorCopy: exec_vector_copy(op, act); return;
     case MachineOp::Wgmma: exec_wgmma(op, act); return;
     case MachineOp::Mfma:
     case MachineOp::Wmma: exec_amd_matrix(op, act); return;
@@ -513,6 +514,75 @@ void Executor::exec_cp_async(const MachineOpNode* op, const Active& act) {
         for (int b = 0; b < bytes; ++b) ++arena_.pending[dst + b];
         async_copies_[static_cast<size_t>(t)][dst] = AsyncCopy{dl->buffer, doff, elems, loc, op};
         accesses_.push_back({op, loc, true, true, t, dst, bytes, (t % warp_) * bytes / 128});
+    }
+    flush();
+}
+
+// vector_copy: each thread's `bytes` of shared memory read as one access (through the
+// race, initialisation and cp.async shadows like any load) and stored to global memory
+// as one; both addresses must be aligned to the size (PTX ISA, "Addresses as Operands":
+// an address must be naturally aligned to a multiple of the access size, a vector's
+// being its whole size; otherwise the behaviour is undefined: reported and not done). The shared read is served in passes of 128 bytes
+// per warp, as cp.async's writes are.
+void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    const int bytes = static_cast<int>(op->imm.at(0));
+    auto* gl = static_cast<const LoadNode*>(op->dst.at(0).get());
+    auto* sl = static_cast<const LoadNode*>(op->src.at(0).get());
+    Storage& g = storage(gl->buffer, loc);
+    Storage& s = storage(sl->buffer, loc);
+    if (s.scope != Scope::Shared || !s.arena || g.scope != Scope::Global || s.dtype != g.dtype || s.elem_bytes <= 0 ||
+        bytes % s.elem_bytes != 0)
+        fatal(loc, "vector_copy from '" + s.name() + "' into '" + g.name() + "': shared to global of one type only");
+    begin_statement();
+    for (const auto& i : gl->indices) prepare(i, act);
+    for (const auto& i : sl->indices) prepare(i, act);
+    const int eb = s.elem_bytes, n = bytes / eb;
+    struct Pending {
+        int32_t t;
+        int64_t goff;
+        std::vector<Value> v;
+    };
+    std::vector<Pending> pending;
+    for (int32_t t : act) {
+        int64_t soff = offset_of(s, sl->indices, loc, t, false);
+        int64_t goff = offset_of(g, gl->indices, loc, t, true);
+        if (soff < 0 || goff < 0) continue;
+        int64_t saddr = s.base + soff * eb, gaddr = g.base + goff * eb;
+        if (saddr % bytes != 0 || gaddr % bytes != 0) {
+            issue(IssueKind::Misaligned, loc, t, [&] {
+                return "vector_copy of " + std::to_string(bytes) + " bytes from '" + s.name() + "'[" +
+                       std::to_string(soff) + "] to '" + g.name() + "'[" + std::to_string(goff) +
+                       "]: an address not aligned to " + std::to_string(bytes) + " bytes";
+            });
+            continue;
+        }
+        if (soff + n > s.size || goff + n > g.size) {
+            issue(IssueKind::OutOfBounds, loc, t, [&] {
+                return "vector_copy of " + std::to_string(n) + " elements past the end of '" +
+                       (soff + n > s.size ? s.name() : g.name()) + "'";
+            });
+            continue;
+        }
+        Pending p{t, goff, {}};
+        for (int e = 0; e < n; ++e) {
+            shared_read(s, soff + e, t, loc, op);
+            p.v.push_back(s.get(soff + e));
+        }
+        accesses_.push_back({op, loc, true, false, t, saddr, bytes, (t % warp_) * bytes / 128});
+        pending.push_back(std::move(p));
+    }
+    // A warp's lanes read before any of them writes.
+    for (auto& p : pending) {
+        if (!g.writable) {
+            issue(IssueKind::InputWrite, loc, p.t, [&] { return "store into the input tensor '" + g.name() + "'"; });
+            continue;
+        }
+        for (int e = 0; e < n; ++e) {
+            g.set(p.goff + e, p.v[static_cast<size_t>(e)]);
+            if (g.written) (*g.written)[static_cast<size_t>(p.goff + e)] = 1;
+        }
+        accesses_.push_back({gl, loc, false, true, p.t, g.base + p.goff * eb, bytes});
     }
     flush();
 }

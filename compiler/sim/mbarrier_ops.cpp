@@ -155,6 +155,7 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
         f.bar = *bar;
         f.tx = copy.tx_bytes;
         f.bytes.reserve(copy.writes.size() * static_cast<size_t>(eb));
+        bool first_write = true;
         for (const auto& w : copy.writes) {
             if (w.smem_addr + static_cast<uint32_t>(eb) > static_cast<uint32_t>(d.base + d.size * eb) ||
                 w.smem_addr < static_cast<uint32_t>(d.base)) {
@@ -168,7 +169,10 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
             if (!w.fill) {
                 int64_t goff = static_cast<int64_t>(w.global_addr) / eb;
                 encode(v, g.get(goff), g.dtype);
-                accesses_.push_back({gl, loc, false, false, t, g.base + goff * eb, eb});
+                // The box is one instruction of the issuing thread.
+                accesses_.push_back({gl, loc, false, false, t, g.base + goff * eb, eb, 0,
+                                     first_write ? MemAccess::Form::Instruction : MemAccess::Form::Continued});
+                first_write = false;
             }
             int64_t elem = (static_cast<int64_t>(w.smem_addr) - d.base) / eb;
             shared_write(d, elem, t, loc, op);

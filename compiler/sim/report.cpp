@@ -26,6 +26,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::Mbarrier: return "mbarrier";
     case IssueKind::ProxyFence: return "proxy fence";
     case IssueKind::Tma: return "tma";
+    case IssueKind::Misaligned: return "misaligned vector access";
     }
     return "?";
 }

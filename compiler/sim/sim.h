@@ -133,6 +133,7 @@ enum class IssueKind : uint8_t {
     Mbarrier,        // an mbarrier used outside its rules, or a wait on a phase nothing can complete (a hang)
     Tma,             // a TMA copy the tensor map or destination rules refuse
     ProxyFence,      // wgmma reads shared bytes a thread stored (generic proxy) with no fence.proxy.async since
+    Misaligned,      // a vector access (vector_copy) whose address is not aligned to its size
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 

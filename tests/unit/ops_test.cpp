@@ -62,6 +62,7 @@ struct NoLowering : ops::LowerContext {
     }
     ir::Stmt register_loop(const layout::Fragment&, SourceLoc, const RegBody&) override { return nullptr; }
     ir::Expr uniform(const ir::Expr& e) override { return e; }
+    Footprint kernel_footprint() const override { return {}; }
 };
 
 // fill(dst, value) with dst already evaluated to `dst` and value to 0.

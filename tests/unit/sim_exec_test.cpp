@@ -330,6 +330,95 @@ TEST_CASE("sim: bank conflicts and sectors per warp request, hand-computed", "[s
     }
 }
 
+TEST_CASE("sim: an unrolled loop's accesses count per instruction, elements merged into aligned vectors", "[sim]") {
+    // 32 threads (one warp) storing f32 elements of Y[1024] in unrolled loops.
+    auto counters = [](const sim::Result& r, uint32_t l) {
+        for (auto& c : r.counters)
+            if (c.loc.line == l && !c.shared) return c;
+        FAIL("no counters for line " << l);
+        return sim::LineCounters{};
+    };
+    Hand h(32);
+    auto r4 = ir::make_loop_var("r");
+    auto loop = [&](int64_t n, ir::Expr index, uint32_t l) {
+        return ir::make_for(r4, ir::make_int(0), ir::make_int(n), ir::ForKind::Unroll,
+                            ir::make_store(h.y, {index}, ir::make_float(1.0), line(l)), line(l));
+    };
+    auto body = ir::make_seq({
+        // 4 consecutive floats per thread: one 16-byte vector each, one request of 512 bytes.
+        loop(4, ir::add(ir::mul(h.tx, ir::make_int(4)), r4), 2),
+        // Element r of every thread next to the other threads': 4 requests of 128 bytes.
+        loop(4, ir::add(ir::mul(r4, ir::make_int(32)), h.tx), 3),
+        // Pairs 32 bytes apart (an mma accumulator's rows): 8-byte vectors, a sector each.
+        loop(2, ir::add(ir::mul(h.tx, ir::make_int(8)), r4), 4),
+        // 3 floats from a 16-byte boundary: a vector of 8 and one of 4 bytes.
+        loop(3, ir::add(ir::mul(h.tx, ir::make_int(4)), r4), 5),
+    });
+    auto r = h.run(body);
+    REQUIRE(r.ok);
+    auto c2 = counters(r, 2);
+    CHECK(c2.requests == 1);
+    CHECK(c2.lanes == 128);
+    CHECK(c2.transactions == 16);
+    CHECK(c2.ideal == 16);
+    auto c3 = counters(r, 3);
+    CHECK(c3.requests == 4);
+    CHECK(c3.transactions == 16);
+    CHECK(c3.ideal == 16);
+    auto c4 = counters(r, 4);
+    CHECK(c4.requests == 1);
+    CHECK(c4.transactions == 32);
+    CHECK(c4.ideal == 8);
+    auto c5 = counters(r, 5);
+    CHECK(c5.requests == 2);
+    CHECK(c5.transactions == 16 + 16);  // 8 bytes at 16-byte steps, then 4: 16 sectors each
+    CHECK(c5.ideal == 8 + 4);
+}
+
+TEST_CASE("sim: vector_copy moves 16 aligned bytes from shared to global memory, misaligned is reported", "[sim]") {
+    Hand h(32);
+    auto s = ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(128)}, ir::Scope::Shared);
+    auto r = ir::make_loop_var("r");
+    auto four = [&](ir::Expr extra) { return ir::add(ir::mul(h.tx, ir::make_int(4)), extra); };
+    auto copy = [&](ir::Expr g, uint32_t l) {
+        return ir::make_machine_op(ir::MachineOp::VectorCopy, {16}, {ir::make_load(h.y, {g}, line(l))},
+                                   {ir::make_load(s, {four(ir::make_int(0))}, line(l))}, line(l));
+    };
+    auto body = ir::make_allocate(
+        s, ir::make_seq({
+               // s[i] = X[i] + i: each thread fills its own 16 bytes.
+               ir::make_for(r, ir::make_int(0), ir::make_int(4), ir::ForKind::Unroll,
+                            ir::make_store(s, {four(r)},
+                                           ir::add(ir::make_load(h.x, {four(r)}, line(2)),
+                                                   ir::make_cast(ir::DataType::f32(), four(r))),
+                                           line(2)),
+                            line(2)),
+               // Another thread's 16 bytes (thread t reads what t + 1 wrote): after a barrier.
+               ir::make_barrier(),
+               ir::make_machine_op(ir::MachineOp::VectorCopy, {16},
+                                   {ir::make_load(h.y, {four(ir::make_int(0))}, line(3))},
+                                   {ir::make_load(s, {ir::floormod(four(ir::make_int(4)), ir::make_int(128))}, line(3))},
+                                   line(3)),
+               // Y[128 + 4t + 1]: 4 bytes past a 16-byte boundary.
+               copy(four(ir::make_int(129)), 4),
+           }));
+    auto res = h.run(body);
+    REQUIRE(res.ok);
+    for (size_t k = 0; k < 128; ++k) CHECK(h.out(k) == 1.0 + double((k + 4) % 128));
+    for (size_t k = 128; k < 260; ++k) CHECK(std::isnan(h.out(k)));
+    REQUIRE(res.issues.size() == 1);
+    CHECK(res.issues[0].kind == sim::IssueKind::Misaligned);
+    CHECK(res.issues[0].loc.line == 4);
+    CHECK(res.issues[0].count == 32);
+    // One request of 512 contiguous bytes: 16 sectors; the shared read in 4 passes.
+    for (auto& c : res.counters)
+        if (c.loc.line == 3) {
+            CHECK(c.requests == 1);
+            CHECK(c.transactions == (c.shared ? 4 : 16));
+            CHECK(c.ideal == c.transactions);
+        }
+}
+
 TEST_CASE("sim: floats round per operation to their type", "[sim]") {
     // f16: 2048 + 1 rounds to 2048 in f16 (11 significant bits), so (2048 + 1) + 1 = 2048
     // on a GPU; the float64 reference, which rounds once at the store, gives 2050.
