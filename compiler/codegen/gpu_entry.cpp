@@ -118,8 +118,8 @@ llvm::GlobalVariable* emit_module_global(ModuleState& ms, const GpuEmbedding& gp
 }
 
 // NAME_cuda's launch of a kernel with TMA tensor maps: a tile_tma_map per map, filled from
-// the arguments (the tensor's pointer, its dimensions innermost first, the byte strides
-// of the outer dimensions) and the map's box and swizzle, then tile_cuda_launch_tma with
+// the arguments (the tensor's pointer, its dimensions in the map's order, innermost
+// first, and the byte strides of the outer ones) and the map's box and swizzle, then tile_cuda_launch_tma with
 // the images whose kernel takes them.
 void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& f, const GpuKernel& kernel,
                      const std::vector<GpuImage>& images, llvm::GlobalVariable* module_global, llvm::Function* fn,
@@ -148,19 +148,28 @@ void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& 
         const int64_t eb = (t->dtype.bits + 7) / 8;
         llvm::Value* m = b.CreateConstInBoundsGEP2_32(maps_type, maps, 0, static_cast<unsigned>(k));
         b.CreateStore(fn->getArg(static_cast<unsigned>(use.param + 1)), b.CreateStructGEP(map_type, m, 0));
-        llvm::Value* packed = b.getInt64(1);
+        const std::vector<size_t> dims = ir::tma_map_dims(use.imm, rank);
+        if (dims.size() != rank) TILEC_ICE("a tensor map whose dimensions are not the tensor's");
+        // Row-major strides where the tensor has none of its own (then dims is r-1 .. 0).
+        std::vector<llvm::Value*> packed(rank);
+        {
+            llvm::Value* p = b.getInt64(1);
+            for (size_t d = rank; d-- > 0;) {
+                packed[d] = p;
+                p = b.CreateMul(p, fl.expr(t->shape[d]));
+            }
+        }
         for (size_t i = 0; i < rank; ++i) {
-            size_t dim = rank - 1 - i;
+            const size_t dim = dims[i];
             llvm::Value* extent = fl.expr(t->shape[dim]);
             b.CreateStore(extent, b.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(i64, 5), b.CreateStructGEP(map_type, m, 1), 0,
                                                                static_cast<unsigned>(i)));
             if (i > 0) {
-                llvm::Value* stride = t->strides.empty() ? packed : fl.expr(t->strides[dim]);
+                llvm::Value* stride = t->strides.empty() ? packed[dim] : fl.expr(t->strides[dim]);
                 b.CreateStore(b.CreateMul(stride, b.getInt64(static_cast<uint64_t>(eb))),
                               b.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(i64, 4), b.CreateStructGEP(map_type, m, 2),
                                                            0, static_cast<unsigned>(i - 1)));
             }
-            packed = b.CreateMul(packed, extent);
             b.CreateStore(b.getInt32(static_cast<uint32_t>(use.imm.at(1 + i))),
                           b.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(i32, 5), b.CreateStructGEP(map_type, m, 6), 0,
                                                        static_cast<unsigned>(i)));

@@ -246,10 +246,12 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
         if (k < 0) TILEC_ICE(who_ + ": a tma_load whose tensor map is not a kernel parameter");
         auto* g = m.src.at(0)->as<ir::LoadNode>();
         const size_t rank = g->indices.size();
+        const std::vector<size_t> dims = ir::tma_map_dims(m.imm, rank);
+        if (dims.size() != rank) TILEC_ICE(who_ + ": a tma_load whose map dimensions are not the tensor's");
         std::string coords, cons = "r,l,";
         std::vector<llvm::Value*> ins{shared_address(m.dst.at(0)), tma_addrs_.at(static_cast<size_t>(k))};
-        for (size_t i = 0; i < rank; ++i) {  // innermost (the tensor's last index) first
-            ins.push_back(b_.CreateTrunc(expr(g->indices[rank - 1 - i]), b_.getInt32Ty()));
+        for (size_t i = 0; i < rank; ++i) {  // the map's innermost dimension first
+            ins.push_back(b_.CreateTrunc(expr(g->indices[dims[i]]), b_.getInt32Ty()));
             coords += (i ? ", $" : "$") + std::to_string(2 + i);
             cons += "r,";
         }

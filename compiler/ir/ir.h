@@ -615,11 +615,13 @@ struct FullWriteNode : StmtNode {
 //             returns once the phase of that parity (the current or the preceding one)
 //             has completed.
 //   TmaLoad   cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::
-//             complete_tx::bytes; imm {swizzle, box_0 .. box_{r-1}}: the tensor map's
-//             swizzle (0 none, 1 32B, 2 64B, 3 128B: CUtensorMapSwizzle) and box, box_0
-//             the innermost (the tensor's last dimension); dst {s[..]}: the shared element
-//             where the box starts; src {G[..], bar}: the global tensor (last dimension
-//             contiguous; its tensor map) at the box's first element (coordinates may lie outside: those
+//             complete_tx::bytes; imm {swizzle, box_0 .. box_{r-1} [, dim_0 .. dim_{r-1}]}:
+//             the tensor map's swizzle (0 none, 1 32B, 2 64B, 3 128B: CUtensorMapSwizzle)
+//             and box, box_0 the innermost; map dimension i is tensor dimension dim_i
+//             (default r-1-i: the last dimension innermost; tma_maps.h's tma_map_dims),
+//             dim_0's stride 1; dst {s[..]}: the shared element where the box starts;
+//             src {G[..], bar}: the global tensor (its tensor map) at the box's first
+//             element in the tensor's coordinates (they may lie outside: those
 //             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
 //             complete. The bytes land when a wait on the barrier sees the phase complete.
 // sm_90a warp specialization (software-pipeline and split-warp-roles emit them):

@@ -16,6 +16,23 @@ int64_t param_of(const PrimFunc& f, const MachineOpNode& op) {
 
 }  // namespace
 
+std::vector<size_t> tma_map_dims(const std::vector<int64_t>& imm, size_t rank) {
+    std::vector<size_t> dims;
+    if (imm.size() == rank + 1) {
+        for (size_t i = 0; i < rank; ++i) dims.push_back(rank - 1 - i);
+        return dims;
+    }
+    if (imm.size() != 2 * rank + 1) return {};
+    std::vector<bool> seen(rank, false);
+    for (size_t i = 0; i < rank; ++i) {
+        int64_t d = imm[rank + 1 + i];
+        if (d < 0 || static_cast<size_t>(d) >= rank || seen[static_cast<size_t>(d)]) return {};
+        seen[static_cast<size_t>(d)] = true;
+        dims.push_back(static_cast<size_t>(d));
+    }
+    return dims;
+}
+
 int64_t tma_map_index(const std::vector<TmaMapUse>& maps, const PrimFunc& f, const MachineOpNode& op) {
     int64_t p = param_of(f, op);
     for (size_t k = 0; k < maps.size(); ++k)

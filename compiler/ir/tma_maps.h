@@ -11,9 +11,16 @@
 namespace tilec::ir {
 
 struct TmaMapUse {
-    size_t param = 0;          // index into f.params (a row-major tensor)
-    std::vector<int64_t> imm;  // the tma_load's immediates: swizzle, box_0 (innermost), box_1, ...
+    size_t param = 0;          // index into f.params
+    std::vector<int64_t> imm;  // the tma_load's immediates: swizzle, box_0 (innermost), box_1, ... [, dims]
 };
+
+// The tensor dimension each dimension of a rank-`rank` tma_load's map stands for,
+// innermost first: immediates {swizzle, box_0 .. box_{r-1}} alone mean the row-major
+// order (r-1, ..., 0); a tensor whose contiguous dimension is another adds {dim_0 ..
+// dim_{r-1}} (a transposed operand [K, N] with strides (1, K): {0, 1}). Empty where the
+// immediates are neither form or the dims are not a permutation.
+std::vector<size_t> tma_map_dims(const std::vector<int64_t>& imm, size_t rank);
 
 std::vector<TmaMapUse> tma_map_uses(const PrimFunc& f);
 // The index into tma_map_uses(f) of a tma_load, or -1 if none matches.

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "ir/printer.h"
+#include "ir/tma_maps.h"
 #include "ir/visitor.h"
 
 namespace tilec::ir {
@@ -491,14 +492,19 @@ private:
         case MachineOp::TmaLoad: {
             auto g = op->src.empty() ? nullptr : expr_as<LoadNode>(op->src[0]);
             size_t rank = g ? g->indices.size() : 0;
-            if (!counts(rank + 1, 1, 2)) return;
-            if (scope_of(op->dst[0]) != Scope::Shared || g->buffer->scope != Scope::Global ||
-                !(g->buffer->strides.empty() || is_const_int(g->buffer->strides.back(), 1)))
-                error(op->loc, name + " copies a global tensor with a contiguous last dimension to shared memory");
+            if (!g) return error(op->loc, name + "'s first operand is a load of the global tensor");
+            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, 2)) return;
+            if (op->dst.size() != 1 || op->src.size() != 2) return error(op->loc, name + " takes one destination and two operands");
+            const std::vector<size_t> dims = tma_map_dims(op->imm, rank);
+            if (dims.empty()) return error(op->loc, name + "'s map dimensions are not a permutation of the tensor's");
+            const Buffer& t = g->buffer;
+            if (scope_of(op->dst[0]) != Scope::Shared || t->scope != Scope::Global ||
+                !(t->strides.empty() ? dims[0] + 1 == rank : is_const_int(t->strides[dims[0]], 1)))
+                error(op->loc, name + " copies a global tensor whose innermost map dimension is contiguous to shared memory");
             if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
             if (rank < 1 || rank > 5) error(op->loc, name + " of a rank-" + std::to_string(rank) + " tensor (1..5)");
             if (op->imm[0] < 0 || op->imm[0] > 3) error(op->loc, name + " swizzle mode " + std::to_string(op->imm[0]));
-            for (size_t i = 1; i < op->imm.size(); ++i)
+            for (size_t i = 1; i <= rank; ++i)
                 if (op->imm[i] < 1 || op->imm[i] > 256) error(op->loc, name + " box dimension outside 1..256");
             if (!is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
             return;

@@ -35,10 +35,11 @@
 // parity of its use of that stage since the initialisation, ((j - min) / S) % 2. Outside a
 // pipelined loop the TMA form is dropped (one copy has nothing to overlap with).
 //
-// Warp specialization (sm_90a, issue 12): when every fill of a GEMM-style loop (the wgmma
-// overlap above applies) has a TMA form and the block has 128 or 256 threads (one or two
-// consumer warpgroups), the loop becomes, under the run-time condition that every tensor
-// map encodes:
+// Warp specialization (sm_90a, issue 12): when every fill of a loop with wgmma has a TMA
+// form and the block has 128 or 256 threads (one or two consumer warpgroups), the loop
+// becomes, under the run-time condition that every tensor map encodes (shown for a GEMM,
+// where the wgmma overlap above applies; where it does not, flash attention's loop, a
+// consumer releases stage j % S at the end of iteration j and there is no final wait):
 //
 //   if (thread.x >= T) {                          producer warpgroup (split-warp-roles
 //     setmaxnreg.dec                              appends it to the block)
@@ -394,10 +395,10 @@ private:
         Stmt body_j = at_iteration(others, Expr(j), true);
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
-        if (final_wgmma_wait && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
+        if (has_wgmma(body_j) && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
             tma.size() == fills.size() && nesting_ == 0 && !specialized_) {
             specialized_ = true;
-            Stmt result = warp_specialized(loop, fills, body_j, *final_wgmma_wait, tma_bars, tma, at_iteration, out);
+            Stmt result = warp_specialized(loop, fills, body_j, final_wgmma_wait, tma_bars, tma, at_iteration, out);
             for (auto& b : tma_bars) result = make_allocate(b, result, loc);
             return result;
         }
@@ -428,11 +429,25 @@ private:
         return result;
     }
 
+    static bool has_wgmma(const Stmt& s) {
+        struct Find : IRVisitor {
+            bool found = false;
+            void visit_machine_op(const MachineOpNode* op) override { found = found || op->op == MachineOp::Wgmma; }
+        } f;
+        f.visit(s);
+        return f.found;
+    }
+
     // The warp-specialized form of the header; `inits` holds the full mbarriers' inits.
+    // With `final_wait` (overlap_wgmma relaxed the body's wgmma wait to 1: a GEMM) a
+    // consumer releases a stage one iteration later, once the wgmma reading it has
+    // completed, and waits for the last after the loop; without (every wgmma waited for
+    // within the body: flash attention, whose softmax reads the scores) it releases the
+    // stage at the end of the iteration that read it.
     template <typename AtIteration, typename TmaStage>
     Stmt warp_specialized(const ForNode& loop, const std::vector<Stmt>& fills, const Stmt& body_j,
-                          const Stmt& final_wait, const std::vector<Buffer>& full, const std::vector<TmaStage>& tma,
-                          AtIteration& at_iteration, std::vector<Stmt> inits) {
+                          const std::optional<Stmt>& final_wait, const std::vector<Buffer>& full,
+                          const std::vector<TmaStage>& tma, AtIteration& at_iteration, std::vector<Stmt> inits) {
         const int64_t S = loop.stages, T = threads_;
         SourceLoc loc = loop.loc;
         // The widest wgmma: ptxas compiles each instruction within the launch's register
@@ -495,14 +510,18 @@ private:
                                             floormod(use(Expr(j)), make_int(2))},
                                            loc));
         step.push_back(body_j);
-        step.push_back(make_if(gt(Expr(j), mn),
-                               make_machine_op(MachineOp::MbarrierArrive, {0},
-                                               {make_load(empty, {floormod(sub(Expr(j), make_int(1)), make_int(S)), make_int(0)}, loc)},
-                                               {}, loc),
-                               nullptr, loc));
-        Stmt consumer = make_seq({make_machine_op(MachineOp::SetMaxNReg, {1, consumer_registers()}, {}, {}, loc),
-                                  make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc), final_wait},
-                                 loc);
+        auto release = [&](const Expr& iter) {
+            return make_machine_op(MachineOp::MbarrierArrive, {0},
+                                   {make_load(empty, {floormod(iter, make_int(S)), make_int(0)}, loc)}, {}, loc);
+        };
+        if (final_wait)
+            step.push_back(make_if(gt(Expr(j), mn), release(sub(Expr(j), make_int(1))), nullptr, loc));
+        else
+            step.push_back(release(Expr(j)));
+        std::vector<Stmt> consumer_stmts{make_machine_op(MachineOp::SetMaxNReg, {1, consumer_registers()}, {}, {}, loc),
+                                         make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc)};
+        if (final_wait) consumer_stmts.push_back(*final_wait);
+        Stmt consumer = make_seq(consumer_stmts, loc);
         Stmt roles = make_if(ge(tid, make_int(T)), producer, consumer, loc);
         // Where a tensor map does not encode: the cp.async pipeline, on fresh binders.
         const std::unordered_set<const BufferNode*> none_staged;
@@ -519,7 +538,7 @@ private:
         Var jc = make_var(loop.var->name, loop.var->type, loop.var->var_kind, loop.var->loc);
         VarMap rename;
         rename[j.get()] = jc;
-        Stmt body_c = with_fresh_binders(substitute(body_j, rename));
+        Stmt body_c = with_fresh_binders_and_buffers(substitute(body_j, rename));
         Expr ahead = add(Expr(jc), make_int(S - 1));
         plain.push_back(make_for(
             jc, mn, n, ForKind::Serial,
@@ -528,7 +547,7 @@ private:
                      loc),
             loc));
         plain.push_back(make_machine_op(MachineOp::CpAsyncWait, {0}, {}, {}, loc));
-        plain.push_back(with_fresh_binders(final_wait));
+        if (final_wait) plain.push_back(with_fresh_binders(*final_wait));
         inits.push_back(make_if(all_maps, roles, make_seq(plain, loc), loc));
         return make_allocate(empty, make_seq(inits, loc), loc);
     }
@@ -606,31 +625,74 @@ public:
 
 }  // namespace
 
-// `s` with a new variable for every let and loop it binds (a statement placed twice
-// must not bind one variable twice).
-Stmt with_fresh_binders(const Stmt& s) {
-    struct R : IRMutator {
-        VarMap map;
-        Expr mutate_var(const VarNode* op, const Expr& self) override {
-            auto it = map.find(op);
-            return it == map.end() ? self : it->second;
-        }
-        Var fresh(const Var& v) {
-            Var n = make_var(v->name, v->type, v->var_kind, v->loc, v->dim);
-            map[v.get()] = n;
-            return n;
-        }
-        Stmt mutate_let(const LetStmtNode* op, const Stmt&) override {
-            Expr value = mutate(op->value);
-            Var v = fresh(op->var);
-            return make_let(v, value, mutate(op->body), op->loc);
-        }
-        Stmt mutate_for(const ForNode* op, const Stmt&) override {
-            Expr mn = mutate(op->min), ext = mutate(op->extent);
-            Var v = fresh(op->var);
-            return make_for(v, mn, ext, op->for_kind, mutate(op->body), op->loc, op->stages);
-        }
-    } r;
+namespace {
+
+// with_fresh_binders (thread_lower.h), and with `buffers` its allocations as well.
+struct FreshBinders : IRMutator {
+    bool buffers = false;
+    VarMap map;
+    std::unordered_map<const BufferNode*, Buffer> buffer_map;
+    Expr mutate_var(const VarNode* op, const Expr& self) override {
+        auto it = map.find(op);
+        return it == map.end() ? self : it->second;
+    }
+    Var fresh(const Var& v) {
+        Var n = make_var(v->name, v->type, v->var_kind, v->loc, v->dim);
+        map[v.get()] = n;
+        return n;
+    }
+    Stmt mutate_let(const LetStmtNode* op, const Stmt&) override {
+        Expr value = mutate(op->value);
+        Var v = fresh(op->var);
+        return make_let(v, value, mutate(op->body), op->loc);
+    }
+    Stmt mutate_for(const ForNode* op, const Stmt&) override {
+        Expr mn = mutate(op->min), ext = mutate(op->extent);
+        Var v = fresh(op->var);
+        return make_for(v, mn, ext, op->for_kind, mutate(op->body), op->loc, op->stages);
+    }
+    const Buffer* renamed(const Buffer& b) const {
+        auto it = buffer_map.find(b.get());
+        return it == buffer_map.end() ? nullptr : &it->second;
+    }
+    Stmt mutate_allocate(const AllocateNode* op, const Stmt& self) override {
+        if (!buffers) return IRMutator::mutate_allocate(op, self);
+        BufferNode n = *op->buffer;
+        Buffer b = make_buffer(std::move(n));
+        buffer_map[op->buffer.get()] = b;
+        return make_allocate(b, mutate(op->body), op->loc);
+    }
+    std::vector<Expr> indices(const std::vector<Expr>& in) {
+        std::vector<Expr> out;
+        for (auto& i : in) out.push_back(mutate(i));
+        return out;
+    }
+    Expr mutate_load(const LoadNode* op, const Expr& self) override {
+        const Buffer* b = renamed(op->buffer);
+        return b ? make_load(*b, indices(op->indices), op->loc) : IRMutator::mutate_load(op, self);
+    }
+    Stmt mutate_store(const StoreNode* op, const Stmt& self) override {
+        const Buffer* b = renamed(op->buffer);
+        return b ? make_store(*b, indices(op->indices), mutate(op->value), op->loc) : IRMutator::mutate_store(op, self);
+    }
+    Stmt mutate_atomic_rmw(const AtomicRmwNode* op, const Stmt& self) override {
+        const Buffer* b = renamed(op->buffer);
+        return b ? make_atomic_rmw(op->op, *b, indices(op->indices), mutate(op->value), op->loc)
+                 : IRMutator::mutate_atomic_rmw(op, self);
+    }
+    Stmt mutate_full_write(const FullWriteNode* op, const Stmt& self) override {
+        const Buffer* b = renamed(op->buffer);
+        return b ? make_full_write(*b, mutate(op->body), op->loc) : IRMutator::mutate_full_write(op, self);
+    }
+};
+
+}  // namespace
+
+Stmt with_fresh_binders(const Stmt& s) { return FreshBinders{}.mutate(s); }
+
+Stmt with_fresh_binders_and_buffers(const Stmt& s) {
+    FreshBinders r;
+    r.buffers = true;
     return r.mutate(s);
 }
 

@@ -80,6 +80,10 @@ ir::PrimFunc split_warp_roles(const ir::PrimFunc& f);
 // `s` with a new variable for every let and loop it binds (a statement placed twice must
 // not bind one variable twice).
 ir::Stmt with_fresh_binders(const ir::Stmt& s);
+// `s` with a new buffer for every allocation in it as well, for a copy of a statement
+// placed beside the original (a loop body in two pipelines: flash attention's row
+// statistics are allocated inside its loop).
+ir::Stmt with_fresh_binders_and_buffers(const ir::Stmt& s);
 // Thread-level invariants beyond ir::verify (verify_thread_level.cpp), what the
 // backends may rely on after the last pass: level thread, the shared-memory plan made
 // (shared_bytes set, every shared buffer at an arena offset, no full_write left), no

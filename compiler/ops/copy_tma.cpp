@@ -24,7 +24,7 @@ int64_t swizzle_mode(int64_t span) { return span == 128 ? 3 : span == 64 ? 2 : s
 
 }  // namespace
 
-Expr tma_tensor_ok(const Buffer& t) {
+Expr tma_tensor_ok(const Buffer& t, size_t contiguous) {
     const int64_t eb = (t->dtype.bits + 7) / 8;
     const size_t rank = t->shape.size();
     Expr ok = make_bool(true);
@@ -32,7 +32,7 @@ Expr tma_tensor_ok(const Buffer& t) {
     for (size_t k = rank; k-- > 0;) {
         const Expr& n = t->shape[k];
         ok = logical_and(ok, logical_and(ge(n, make_int(1)), le(n, make_int((int64_t{1} << 31) - 1))));
-        if (k + 1 < rank) {
+        if (k != contiguous) {
             Expr bytes = mul(t->strides.empty() ? packed : t->strides[k], make_int(eb));
             ok = logical_and(ok, logical_and(eq(floormod(bytes, make_int(16)), make_int(0)),
                                              logical_and(gt(bytes, make_int(0)), lt(bytes, make_int(int64_t{1} << 40)))));
@@ -48,8 +48,16 @@ std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
     const Buffer& t = g.buffer;
     const Buffer& dst = c.dst.buffer;
     if (!target.tma.available || !target.has_wgmma() || t->scope != Scope::Global || dst->scope != Scope::Shared ||
-        !(t->strides.empty() || is_const_int(t->strides.back(), 1)) || !is_full_region(c.dst) || t->dtype != dst->dtype || t->dtype.bits % 8 != 0)
+        !is_full_region(c.dst) || t->dtype != dst->dtype || t->dtype.bits % 8 != 0 || t->shape.empty())
         return std::nullopt;
+    // The map's dimensions, innermost first: the tensor's contiguous one (stride 1: the
+    // last without strides; a transposed operand's first), then the others from the last.
+    std::vector<size_t> dims;
+    for (size_t d = 0; d < t->shape.size(); ++d)
+        if (t->strides.empty() ? d + 1 == t->shape.size() : is_const_int(t->strides[d], 1)) dims.push_back(d);
+    if (dims.size() != 1) return std::nullopt;
+    for (size_t d = t->shape.size(); d-- > 0;)
+        if (d != dims[0]) dims.push_back(d);
     if (c.pad && !is_const_int(c.pad, 0) && !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0))
         return std::nullopt;
     auto tile = const_shape(dst->shape);
@@ -82,14 +90,14 @@ std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
             tensor_dim_of[d] = static_cast<int64_t>(k++);
         }
     }
-    // The inner (last) dimension in boxes of at most 128 bytes, each with the swizzle of
-    // its width (a wider row is several boxes side by side, as wgmma's MN-major atoms).
-    const int64_t inner = ext[rank - 1];
+    // The inner (contiguous) dimension in boxes of at most 128 bytes, each with the swizzle
+    // of its width (a wider row is several boxes side by side, as wgmma's MN-major atoms).
+    const int64_t inner = ext[dims[0]];
     int64_t width = inner * eb <= 128 ? inner : 128 / eb;
     if (inner % width != 0 || (width * eb) % 16 != 0) return std::nullopt;
     const int64_t span = (width * eb == 32 || width * eb == 64 || width * eb == 128) ? width * eb : 0;
-    for (size_t d = 0; d + 1 < rank; ++d)
-        if (ext[d] > 256) return std::nullopt;
+    for (size_t i = 1; i < rank; ++i)
+        if (ext[dims[i]] > 256) return std::nullopt;
     const int64_t boxes = inner / width;
     const layout::Layout* planned = lc.shared_layout(dst);
     const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
@@ -103,11 +111,11 @@ std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
         std::vector<int64_t> o(rank, 0);
         for (size_t d = 0; d < tile->size(); ++d)
             if (tensor_dim_of[d] >= 0) o[static_cast<size_t>(tensor_dim_of[d])] = coord[d];
-        int64_t q = o[rank - 1] / width;
-        int64_t linear = o[rank - 1] % width, scale = width;
-        for (size_t k = rank - 1; k-- > 0;) {
-            linear += o[k] * scale;
-            scale *= ext[k];
+        int64_t q = o[dims[0]] / width;
+        int64_t linear = o[dims[0]] % width, scale = width;
+        for (size_t i = 1; i < rank; ++i) {
+            linear += o[dims[i]] * scale;
+            scale *= ext[dims[i]];
         }
         int64_t at = L.offset(coord) * eb;
         if (linear == 0) box_base[static_cast<size_t>(q)] = at;
@@ -120,16 +128,18 @@ std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
     SourceLoc loc = c.loc;
     TmaFill out;
     out.barrier = make_buffer(dst->name + "_full", DataType::u64(), {make_int(1)}, Scope::Shared);
-    out.condition = tma_tensor_ok(t);
+    out.condition = tma_tensor_ok(t, dims[0]);
     std::vector<int64_t> imm{swizzle_mode(span), width};
-    for (size_t k = rank - 1; k-- > 0;) imm.push_back(ext[k]);
+    for (size_t i = 1; i < rank; ++i) imm.push_back(ext[dims[i]]);
+    if (dims[0] + 1 != rank)  // not the row-major order: name the dimensions (ir.h, TmaLoad)
+        for (size_t d : dims) imm.push_back(static_cast<int64_t>(d));
     Expr bar = make_load(out.barrier, {make_int(0)}, loc);
     std::vector<Stmt> issue{make_machine_op(MachineOp::MbarrierArrive, {elems * eb}, {bar}, {}, loc)};
     for (int64_t q = 0; q < boxes; ++q) {
         // The box's first tile element, and its tensor coordinates.
         std::vector<Expr> first(tile->size(), make_int(0));
         for (size_t d = 0; d < tile->size(); ++d)
-            if (tensor_dim_of[d] == static_cast<int64_t>(rank - 1)) first[d] = make_int(q * width);
+            if (tensor_dim_of[d] == static_cast<int64_t>(dims[0])) first[d] = make_int(q * width);
         std::vector<Expr> at = global_indices(g, *tile, first);
         issue.push_back(make_machine_op(MachineOp::TmaLoad, imm, {make_load(dst, first, loc)},
                                         {make_load(t, at, loc), bar}, loc));

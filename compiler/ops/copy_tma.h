@@ -20,12 +20,15 @@ struct TmaFill {
 };
 
 // The TMA form of `c`, or nullopt: a target without TMA or wgmma (whose 1024-byte tile
-// alignment the swizzled boxes need), a tile under 1 KiB or of 8-bit elements, a tensor whose last dimension is not contiguous, or a shared
-// layout that is not the boxes' dense rows with their swizzle.
+// alignment the swizzled boxes need), a tile under 1 KiB or of 8-bit elements, a tensor
+// with no dimension of stride 1 known at compile time, or a shared layout that is not the
+// boxes' dense rows (along the contiguous dimension: a transposed operand's box is its
+// memory order, the K-major or MN-major tile wgmma reads) with their swizzle.
 std::optional<TmaFill> lower_copy_tma(const ir::CopyNode& c, LowerContext& lc);
 
 // Whether `t`'s tensor map encodes at run time (each dimension 1 .. 2^31 - 1, byte strides
-// of the outer dimensions multiples of 16 in 16 .. 2^40), as the entry point decides it.
-ir::Expr tma_tensor_ok(const ir::Buffer& t);
+// of the dimensions other than the contiguous one multiples of 16 in 16 .. 2^40), as the
+// entry point decides it.
+ir::Expr tma_tensor_ok(const ir::Buffer& t, size_t contiguous);
 
 }  // namespace tilec::ops

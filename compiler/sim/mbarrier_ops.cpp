@@ -8,6 +8,7 @@
 // on the GPU: it is reported, and the threads go on.
 #include <cstring>
 
+#include "ir/tma_maps.h"
 #include "sim/executor.h"
 
 namespace tilec::sim::detail {
@@ -128,18 +129,21 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
     for (const auto& i : static_cast<const LoadNode*>(op->src.at(1).get())->indices) prepare(i, act);
     const int eb = d.elem_bytes;
     const int rank = static_cast<int>(gl->indices.size());
+    const std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
+    if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
+        fatal(loc, "tma_load of '" + g.name() + "': its map's innermost dimension is not the tensor's contiguous one");
     for (int32_t t : act) {
         int64_t doff = offset_of(d, dl->indices, loc, t, true);
         auto bar = mbarrier_address(op->src.at(1), t, loc);
         if (doff < 0 || !bar) continue;
-        // The tensor map of the tensor: dimension 0 is its last (contiguous) one.
+        // The tensor map of the tensor: map dimension i is tensor dimension dims[i].
         isa::TensorMapDesc map;
         map.elem_bytes = eb;
         map.rank = rank;
         map.global_address = 0;  // the tensor's own byte 0 (the entry point checks the pointer's alignment)
         std::vector<int32_t> coords(static_cast<size_t>(rank));
         for (int i = 0; i < rank; ++i) {
-            size_t dim = static_cast<size_t>(rank - 1 - i);
+            size_t dim = dims.at(static_cast<size_t>(i));
             map.dims[i] = static_cast<uint64_t>(g.shape.at(dim));
             if (i > 0) map.strides[i - 1] = static_cast<uint64_t>(g.strides.at(dim) * eb);
             map.box[i] = static_cast<uint32_t>(op->imm.at(static_cast<size_t>(1 + i)));
