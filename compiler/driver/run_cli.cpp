@@ -16,7 +16,8 @@ data, run the reference interpreter (Tile IR evaluated in float64) on the same d
 and compare every output (--target=sim:ARCH: run it in the GPU simulator instead).
 
 Inputs (in and inout tensors) are uniform in [-1, 1) rounded to their element type
-(integers: [-8, 8] but never 0, unsigned [1, 15]; bool: 0 or 1); out tensors start as
+(integers: [-8, 8] but never 0, unsigned [1, 15], or --int-range; bool: 0 or 1); out
+tensors start as
 0xff bytes (NaN in every float format), so elements the kernel never writes fail the
 comparison. Sizes come from --size; a size used only as a stride may be left out (it
 is then the row-major stride). Scalars come from --scalar, else 1 (1.0, true).
@@ -69,7 +70,7 @@ std::string parse_assignment(const std::string& option, const std::string& item,
 int run_command(int argc, char** argv, const std::string& default_stdlib) {
     CLI::App app{kRunDescription, "tilec run"};
     RunOptions o;
-    std::vector<std::string> sizes, scalars, defines;
+    std::vector<std::string> sizes, scalars, int_ranges, defines;
     // NaN: not given (the per-dtype defaults apply).
     double rtol = std::nan(""), atol = std::nan("");
     bool no_reference = false;
@@ -86,6 +87,11 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
                    "Scalar arguments, e.g. --scalar eps=1e-5 (repeatable; default 1, 1.0 or true)")
         ->delimiter(',')
         ->type_name("NAME=VALUE,...");
+    app.add_option("--int-range", int_ranges,
+                   "Integer input NAME uniform in [LO, HI] instead of [-8, 8] \\ {0}, e.g.\n"
+                   "--int-range block_table=0:5,cache_seqlens=1:300 (index tensors; repeatable)")
+        ->delimiter(',')
+        ->type_name("NAME=LO:HI,...");
     app.add_option("--seed", o.seed, "Seed of the random inputs (default 1)")->type_name("N");
     app.add_option("--repeat", o.repeat, "Runs of the compiled kernel; the best time is reported (default 3)")
         ->type_name("N");
@@ -162,6 +168,14 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
             return 1;
         }
         o.scalars.emplace_back(name, value);
+    }
+    for (auto& item : int_ranges) {
+        std::string name, value, err = parse_assignment("--int-range", item, name, value);
+        if (!err.empty()) {
+            std::cerr << "tilec: error: " << err << "\n";
+            return 1;
+        }
+        o.int_ranges.emplace_back(name, value);
     }
     for (auto& d : defines) {
         auto eq = d.find('=');
