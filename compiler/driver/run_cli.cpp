@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <iostream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "driver/run.h"
 #include "driver/subcommand_cli.h"
@@ -161,21 +164,17 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
         }
         o.sizes.emplace_back(name, v);
     }
-    for (auto& item : scalars) {
-        std::string name, value, err = parse_assignment("--scalar", item, name, value);
-        if (!err.empty()) {
-            std::cerr << "tilec: error: " << err << "\n";
-            return 1;
+    // NAME=VALUE items, kept as text (checked against the export later).
+    for (auto [option, items, out] : {std::tuple{"--scalar", &scalars, &o.scalars},
+                                      std::tuple{"--int-range", &int_ranges, &o.int_ranges}}) {
+        for (auto& item : *items) {
+            std::string name, value, err = parse_assignment(option, item, name, value);
+            if (!err.empty()) {
+                std::cerr << "tilec: error: " << err << "\n";
+                return 1;
+            }
+            out->emplace_back(name, value);
         }
-        o.scalars.emplace_back(name, value);
-    }
-    for (auto& item : int_ranges) {
-        std::string name, value, err = parse_assignment("--int-range", item, name, value);
-        if (!err.empty()) {
-            std::cerr << "tilec: error: " << err << "\n";
-            return 1;
-        }
-        o.int_ranges.emplace_back(name, value);
     }
     for (auto& d : defines) {
         auto eq = d.find('=');
