@@ -43,15 +43,15 @@ if [[ "$mode" != run ]]; then
         [[ $k == mla_decode ]] && only=(--export mla_decode_f16 --export mla_decode_bf16 --export mla_decode_h16_f16)
         "$tilec" "stdlib/kernels/$k.tile" --target=host,sm_80,sm_90a --cpu=x86-64-v2 -o "$out/$k.o" ${only[@]+"${only[@]}"}
     done
-    echo "== tilec mla_decode.tile _sm90 exports (host, sm_90a): two stages, 226 KiB of shared memory"
-    "$tilec" stdlib/kernels/mla_decode.tile --target=host,sm_90a --cpu=x86-64-v2 -o "$out/mla_decode_sm90.o" \
-        --export mla_decode_f16_sm90 --export mla_decode_bf16_sm90
+    echo "== tilec mla_decode.tile _sm90a exports (host, sm_90a): two stages, 226 KiB of shared memory"
+    "$tilec" stdlib/kernels/mla_decode.tile --target=host,sm_90a --cpu=x86-64-v2 -o "$out/mla_decode_sm90a.o" \
+        --export mla_decode_f16_sm90a --export mla_decode_bf16_sm90a
     echo "== tilec tools/bench/gemm_sweep.tile (host, sm_90a): tile-shape variants for --sweep"
     "$tilec" tools/bench/gemm_sweep.tile --target=host,sm_90a --cpu=x86-64-v2 -o "$out/gemm_sweep.o"
     grep -o 'sweep_[0-9a-z_]*_cuda' "$out/gemm_sweep.h" | sed 's/_cuda$//' | sort -u >"$out/gemm_sweep.txt"
     cp -L "$runtime" "$out/libtile_runtime.so.0"
     # shellcheck disable=SC2016  # $ORIGIN is for the dynamic linker, not the shell
-    "${CC:-cc}" -shared -o "$lib" "$out/gemm.o" "$out/softmax.o" "$out/flash_attn.o" "$out/mla_decode.o" "$out/mla_decode_sm90.o" \
+    "${CC:-cc}" -shared -o "$lib" "$out/gemm.o" "$out/softmax.o" "$out/flash_attn.o" "$out/mla_decode.o" "$out/mla_decode_sm90a.o" \
         "$out/gemm_sweep.o" "$out/libtile_runtime.so.0" -Wl,-rpath,'$ORIGIN' -lm
     cp tools/bench/gpu_bench.py "$out/"
     echo "== built $lib"

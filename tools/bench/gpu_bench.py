@@ -188,10 +188,10 @@ def main():
     # against [kv_c, k_pe] with kv_c as the values, the tokens past the length masked (the
     # gather is part of torch's time, as the kernel reads through the table).
     H, DV, DPE, PAGE = 128, 512, 64, 64
-    # _sm90: two stages (226 KiB of shared memory), sm_90 only; _h16: 16 heads a block.
+    # _sm90a: two stages (226 KiB of shared memory), sm_90a only; _h16: 16 heads a block.
     mla_variants = [("f16", h, 2e-2), ("bf16", torch.bfloat16, 3e-2), ("h16_f16", h, 2e-2)]
     if dev.major == 9:
-        mla_variants += [("f16_sm90", h, 2e-2), ("bf16_sm90", torch.bfloat16, 3e-2)]
+        mla_variants += [("f16_sm90a", h, 2e-2), ("bf16_sm90a", torch.bfloat16, 3e-2)]
     for tname, dt, bound in mla_variants:
         mla = entry(f"mla_decode_{tname}_cuda", P, P, P, P, P, P, P, I64, I64, I64, I64, F32)
         for (Bn, S) in ([(2, 256)] if args.quick else [(64, 4096), (132, 1024)]):
