@@ -797,6 +797,44 @@ int run_kernel(const RunOptions& options) {
         for (size_t i = 0; i < size_params.size(); ++i) by_var[size_params[i]->var.get()] = size_values[i];
         if (!check_entry_sizes(f, by_var, known, diags)) return 1;
     }
+    // --int-range: integer inputs drawn from [LO, HI] instead (index tensors).
+    std::map<std::string, std::pair<int64_t, int64_t>> int_ranges;
+    for (auto& [name, text] : options.int_ranges) {
+        const ir::BufferNode* buf = nullptr;
+        std::vector<std::string> int_inputs;
+        for (auto* p : tensor_params) {
+            const auto& b = *p->buffer;
+            bool int_input = b.access != ir::Access::Out && !b.dtype.is_float() && !b.dtype.is_bool();
+            if (int_input) int_inputs.push_back(b.name);
+            if (b.name == name) buf = p->buffer.get();
+        }
+        std::string what = "--int-range " + name + "=" + text + ": ";
+        if (!buf || buf->access == ir::Access::Out || buf->dtype.is_float() || buf->dtype.is_bool())
+            return option_error(what + f.name + " has no integer input tensor " + name +
+                                (int_inputs.empty() ? " (it takes none)" : " (its integer inputs: " + join(int_inputs) + ")"));
+        if (int_ranges.count(name)) return option_error("--int-range " + name + " is given twice");
+        auto colon = text.find(':');
+        int64_t lo = 0, hi = 0;
+        bool ok = colon != std::string::npos;
+        if (ok) {
+            try {
+                size_t u1 = 0, u2 = 0;
+                std::string a = text.substr(0, colon), b = text.substr(colon + 1);
+                lo = std::stoll(a, &u1, 10);
+                hi = std::stoll(b, &u2, 10);
+                ok = u1 == a.size() && u2 == b.size();
+            } catch (...) {
+                ok = false;
+            }
+        }
+        if (!ok) return option_error(what + "expected LO:HI, two integers, e.g. " + name + "=0:7");
+        if (lo > hi) return option_error(what + "LO is above HI");
+        if (lo < buf->dtype.min_value() || hi > buf->dtype.max_value())
+            return option_error(what + "outside the range of " + buf->dtype.str() + " [" +
+                                std::to_string(buf->dtype.min_value()) + ", " + std::to_string(buf->dtype.max_value()) +
+                                "]");
+        int_ranges[name] = {lo, hi};
+    }
     std::vector<BoundTensor> tensors;
     SplitMix64 rng(options.seed);
     for (auto* p : tensor_params) {
@@ -840,7 +878,10 @@ int run_kernel(const RunOptions& options) {
         t.host.dtype = buf.dtype;
         t.host.access = buf.access;
         t.host.allocate(shape, strides);
-        if (buf.access != ir::Access::Out) t.host.fill_random(rng);
+        if (auto r = int_ranges.find(buf.name); r != int_ranges.end())
+            t.host.fill_random_ints(rng, r->second.first, r->second.second);
+        else if (buf.access != ir::Access::Out)
+            t.host.fill_random(rng);
         tensors.push_back(std::move(t));
     }
 

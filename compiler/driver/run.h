@@ -14,6 +14,9 @@ struct RunOptions {
     std::string kernel;  // the export's symbol; "" = the only export of the file
     std::vector<std::pair<std::string, int64_t>> sizes;        // --size M=300,N=200
     std::vector<std::pair<std::string, std::string>> scalars;  // --scalar eps=1e-5
+    // --int-range NAME=LO:HI: integer input NAME uniform in [LO, HI] (0 included), for
+    // index tensors (a block table, sequence lengths) that must stay in range.
+    std::vector<std::pair<std::string, std::string>> int_ranges;
     std::vector<std::pair<std::string, std::string>> defines;  // -D BM=64
     std::vector<std::string> include_dirs;
     std::string stdlib_dir;

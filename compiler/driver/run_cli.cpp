@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <iostream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "driver/run.h"
 #include "driver/subcommand_cli.h"
@@ -16,7 +19,8 @@ data, run the reference interpreter (Tile IR evaluated in float64) on the same d
 and compare every output (--target=sim:ARCH: run it in the GPU simulator instead).
 
 Inputs (in and inout tensors) are uniform in [-1, 1) rounded to their element type
-(integers: [-8, 8] but never 0, unsigned [1, 15]; bool: 0 or 1); out tensors start as
+(integers: [-8, 8] but never 0, unsigned [1, 15], or --int-range; bool: 0 or 1); out
+tensors start as
 0xff bytes (NaN in every float format), so elements the kernel never writes fail the
 comparison. Sizes come from --size; a size used only as a stride may be left out (it
 is then the row-major stride). Scalars come from --scalar, else 1 (1.0, true).
@@ -69,7 +73,7 @@ std::string parse_assignment(const std::string& option, const std::string& item,
 int run_command(int argc, char** argv, const std::string& default_stdlib) {
     CLI::App app{kRunDescription, "tilec run"};
     RunOptions o;
-    std::vector<std::string> sizes, scalars, defines;
+    std::vector<std::string> sizes, scalars, int_ranges, defines;
     // NaN: not given (the per-dtype defaults apply).
     double rtol = std::nan(""), atol = std::nan("");
     bool no_reference = false;
@@ -86,6 +90,11 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
                    "Scalar arguments, e.g. --scalar eps=1e-5 (repeatable; default 1, 1.0 or true)")
         ->delimiter(',')
         ->type_name("NAME=VALUE,...");
+    app.add_option("--int-range", int_ranges,
+                   "Integer input NAME uniform in [LO, HI] instead of [-8, 8] \\ {0}, e.g.\n"
+                   "--int-range block_table=0:5,cache_seqlens=1:300 (index tensors; repeatable)")
+        ->delimiter(',')
+        ->type_name("NAME=LO:HI,...");
     app.add_option("--seed", o.seed, "Seed of the random inputs (default 1)")->type_name("N");
     app.add_option("--repeat", o.repeat, "Runs of the compiled kernel; the best time is reported (default 3)")
         ->type_name("N");
@@ -155,13 +164,17 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
         }
         o.sizes.emplace_back(name, v);
     }
-    for (auto& item : scalars) {
-        std::string name, value, err = parse_assignment("--scalar", item, name, value);
-        if (!err.empty()) {
-            std::cerr << "tilec: error: " << err << "\n";
-            return 1;
+    // NAME=VALUE items, kept as text (checked against the export later).
+    for (auto [option, items, out] : {std::tuple{"--scalar", &scalars, &o.scalars},
+                                      std::tuple{"--int-range", &int_ranges, &o.int_ranges}}) {
+        for (auto& item : *items) {
+            std::string name, value, err = parse_assignment(option, item, name, value);
+            if (!err.empty()) {
+                std::cerr << "tilec: error: " << err << "\n";
+                return 1;
+            }
+            out->emplace_back(name, value);
         }
-        o.scalars.emplace_back(name, value);
     }
     for (auto& d : defines) {
         auto eq = d.find('=');

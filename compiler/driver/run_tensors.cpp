@@ -26,7 +26,8 @@ double SplitMix64::uniform(double lo, double hi) {
 }
 
 int64_t SplitMix64::integer(int64_t lo, int64_t hi) {
-    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
+    uint64_t n = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;  // 0: all of int64
+    return static_cast<int64_t>(static_cast<uint64_t>(lo) + (n == 0 ? next() : next() % n));
 }
 
 namespace {
@@ -154,6 +155,10 @@ void HostTensor::fill_random(SplitMix64& rng) {
             set_int(off, v >= 0 ? v + 1 : v);
         }
     }
+}
+
+void HostTensor::fill_random_ints(SplitMix64& rng, int64_t lo, int64_t hi) {
+    for (int64_t off = 0; off < span; ++off) set_int(off, rng.integer(lo, hi));
 }
 
 void HostTensor::poison() {

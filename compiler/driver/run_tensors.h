@@ -55,6 +55,9 @@ struct HostTensor {
     // [-1, 1) rounded to the type; integers uniform in [-8, 8] (signed; i4 [-8, 7]) or
     // [1, 15] (unsigned), never 0 (so dividing by an input cannot trap); bool 0 or 1.
     void fill_random(SplitMix64& rng);
+    // Every element of the span uniform in [lo, hi] (an integer tensor; tilec run
+    // --int-range).
+    void fill_random_ints(SplitMix64& rng, int64_t lo, int64_t hi);
     // 0xff bytes: NaN in every float format, -1 / the maximum in integer formats.
     void poison();
     // The element's bits are the poison (for an `out` tensor: never written, since no

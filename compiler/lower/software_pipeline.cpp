@@ -62,8 +62,10 @@
 // the kernel).
 //
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
-// the loop variable, lets at the top of the body (pure index arithmetic) and values
-// defined outside the loop, and no other statement of the body writes a filled buffer.
+// the loop variable, lets at the top of the body (index arithmetic, which may read
+// `in` tensors: a page number from a block table, as their values never change, so the
+// fill of a later iteration reads them again under its own guard) and values defined
+// outside the loop, and no other statement of the body writes a filled buffer.
 // Anything else runs in order (a serial loop), as does a loop without fills.
 #include <algorithm>
 #include <optional>
@@ -85,6 +87,19 @@ bool has_load(const Expr& e) {
     struct V : IRVisitor {
         bool found = false;
         void visit_load(const LoadNode*) override { found = true; }
+    } v;
+    v.visit(e);
+    return v.found;
+}
+
+// A load of anything but a global `in` tensor (whose elements no thread writes).
+bool has_mutable_load(const Expr& e) {
+    struct V : IRVisitor {
+        bool found = false;
+        void visit_load(const LoadNode* op) override {
+            found |= op->buffer->scope != Scope::Global || op->buffer->access != Access::In;
+            IRVisitor::visit_load(op);
+        }
     } v;
     v.visit(e);
     return v.found;
@@ -191,11 +206,11 @@ private:
     std::optional<Stmt> pipeline(const ForNode& loop, const Stmt& body) {
         const int64_t S = loop.stages;
         if (S < 2) return std::nullopt;
-        // The lets at the top: index arithmetic the fills may use.
+        // The lets at the top: index arithmetic the fills may use (reading `in` tensors).
         std::vector<std::pair<Var, Expr>> lets;
         Stmt rest = body;
         while (auto* l = rest->as<LetStmtNode>()) {
-            if (has_load(l->value)) break;
+            if (has_mutable_load(l->value)) break;
             lets.emplace_back(l->var, l->value);
             rest = l->body;
         }
@@ -360,14 +375,24 @@ private:
         };
         // The statements as iteration `iter` runs them, on its stage of every filled
         // buffer. The fills (no lets) see the lets' values inlined: they run at another
-        // iteration than the lets'.
+        // iteration than the lets'. A let that reads memory stays a let (fresh), so the
+        // fill reads it once.
         auto at_iteration = [&](const std::vector<Stmt>& stmts, const Expr& iter, bool with_lets) {
             Stmt seq = make_seq(stmts, loop.loc);
             if (!with_lets) {
                 VarMap map;
                 map[loop.var.get()] = iter;
-                for (auto& [v, e] : lets) map[v.get()] = substitute(e, map);
-                seq = with_fresh_binders(substitute(seq, map));
+                std::vector<std::pair<Var, Expr>> reads;
+                for (auto& [v, e] : lets) {
+                    Expr value = substitute(e, map);
+                    if (has_load(value))
+                        reads.emplace_back(v, value);
+                    else
+                        map[v.get()] = value;
+                }
+                seq = substitute(seq, map);
+                for (size_t k = reads.size(); k-- > 0;) seq = make_let(reads[k].first, reads[k].second, seq, loop.loc);
+                seq = with_fresh_binders(seq);
             }
             Restage rs;
             rs.stage_of = &stage_of;

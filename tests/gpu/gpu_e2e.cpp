@@ -25,6 +25,7 @@
 // (tests/gpu/CMakeLists.txt), which builds its object and defines TILE_GPU_E2E_HAS_<file>.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -63,6 +64,9 @@
 #endif
 #ifdef TILE_GPU_E2E_HAS_gemm_splitk
 #include "gpu_gemm_splitk.h"
+#endif
+#ifdef TILE_GPU_E2E_HAS_mla_decode
+#include "gpu_mla_decode.h"
 #endif
 #ifdef TILE_GPU_E2E_HAS_flash_attn
 #include "gpu_flash_attn.h"
@@ -319,6 +323,9 @@ struct TensorSpec {
     const char* elements;
     bool fixed_f32 = false;  // f32 whatever the case's dtype (gemm_splitk's C)
     bool fixed_e5m2 = false;  // f8e5m2 whatever the case's dtype (an fp8 gemm's mixed B)
+    // An i32 index tensor whatever the case's dtype, uniform in [0, this product of sizes
+    // and integers - 1]: MLA's block table (page numbers below NP) and sequence lengths.
+    const char* index_below = nullptr;
 };
 
 // How the outputs may differ: within `ulps` units of the output dtype's eps, relative to
@@ -423,6 +430,16 @@ const Family kAttention128 = {{{"Q", Role::In, "B*H*S*128"}, {"K", Role::In, "B*
 const Family kAttention64 = {{{"Q", Role::In, "B*H*S*64"}, {"K", Role::In, "B*H*S*64"},
                               {"V", Role::In, "B*H*S*64"}, {"O", Role::Out, "B*H*S*64"}},
                              {"B", "H", "S"}, {0.125}, kAttentionShapes, kDot};
+// MLA decode (DV = 512, DPE = 64, pages of 64): B, H, NP pages in the cache, MP pages a
+// sequence; the block table draws pages at random (batches may share them) and the
+// lengths from [0, MP * 64 - 1] (0: an empty sequence, output 0).
+const Family kMlaDecode = {{{"q_nope", Role::In, "B*H*512"}, {"q_pe", Role::In, "B*H*64"},
+                            {"kv_c", Role::In, "NP*64*512"}, {"k_pe", Role::In, "NP*64*64"},
+                            {"block_table", Role::In, "B*MP", false, false, "NP"},
+                            {"cache_seqlens", Role::In, "B", false, false, "MP*64"},
+                            {"o", Role::Out, "B*H*512"}},
+                           {"B", "H", "NP", "MP"}, {0.04166666666666666}, {{1, 1, 1, 1}, {2, 20, 6, 3}, {3, 128, 10, 4}},
+                           kDot};
 
 const std::vector<Case>& cases() {
     static const std::vector<Case> all = {
@@ -490,6 +507,12 @@ const std::vector<Case>& cases() {
         CASE(rmsnorm_bf16_row, BF16, kRmsnorm),
         CASE(layernorm_f32_row, F32, kLayernorm),
         CASE(cumsum_carry_f32, F32, kScanRows),
+#endif
+#ifdef TILE_GPU_E2E_HAS_mla_decode
+        CASE(mla_decode_f16, F16, kMlaDecode),
+        CASE(mla_decode_bf16, BF16, kMlaDecode),
+        CASE(mla_decode_h16_f16, F16, kMlaDecode),
+        CASE(mla_decode_h16_bf16, BF16, kMlaDecode),
 #endif
 #ifdef TILE_GPU_E2E_HAS_flash_attn
         CASE(attn_fwd, F16, kAttention128),
@@ -560,15 +583,24 @@ bool run_shape(const Case& c, const std::vector<int64_t>& shape, std::mt19937_64
     for (size_t i = 0; i < n; ++i) {
         const TensorSpec& t = f.tensors[i];
         const bool f8 = c.dtype == DType::F8E4M3 || c.dtype == DType::F8E5M2;
-        types[i] = t.fixed_f32                              ? DType::F32
+        types[i] = t.index_below                            ? DType::I32
+                   : t.fixed_f32                            ? DType::F32
                    : t.fixed_e5m2                           ? DType::F8E5M2
                    : c.dtype == DType::I8 && t.role != Role::In ? DType::I32
                    : f8 && t.role != Role::In               ? DType::F32
                                                              : c.dtype;
         counts[i] = element_count(t.elements, f, shape);
         host[i].assign(static_cast<size_t>(counts[i]) * dtype_bytes(types[i]), 0xff);  // poison: NaN
-        if (t.role != Role::Out)
+        if (t.index_below) {
+            std::uniform_int_distribution<int32_t> index(
+                0, static_cast<int32_t>(std::max<int64_t>(1, element_count(t.index_below, f, shape)) - 1));
+            for (int64_t e = 0; e < counts[i]; ++e) {
+                int32_t x = index(rng);
+                std::memcpy(host[i].data() + 4 * e, &x, 4);
+            }
+        } else if (t.role != Role::Out) {
             for (int64_t e = 0; e < counts[i]; ++e) store(host[i], types[i], static_cast<size_t>(e), uniform(rng));
+        }
         cpu[i] = host[i];
         device.push_back(std::make_unique<DeviceBuffer>(host[i].size()));
         if (!host[i].empty() && !check_cuda(driver.cuMemcpyHtoD(device[i]->ptr, host[i].data(), host[i].size()),

@@ -181,6 +181,48 @@ def main():
                 flops = 4.0 * Bn * H * S * S * D * (0.5 if causal else 1.0)
                 case(f"{name} B={Bn} H={H} S={S} D={D}", run, ref, flops, "TFLOP/s", 2e-2)
 
+    # MLA decode (DeepSeek-V2/V3: 128 heads, latent 512 + rope 64, pages of 64 tokens),
+    # mla_decode_T_cuda(stream, q_nope, q_pe, kv_c, k_pe, block_table, cache_seqlens, o, B, H,
+    # NP, MP, scale), ragged lengths in [S/2, S], pages shuffled over the cache. torch:
+    # gather each sequence's pages through the block table, then SDPA of [q_nope, q_pe]
+    # against [kv_c, k_pe] with kv_c as the values, the tokens past the length masked (the
+    # gather is part of torch's time, as the kernel reads through the table).
+    H, DV, DPE, PAGE = 128, 512, 64, 64
+    # _sm90a: two stages (226 KiB of shared memory), sm_90a only; _h16: 16 heads a block.
+    mla_variants = [("f16", h, 2e-2), ("bf16", torch.bfloat16, 3e-2), ("h16_f16", h, 2e-2)]
+    if dev.major == 9:
+        mla_variants += [("f16_sm90a", h, 2e-2), ("bf16_sm90a", torch.bfloat16, 3e-2)]
+    for tname, dt, bound in mla_variants:
+        mla = entry(f"mla_decode_{tname}_cuda", P, P, P, P, P, P, P, I64, I64, I64, I64, F32)
+        for (Bn, S) in ([(2, 256)] if args.quick else [(64, 4096), (132, 1024)]):
+            MP = S // PAGE
+            NP = Bn * MP
+            qn = torch.randn(Bn, H, DV, device="cuda", dtype=dt)
+            qp = torch.randn(Bn, H, DPE, device="cuda", dtype=dt)
+            kv = torch.randn(NP, PAGE, DV, device="cuda", dtype=dt)
+            kp = torch.randn(NP, PAGE, DPE, device="cuda", dtype=dt)
+            table = torch.randperm(NP, device="cuda", dtype=torch.int32).reshape(Bn, MP)
+            lens = torch.randint(S // 2, S + 1, (Bn,), device="cuda", dtype=torch.int32)
+            o = torch.empty(Bn, H, DV, device="cuda", dtype=dt)
+            scale = 1.0 / math.sqrt(DV + DPE)
+            run = lambda s, qn=qn, qp=qp, kv=kv, kp=kp, table=table, lens=lens, o=o, Bn=Bn, NP=NP, MP=MP, scale=scale, mla=mla: mla(
+                s, qn.data_ptr(), qp.data_ptr(), kv.data_ptr(), kp.data_ptr(), table.data_ptr(), lens.data_ptr(),
+                o.data_ptr(), Bn, H, NP, MP, scale)
+            run.out = o
+
+            def ref(qn=qn, qp=qp, kv=kv, kp=kp, table=table, lens=lens, Bn=Bn, MP=MP, scale=scale):
+                v = kv[table.long()].reshape(Bn, 1, MP * PAGE, DV)           # [B, 1, S, DV]
+                k = torch.cat([v, kp[table.long()].reshape(Bn, 1, MP * PAGE, DPE)], dim=-1)
+                q = torch.cat([qn, qp], dim=-1).unsqueeze(2)                   # [B, H, 1, DV + DPE]
+                keep = (torch.arange(MP * PAGE, device="cuda")[None, :] < lens[:, None].long())
+                out = F.scaled_dot_product_attention(q, k.expand(Bn, H, -1, -1), v.expand(Bn, H, -1, -1),
+                                                     attn_mask=keep[:, None, None, :], scale=scale)
+                return out.squeeze(2)
+
+            tokens = lens.sum().item()
+            flops = 2.0 * H * tokens * (DV + DPE + DV)
+            case(f"mla_decode_{tname} B={Bn} H={H} S<={S} page={PAGE}", run, ref, flops, "TFLOP/s", bound)
+
     print(f"gpu bench: {'FAILED ' + str(failed) if failed else 'done'}")
     return 1 if failed else 0
 
