@@ -464,15 +464,20 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         return nullptr;
     }
     if (s.name == "warp_specialize") {
-        // sm_90a's producer / consumer warp roles for pipelined GEMM loops (on by default
-        // where they apply; lower/software_pipeline.cpp).
-        bool given = s.args.size() == 1 && s.args[0].value->kind == ast::ExprKind::Bool;
-        std::string v = given ? (s.args[0].value->bool_value ? "true" : "false") : "";
-        if (s.args.size() > 1 || (s.args.size() == 1 && !given)) {
+        // sm_90a's producer / consumer warp roles for pipelined wgmma loops (on by default
+        // where they apply; lower/software_pipeline.cpp). The argument is any
+        // compile-time boolean, so an export can choose through a template parameter.
+        if (s.args.size() > 1) {
             diags_.error(s.range, "@warp_specialize takes true or false: @warp_specialize(false)");
             return nullptr;
         }
-        attrs_.emplace_back("warp_specialize", v == "false" ? "false" : "true");
+        bool on = true;
+        if (s.args.size() == 1) {
+            auto v = expect_const_bool(*s.args[0].value, "the @warp_specialize argument");
+            if (!v) return nullptr;
+            on = *v;
+        }
+        attrs_.emplace_back("warp_specialize", on ? "true" : "false");
         return nullptr;
     }
     if (s.name == "layout") {

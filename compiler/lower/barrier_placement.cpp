@@ -26,7 +26,8 @@
 // of uniform control flow. A thread-dependent `if` or loop bound (anything depending on
 // the thread index, e.g. bounds masks, replica and leader guards, or on a register that
 // differs between threads, e.g. a fragment's value) is one indivisible unit: the
-// barrier goes before the whole unit.
+// barrier goes before the whole unit. A warp-role split (software-pipeline) is the
+// exception: its consumers' branch is walked as the block's own code, the producer's not.
 // A uniform `if` or loop whose body conflicts with what is pending before it gets the
 // barrier before it (once, not per iteration or per branch). Uniform `if`s walk both
 // branches from the same pending set and join their results. A uniform loop walks its
@@ -204,10 +205,18 @@ private:
         } while (v.changed);
     }
 
+    // software-pipeline's warp roles: `if (thread.x >= T) { producer } else { consumers }`,
+    // the block's T threads all consumers here (split-warp-roles adds the producer
+    // warpgroup later and makes the consumers' barriers named barriers of T threads).
+    static bool role_split(const Stmt& s) {
+        auto* i = s->kind == StmtKind::If ? s->as<IfNode>() : nullptr;
+        return i && is_warp_role_split(*i);
+    }
+
     // Statements inside which no barrier may go: the unit is placed around as a whole.
     bool indivisible(const Stmt& s) const {
         switch (s->kind) {
-        case StmtKind::If: return thread_dependent(s->as<IfNode>()->cond);
+        case StmtKind::If: return !role_split(s) && thread_dependent(s->as<IfNode>()->cond);
         case StmtKind::For: {
             // A parallel loop's registers (thread_lower.cpp): a barrier inside could only
             // order one iteration after another, a race the simulator should report.
@@ -600,6 +609,13 @@ private:
         }
         case StmtKind::If: {
             auto* i = s->as<IfNode>();
+            if (role_split(s)) {
+                // The consumers' branch is the block's uniform code; the producer's TMA
+                // issues are ordered with it by the mbarrier rings, not by barriers (the
+                // simulator checks those), and hold none.
+                walk(i->else_case, p);
+                return;
+            }
             std::vector<const MemAccess*> accs;
             collect(i->cond, accs);
             arrive(s, accs, p);
@@ -682,6 +698,7 @@ private:
         }
         case StmtKind::If: {
             auto* i = s->as<IfNode>();
+            if (role_split(s)) return make_if(i->cond, rewrite(i->then_case, false), rewrite(i->else_case, uniform), s->loc);
             return make_if(i->cond, rewrite(i->then_case, uniform), rewrite(i->else_case, uniform), s->loc);
         }
         case StmtKind::LetStmt: {
