@@ -120,6 +120,17 @@ def main():
             case(f"gemm_{tname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s",
                  1e-2 if tname == "f16" else 2e-2)
 
+    # The linear layer's shape: C = X @ W^T with W stored [N, K] (gemm_f16_nt_cuda; on
+    # sm_90a its transposed operand is a TMA box in memory order, with the warp roles).
+    gemm_nt = entry("gemm_f16_nt_cuda", P, P, P, I64, I64, I64)
+    for (M, N, K) in gemm_sizes[:2]:
+        X = torch.randn(M, K, device="cuda", dtype=h)
+        W = torch.randn(N, K, device="cuda", dtype=h)
+        C = torch.empty(M, N, device="cuda", dtype=h)
+        run = lambda s, X=X, W=W, C=C, M=M, N=N, K=K: gemm_nt(s, X.data_ptr(), W.data_ptr(), C.data_ptr(), M, K, N)
+        run.out = C
+        case(f"gemm_f16_nt {M}x{N}x{K}", run, lambda X=X, W=W: X @ W.t(), 2.0 * M * N * K, "TFLOP/s", 1e-2)
+
     # GEMM fp8 e4m3 -> f32, C = A @ B^T with B stored [N, K] (gemm_f8e4m3_nt_cuda), next to
     # cuBLASLt's fp8 GEMM through torch._scaled_mm (unit scales; it wants B column-major,
     # which B[N, K].t() is). Where this torch has no fp32 output for it, bf16 output.
@@ -165,21 +176,25 @@ def main():
 
     # Flash attention f16 forward, [B, H, S, D] (attn_fwd[_causal][_d64]_cuda(stream, Q, K, V, O,
     # B, H, S, scale)) at issue 11's B = 8, H = 16, S = 4096, D = 64 and 128, causal and not.
-    for D in (64, 128):
-        for causal in (False, True):
-            name = "attn_fwd" + ("_causal" if causal else "") + ("_d64" if D == 64 else "")
-            attn = entry(name + "_cuda", P, P, P, P, I64, I64, I64, F32)
-            for (Bn, H, S) in ([(1, 4, 512)] if args.quick else [(8, 16, 4096)]):
-                q, k, v = (torch.randn(Bn, H, S, D, device="cuda", dtype=h) for _ in range(3))
-                o = torch.empty_like(q)
-                scale = 1.0 / math.sqrt(D)
-                run = lambda s, q=q, k=k, v=v, o=o, Bn=Bn, H=H, S=S, scale=scale, attn=attn: attn(
-                    s, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), Bn, H, S, scale)
-                run.out = o
-                ref = lambda q=q, k=k, v=v, scale=scale, causal=causal: F.scaled_dot_product_attention(
-                    q, k, v, is_causal=causal, scale=scale)
-                flops = 4.0 * Bn * H * S * S * D * (0.5 if causal else 1.0)
-                case(f"{name} B={Bn} H={H} S={S} D={D}", run, ref, flops, "TFLOP/s", 2e-2)
+    # With --sweep, also tools/bench/gemm_sweep.tile's attn_nows[_d64]: the same kernels
+    # without sm_90a's warp roles (one warpgroup issuing the TMA copies and the wgmma).
+    attn_cases = [(D, causal, "attn_fwd" + ("_causal" if causal else "") + ("_d64" if D == 64 else ""))
+                  for D in (64, 128) for causal in (False, True)]
+    if args.sweep:
+        attn_cases += [(128, False, "attn_nows"), (64, False, "attn_nows_d64")]
+    for D, causal, name in attn_cases:
+        attn = entry(name + "_cuda", P, P, P, P, I64, I64, I64, F32)
+        for (Bn, H, S) in ([(1, 4, 512)] if args.quick else [(8, 16, 4096)]):
+            q, k, v = (torch.randn(Bn, H, S, D, device="cuda", dtype=h) for _ in range(3))
+            o = torch.empty_like(q)
+            scale = 1.0 / math.sqrt(D)
+            run = lambda s, q=q, k=k, v=v, o=o, Bn=Bn, H=H, S=S, scale=scale, attn=attn: attn(
+                s, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), Bn, H, S, scale)
+            run.out = o
+            ref = lambda q=q, k=k, v=v, scale=scale, causal=causal: F.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, scale=scale)
+            flops = 4.0 * Bn * H * S * S * D * (0.5 if causal else 1.0)
+            case(f"{name} B={Bn} H={H} S={S} D={D}", run, ref, flops, "TFLOP/s", 2e-2)
 
     # MLA decode (DeepSeek-V2/V3: 128 heads, latent 512 + rope 64, pages of 64 tokens),
     # mla_decode_T_cuda(stream, q_nope, q_pe, kv_c, k_pe, block_table, cache_seqlens, o, B, H,
