@@ -2,8 +2,8 @@
 # tools/bench/compile.sh: the compile-time rows of issue 15's table, timed with this
 # build's tilec: gemm.tile -> sm_90a cubins (all exports, and one export alone), gemm.tile
 # as one fat object (host, sm_80, sm_90a, gfx942), flash_attn.tile as one fat object.
-# Each row: wall time and wall per export, at -j1 and -jN (N = the cores), medians of
-# RUNS runs; then, per row, the stage split from one `--time-passes` run at -j1 (work
+# Each row: wall time and wall per export at -j1, the CPU time of the -j1 runs, and
+# wall time and per export at -jN (N = the cores), medians of RUNS runs; then, per row, the stage split from one `--time-passes` run at -j1 (work
 # per stage summed over targets and exports). A benchmark that prints figures: it never
 # fails on a time. Timings on a shared machine are noisy; run it when the machine is quiet.
 #
@@ -36,18 +36,26 @@ trap 'rm -rf "$out"' EXIT
 gemm="$root/stdlib/kernels/gemm.tile"
 attn="$root/stdlib/kernels/flash_attn.tile"
 
-# median_wall JOBS ARGS...: the median wall time in seconds of RUNS runs of tilec ARGS -jJOBS.
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m }'
+}
+
+# median_wall JOBS ARGS...: "WALL CPU", the median wall time and the median CPU time
+# (user + system of tilec and the ptxas / ld.lld it waits for, by /usr/bin/time) in
+# seconds of RUNS runs of tilec ARGS -jJOBS. On a shared machine the CPU time is the
+# steadier figure: other processes' time slices stretch the wall time, not it.
 median_wall() {
   local j="$1"; shift
-  local times=()
+  local walls=() cpus=()
   for ((r = 0; r < runs; r++)); do
-    local t0 t1
+    local t0 t1 cpu
     t0="$(date +%s.%N)"
-    "$tilec" "$@" -j "$j" >/dev/null
+    cpu="$(/usr/bin/time -f '%U %S' "$tilec" "$@" -j "$j" 2>&1 >/dev/null | tail -1)"
     t1="$(date +%s.%N)"
-    times+=("$(echo "$t1 - $t0" | bc -l)")
+    walls+=("$(echo "$t1 - $t0" | bc -l)")
+    cpus+=("$(echo "$cpu" | awk '{ printf "%.3f", $1 + $2 }')")
   done
-  printf '%s\n' "${times[@]}" | sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m }'
+  echo "$(printf '%s\n' "${walls[@]}" | median) $(printf '%s\n' "${cpus[@]}" | median)"
 }
 
 # stage_split ARGS...: one -j1 --time-passes run, its tables summed per stage over targets.
@@ -71,11 +79,12 @@ stage_split() {
 # row NAME EXPORTS GOAL ARGS...: one line of the table, then its stage split.
 row() {
   local name="$1" exports="$2" goal="$3"; shift 3
-  local w1 wn
-  w1="$(median_wall 1 "$@")"
-  wn="$(median_wall "$jobs" "$@")"
-  printf '| %-48s | %7s s | %7s s | %7s s | %7s s | %-36s |\n' "$name" "$w1" \
-    "$(echo "$w1 / $exports" | bc -l | xargs printf '%.3f')" "$wn" \
+  local w1 c1 wn cn
+  read -r w1 c1 <<<"$(median_wall 1 "$@")"
+  read -r wn cn <<<"$(median_wall "$jobs" "$@")"
+  printf '| %-48s | %7s s | %7s s | %7s s | %7s s | %7s s | %7s s | %-36s |\n' "$name" "$w1" \
+    "$(echo "$w1 / $exports" | bc -l | xargs printf '%.3f')" "$c1" \
+    "$(echo "$c1 / $exports" | bc -l | xargs printf '%.3f')" "$wn" \
     "$(echo "$wn / $exports" | bc -l | xargs printf '%.3f')" "$goal"
   stage_split "$@"
 }
@@ -83,16 +92,21 @@ row() {
 echo "tilec compile time: $tilec"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
      "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); medians of $runs run(s); -jN = -j$jobs"
-printf '| %-48s | %9s | %9s | %9s | %9s | %-36s |\n' "work" "-j1 wall" "-j1 /exp" "-j$jobs wall" "-j$jobs /exp" "goal (issue 15)"
-printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "-----------" "-----------" "-----------" "-----------" "$(printf -- '-%.0s' {1..38})"
-row "gemm.tile (10 exports) -> sm_90a cubins" 10 "<= 0.15 s per export" \
+printf '| %-48s | %9s | %9s | %9s | %9s | %9s | %9s | %-36s |\n' "work" "-j1 wall" "-j1 /exp" "-j1 cpu" "cpu /exp" \
+  "-j$jobs wall" "-j$jobs /exp" "goal (issue 15)"
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "-----------" "-----------" "-----------" \
+  "-----------" "-----------" "-----------" "$(printf -- '-%.0s' {1..38})"
+# Per-export figures divide by the exports each file has today (counted, not assumed).
+n_gemm="$(grep -c '^export ' "$gemm")"
+n_attn="$(grep -c '^export ' "$attn")"
+row "gemm.tile ($n_gemm exports) -> sm_90a cubins" "$n_gemm" "<= 0.15 s per export" \
   "$gemm" --target=sm_90a --emit=cubin -o "$out/gemm.cubin"
 row "gemm.tile, one export (gemm_f16) -> sm_90a" 1 "<= 0.3 s" \
   "$gemm" --export gemm_f16 --target=sm_90a --emit=cubin -o "$out/gemm1.cubin"
-row "gemm.tile fat object (host,sm_80,sm_90a,gfx942)" 10 "<= 0.6 s per export on one core" \
+row "gemm.tile fat object (host,sm_80,sm_90a,gfx942)" "$n_gemm" "<= 0.6 s per export on one core" \
   "$gemm" --target=host,sm_80,sm_90a,gfx942 -o "$out/gemm.o"
 if [[ $quick -eq 0 ]]; then
-  row "flash_attn.tile fat object (6 exports)" 6 "<= 2 s per export" \
+  row "flash_attn.tile fat object ($n_attn exports)" "$n_attn" "<= 2 s per export" \
     "$attn" --target=host,sm_80,sm_90a,gfx942 -o "$out/attn.o"
 fi
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
