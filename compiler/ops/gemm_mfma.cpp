@@ -17,6 +17,7 @@ namespace {
 std::optional<target::ElemType> matrix_elem(DataType t) {
     if (t.kind == TypeKind::Float && t.bits == 16) return target::ElemType::F16;
     if (t.kind == TypeKind::BFloat) return target::ElemType::BF16;
+    if (t == DataType::i8()) return target::ElemType::S8;
     return std::nullopt;
 }
 
@@ -27,9 +28,12 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
     const int64_t wave = t.warp_size;
     if (!t.is_amd() || threads % wave != 0) return std::nullopt;
-    if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != DataType::f32()) return std::nullopt;
     auto ab = matrix_elem(A->dtype);
     if (!ab) return std::nullopt;
+    // f16 / bf16 into f32; i8 into i32 (MFMA only: RDNA3's iu8 WMMA is not modelled).
+    const bool i8 = *ab == target::ElemType::S8;
+    if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != (i8 ? DataType::i32() : DataType::f32()))
+        return std::nullopt;
     for (const Buffer& X : {A, B})
         if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
     auto sa = const_shape(A->shape), sb = const_shape(B->shape);
@@ -38,10 +42,13 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
     const int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
     // The shapes the simulator models (sim/wave_mfma.h), in the target's order.
-    for (const target::MmaShape* s : target::mma_shapes(t, *ab, *ab, target::ElemType::F32)) {
+    const target::ElemType acc = i8 ? target::ElemType::S32 : target::ElemType::F32;
+    for (const target::MmaShape* s : target::mma_shapes(t, *ab, *ab, acc)) {
         const bool wmma = s->op == target::MatrixOp::Wmma;
         if (s->op != target::MatrixOp::Mfma && !wmma) continue;
-        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16
+        // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a lane).
+        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16 && !i8
+                              : i8 ? wave == 64 && s->m * s->k >= 256 && s->m * s->k <= 512
                                    : wave == 64 && ((s->m == 32 && s->k == 8) || (s->m == 16 && s->k == 16));
         if (!modelled || !s->has_n(s->m) || k % s->k != 0) continue;
         auto split = warp_split(m, n, threads / wave, policy, s->m, s->m);
