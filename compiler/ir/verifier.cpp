@@ -520,7 +520,7 @@ private:
             // f16 / bf16 into f32: 32x32x8, 16x16x16 (WMMA 16x16x16); i8 into i32 (MFMA):
             // 32x32x8, 16x16x16 (CDNA2), 32x32x16, 16x16x32 (CDNA3).
             const DataType t = op->src.empty() ? DataType::f32() : op->src[0]->type;
-            const bool i8 = t == DataType::i8() && !wmma;
+            const bool i8 = t == DataType::i8();
             const bool shape_ok =
                 wmma ? mnk == std::vector<int64_t>{16, 16, 16}
                      : mnk == std::vector<int64_t>{32, 32, 8} || mnk == std::vector<int64_t>{16, 16, 16} ||
@@ -528,11 +528,11 @@ private:
             if (!shape_ok)
                 return error(op->loc, name + ": only " + (wmma ? "16x16x16" : "32x32x8 and 16x16x16 (i8 also 32x32x16 and 16x16x32)") +
                                           " are modelled");
-            const size_t ab = wmma ? 16 : static_cast<size_t>(mnk[0] * mnk[2] / 64),
+            const size_t ab = wmma ? 16 : static_cast<size_t>(mnk[0] * mnk[2] / 64),  // i8 WMMA: 16 too
                          cd = static_cast<size_t>(mnk[0] * mnk[1] / (wmma ? 32 : 64));
             if (!counts(3, cd, 2 * ab + cd)) return;
             if (!((t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat || i8))
-                error(op->loc, name + ": A and B are f16, bf16 or (MFMA) i8");
+                error(op->loc, name + ": A and B are f16, bf16 or i8");
             for (size_t i = 0; i < 2 * ab; ++i)
                 if (op->src[i]->type != t) error(op->loc, name + ": A and B elements of one type");
             const DataType acc = i8 ? DataType::i32() : DataType::f32();

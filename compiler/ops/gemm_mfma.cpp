@@ -30,7 +30,7 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     if (!t.is_amd() || threads % wave != 0) return std::nullopt;
     auto ab = matrix_elem(A->dtype);
     if (!ab) return std::nullopt;
-    // f16 / bf16 into f32; i8 into i32 (MFMA only: RDNA3's iu8 WMMA is not modelled).
+    // f16 / bf16 into f32; i8 into i32 (RDNA3: iu8 WMMA with both operands signed).
     const bool i8 = *ab == target::ElemType::S8;
     if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != (i8 ? DataType::i32() : DataType::f32()))
         return std::nullopt;
@@ -47,7 +47,7 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
         const bool wmma = s->op == target::MatrixOp::Wmma;
         if (s->op != target::MatrixOp::Mfma && !wmma) continue;
         // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a lane).
-        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16 && !i8
+        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16
                               : i8 ? wave == 64 && s->m * s->k >= 256 && s->m * s->k <= 512
                                    : wave == 64 && ((s->m == 32 && s->k == 8) || (s->m == 16 && s->k == 16));
         if (!modelled || !s->has_n(s->m) || k % s->k != 0) continue;

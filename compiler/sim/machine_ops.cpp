@@ -597,7 +597,9 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
     const bool i8 = ab.kind == TypeKind::Int && ab.bits == 8;
     std::optional<isa::AmdMatrixShape> i8_shape =
         i8 ? isa::amd_matrix_i8_shape(static_cast<int>(op->imm.at(0)), static_cast<int>(op->imm.at(2))) : std::nullopt;
-    if (i8 && (wmma || !i8_shape)) fatal(loc, std::string(machine_op_name(op->op)) + " of i8 in this shape is not simulated");
+    if (i8 && wmma) i8_shape = op->imm == std::vector<int64_t>{16, 16, 16} ? std::optional(isa::AmdMatrixShape::Wmma16x16x16I8)
+                                                                          : std::nullopt;
+    if (i8 && !i8_shape) fatal(loc, std::string(machine_op_name(op->op)) + " of i8 in this shape is not simulated");
     const isa::AmdMatrixShape shape = i8_shape              ? *i8_shape
                                       : wmma                ? isa::AmdMatrixShape::Wmma16x16x16
                                       : op->imm.at(0) == 32 ? isa::AmdMatrixShape::Mfma32x32x8

@@ -17,6 +17,7 @@ AmdMatrixInfo amd_matrix_info(AmdMatrixShape shape) {
     case AmdMatrixShape::Mfma16x16x16I8: return {16, 16, 16, 64, 1, 1, 4};
     case AmdMatrixShape::Mfma32x32x16I8: return {32, 32, 16, 64, 2, 2, 16};
     case AmdMatrixShape::Mfma16x16x32I8: return {16, 16, 32, 64, 2, 2, 4};
+    case AmdMatrixShape::Wmma16x16x16I8: return {16, 16, 16, 32, 4, 4, 8};
     }
     return {};
 }
@@ -33,7 +34,8 @@ namespace {
 
 bool is_i8(AmdMatrixShape shape) {
     return shape == AmdMatrixShape::Mfma32x32x8I8 || shape == AmdMatrixShape::Mfma16x16x16I8 ||
-           shape == AmdMatrixShape::Mfma32x32x16I8 || shape == AmdMatrixShape::Mfma16x16x32I8;
+           shape == AmdMatrixShape::Mfma32x32x16I8 || shape == AmdMatrixShape::Mfma16x16x32I8 ||
+           shape == AmdMatrixShape::Wmma16x16x16I8;
 }
 
 // Elements of A (and of B) per lane: 2 per GPR for 16-bit types, 4 for i8.
@@ -48,7 +50,8 @@ AmdMatCoord amd_matrix_a_coord(AmdMatrixShape shape, int lane, int e) {
     switch (shape) {
     case AmdMatrixShape::Mfma32x32x8: return {lane % 32, 4 * (lane / 32) + e};
     case AmdMatrixShape::Mfma16x16x16: return {lane % 16, 4 * (lane / 16) + e};
-    case AmdMatrixShape::Wmma16x16x16: return {lane % 16, e};
+    case AmdMatrixShape::Wmma16x16x16:
+    case AmdMatrixShape::Wmma16x16x16I8: return {lane % 16, e};
     case AmdMatrixShape::Mfma32x32x8I8:
     case AmdMatrixShape::Mfma32x32x16I8: return {lane % 32, ab_elements(shape) * (lane / 32) + e};
     case AmdMatrixShape::Mfma16x16x16I8:
@@ -66,7 +69,8 @@ AmdMatCoord amd_matrix_c_coord(AmdMatrixShape shape, int lane, int g) {
     switch (shape) {
     case AmdMatrixShape::Mfma32x32x8: return {8 * (g / 4) + 4 * (lane / 32) + g % 4, lane % 32};
     case AmdMatrixShape::Mfma16x16x16: return {4 * (lane / 16) + g % 4, lane % 16};
-    case AmdMatrixShape::Wmma16x16x16: return {2 * g + lane / 16, lane % 16};
+    case AmdMatrixShape::Wmma16x16x16:
+    case AmdMatrixShape::Wmma16x16x16I8: return {2 * g + lane / 16, lane % 16};
     case AmdMatrixShape::Mfma32x32x8I8:
     case AmdMatrixShape::Mfma32x32x16I8: return amd_matrix_c_coord(AmdMatrixShape::Mfma32x32x8, lane, g);
     case AmdMatrixShape::Mfma16x16x16I8:
@@ -87,7 +91,7 @@ AmdMatrixResult check_lanes(AmdMatrixShape shape, std::span<const AmdMatrixLane>
         if (lane.exited) r.issues.push_back({AmdMatrixProblem::LaneExited, l});
         else if (!lane.executes) r.issues.push_back({AmdMatrixProblem::LaneNotExecuting, l});
     }
-    if (shape == AmdMatrixShape::Wmma16x16x16)
+    if (shape == AmdMatrixShape::Wmma16x16x16 || shape == AmdMatrixShape::Wmma16x16x16I8)
         for (int l = 16; l < 32; ++l) {
             const AmdMatrixLane &hi = lanes[static_cast<size_t>(l)], &lo = lanes[static_cast<size_t>(l - 16)];
             if (hi.a != lo.a || hi.b != lo.b) r.issues.push_back({AmdMatrixProblem::WmmaReplicaDiffers, l});

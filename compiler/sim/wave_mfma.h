@@ -29,8 +29,12 @@
 //     A i = l % 32, k = p * (l / 32) + 4g + b;   B j = l % 32, k likewise;  C/D as 32x32x8
 //  v_mfma_i32_16x16x16i8 (CDNA2; 1 GPR) and v_mfma_i32_16x16x32_i8 (CDNA3; 2 GPRs):
 //     A i = l % 16, k = p * (l / 16) + 4g + b;   B likewise;  C/D as 16x16x16
-//  (calculator, CDNA2 / CDNA3, "Register to matrix element mapping with no modifiers";
-//  C and D are int32 there.)
+//  v_wmma_i32_16x16x16_iu8 wave32 (A: 4 GPRs, B: 4, C/D: 8): A i = l % 16, k = 4g + b
+//     (lanes l and l + 16 the same), C/D as the f32 WMMA. "IU8": each operand signed or
+//     unsigned by an instruction bit (the calculator: "NEG bits supported"); tilec's i8
+//     is signed, and the model reads signed bytes.
+//  (calculator, CDNA2 / CDNA3 / RDNA3, "Register to matrix element mapping with no
+//  modifiers"; C and D are int32 there.)
 //  v_wmma_f32_16x16x16 wave32 (A: 8 GPRs, B: 8, C/D: 8)
 //     A i = l % 16, k = 2g + h (lanes l and l + 16 hold the same A row); B likewise
 //     C/D i = 2g + l / 16, j = l % 16
@@ -63,6 +67,9 @@ enum class AmdMatrixShape : uint8_t {
     Mfma16x16x16I8,
     Mfma32x32x16I8,
     Mfma16x16x32I8,
+    // RDNA3's v_wmma_i32_16x16x16_iu8 in wave32 with both operands signed: A and B 4 GPRs
+    // (16 bytes, the whole K), lanes l and l + 16 the same row; C/D as the f32 WMMA's.
+    Wmma16x16x16I8,
 };
 enum class AmdMatrixAb : uint8_t { F16, Bf16, I8 };
 // The i8 shape of an M x N x K MFMA (M = 32 or 16), or nullopt.

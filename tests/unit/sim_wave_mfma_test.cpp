@@ -45,13 +45,17 @@ std::vector<Place> table_ab(AmdMatrixShape s, int i, int k) {
     case AmdMatrixShape::Mfma32x32x16I8: return {{(k / 4) % 2, k % 4, 32 * (k / 8) + i}};
     // CDNA3 V_MFMA_I32_16X16X32_I8 A[i][k] GPR: (floor(k / 4) % 2).[...], Lane: 16 * floor(k / 8) + i
     case AmdMatrixShape::Mfma16x16x32I8: return {{(k / 4) % 2, k % 4, 16 * (k / 8) + i}};
+    // RDNA3 V_WMMA_I32_16X16X16_IU8 wave32 A[i][k] GPR: floor(k / 4).[8*(k % 4)+7 : 8*(k % 4)],
+    // Lane: i and i+16
+    case AmdMatrixShape::Wmma16x16x16I8: return {{k / 4, k % 4, i}, {k / 4, k % 4, i + 16}};
     }
     return {};
 }
 // Elements of A / B per GPR: 16-bit halves, or i8 bytes.
 int per_gpr(AmdMatrixShape s) {
     return s == AmdMatrixShape::Mfma32x32x8I8 || s == AmdMatrixShape::Mfma16x16x16I8 ||
-                   s == AmdMatrixShape::Mfma32x32x16I8 || s == AmdMatrixShape::Mfma16x16x32I8
+                   s == AmdMatrixShape::Mfma32x32x16I8 || s == AmdMatrixShape::Mfma16x16x32I8 ||
+                   s == AmdMatrixShape::Wmma16x16x16I8
                ? 4
                : 2;
 }
@@ -62,7 +66,9 @@ Place table_cd(AmdMatrixShape s, int i, int j) {
     // C or D[i][j] GPR: (i % 4), Lane: 16 * floor(i / 4) + j
     case AmdMatrixShape::Mfma16x16x16: return {i % 4, 0, 16 * (i / 4) + j};
     // RDNA3 wave32 C or D[i][j] GPR: floor(i / 2), Lane: ((16 * i) % 32) + j
-    case AmdMatrixShape::Wmma16x16x16: return {i / 2, 0, (16 * i) % 32 + j};
+    case AmdMatrixShape::Wmma16x16x16:
+    // (V_WMMA_I32_16X16X16_IU8 wave32: "C or D[i][j] GPR: floor(i / 2), Lane: ((16 * i) % 32) + j".)
+    case AmdMatrixShape::Wmma16x16x16I8: return {i / 2, 0, (16 * i) % 32 + j};
     // The i8 ones: V_MFMA_I32_32X32X8I8 and _32X32X16_I8 "C or D[i][j] GPR: 4 * floor(i / 8) +
     // (i % 4), Lane: (32 * floor(i / 4)) % 64 + j"; _16X16X16I8 and _16X16X32_I8 "GPR: (i % 4),
     // Lane: 16 * floor(i / 4) + j".
@@ -75,7 +81,8 @@ Place table_cd(AmdMatrixShape s, int i, int j) {
 }
 
 const AmdMatrixShape kI8Shapes[] = {AmdMatrixShape::Mfma32x32x8I8, AmdMatrixShape::Mfma16x16x16I8,
-                                    AmdMatrixShape::Mfma32x32x16I8, AmdMatrixShape::Mfma16x16x32I8};
+                                    AmdMatrixShape::Mfma32x32x16I8, AmdMatrixShape::Mfma16x16x32I8,
+                                    AmdMatrixShape::Wmma16x16x16I8};
 
 const AmdMatrixShape kShapes[] = {AmdMatrixShape::Mfma32x32x8, AmdMatrixShape::Mfma16x16x16,
                                   AmdMatrixShape::Wmma16x16x16};
@@ -207,11 +214,12 @@ TEST_CASE("wave mfma: a lane that does not take part, and differing WMMA copies,
 // V_MFMA_I32_32X32X16_I8 / 16X16X32_I8, from the calculator's tables above.
 TEST_CASE("wave mfma i8: register counts of the calculator's 'Register usage'", "[sim][mfma]") {
     // CDNA2 32x32x8i8: A 1, B 1, C 16; 16x16x16i8: 1, 1, 4; CDNA3 32x32x16_i8: 2, 2, 16;
-    // 16x16x32_i8: 2, 2, 4.
-    const int want[4][3] = {{1, 1, 16}, {1, 1, 4}, {2, 2, 16}, {2, 2, 4}};
-    for (int n = 0; n < 4; ++n) {
+    // 16x16x32_i8: 2, 2, 4; RDNA3 V_WMMA_I32_16X16X16_IU8 "Wave32 register usage": 4, 4, 8.
+    const int want[5][4] = {{1, 1, 16, 64}, {1, 1, 4, 64}, {2, 2, 16, 64}, {2, 2, 4, 64}, {4, 4, 8, 32}};
+    for (int n = 0; n < 5; ++n) {
         auto info = amd_matrix_info(kI8Shapes[n]);
-        CHECK((info.a_regs == want[n][0] && info.b_regs == want[n][1] && info.c_regs == want[n][2] && info.wave == 64));
+        CHECK((info.a_regs == want[n][0] && info.b_regs == want[n][1] && info.c_regs == want[n][2] &&
+               info.wave == want[n][3]));
     }
     CHECK(amd_matrix_i8_shape(32, 16) == AmdMatrixShape::Mfma32x32x16I8);
     CHECK(amd_matrix_i8_shape(16, 16) == AmdMatrixShape::Mfma16x16x16I8);
@@ -232,9 +240,10 @@ TEST_CASE("wave mfma i8: D = A * B + C in int32 (signed bytes, the calculator's 
         std::vector<AmdMatrixLane> lanes(static_cast<size_t>(info.wave));
         for (int i = 0; i < info.m; ++i)
             for (int k = 0; k < info.k; ++k) {
-                Place p = table_ab(s, i, k).at(0);
-                lanes[p.lane].a[p.gpr] |= uint32_t(uint8_t(int8_t(A[i * info.k + k]))) << (8 * p.half);
-                lanes[p.lane].b[p.gpr] |= uint32_t(uint8_t(int8_t(B[k * info.n + i]))) << (8 * p.half);
+                for (const Place& p : table_ab(s, i, k)) {
+                    lanes[p.lane].a[p.gpr] |= uint32_t(uint8_t(int8_t(A[i * info.k + k]))) << (8 * p.half);
+                    lanes[p.lane].b[p.gpr] |= uint32_t(uint8_t(int8_t(B[k * info.n + i]))) << (8 * p.half);
+                }
             }
         for (int i = 0; i < info.m; ++i)
             for (int j = 0; j < info.n; ++j) {
