@@ -65,7 +65,15 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
 std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
     if (x.scope != Scope::Shared || !k_last || plan.wmma) return std::nullopt;
     auto s = const_shape(x.shape);
-    if (!s || s->size() != 2 || (*s)[1] * x.dtype.bits > 64 * 8) return std::nullopt;
+    if (!s || s->size() != 2) return std::nullopt;
+    const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+    if (row_bytes > 64) {
+        // 16 bytes of padding a row: a row of 128 * n bytes starts one bank quad after the
+        // previous one, so 8 rows at one K chunk sit in 8 quads, and a lane's K runs stay
+        // at immediate offsets from its row's address (no per-step XOR to keep live).
+        if (row_bytes % 128 != 0 || 128 % x.dtype.bits != 0) return std::nullopt;
+        return layout::Layout::padded(*s, 128 / x.dtype.bits);
+    }
     auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
     return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
 }
