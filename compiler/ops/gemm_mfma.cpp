@@ -78,6 +78,13 @@ std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_las
     return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
 }
 
+int64_t amd_stage_pad(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
+    auto s = const_shape(x.shape);
+    if (!k_last || plan.wmma || !s || s->size() != 2 || 128 % x.dtype.bits != 0) return 0;
+    const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+    return row_bytes % 32 == 0 ? 128 / x.dtype.bits : 0;
+}
+
 Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buffer& a, const Buffer& b,
                            LowerContext& lc) {
     SourceLoc loc = g.loc;

@@ -50,6 +50,11 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target
 // gfx942); a padded row is read at immediate offsets from one address. The stdlib
 // gemms' BK = 32 tiles (64-byte rows) take the swizzle.
 std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
+// The padding (elements a row) of the LDS copy of a fragment operand (flash attention's
+// p in p @ v): 16 bytes where its rows run along K on MFMA and are a multiple of 32
+// bytes, so that the rows a ds_read_b128 lane group reads start an odd number of
+// 16-byte chunks apart and fall in 8 bank quads; else 0.
+int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
 
 // c (+)= op(a) @ op(b) with `a` and `b` whole shared tiles (the operands, or their shared
 // copies), c's registers laid out as plan.c: per `pack` k-steps of atom_k, each wave
