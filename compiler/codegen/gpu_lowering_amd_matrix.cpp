@@ -2,7 +2,10 @@
 // llvm.amdgcn.mfma.* / llvm.amdgcn.wmma.* intrinsics the AMDGPU backend selects to
 // v_mfma_* / v_wmma_*: the lane's A and B elements as one vector each (<N x half>, or
 // bf16 as <N x i16>, element e at index e: the calculator's half e % 2 of GPR e / 2),
-// C as <N x float>, the MFMA's cbsz / abid / blgp broadcast controls 0 (no broadcast).
+// C as <N x float>, the MFMA's cbsz / abid / blgp broadcast controls 0 (no broadcast);
+// i8 into i32: the lane's 4 (CDNA2) or 8 (CDNA3) bytes as one i32 / i64, byte e at bits
+// [8e+7 : 8e], C as <N x i32>; RDNA3's iu8 WMMA: 16 bytes as <4 x i32>, both operands
+// marked signed.
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "codegen/gpu_lowering.h"
@@ -14,7 +17,9 @@ void GpuLowering::amd_matrix_op(const ir::MachineOpNode& m) {
     const bool wmma = m.op == ir::MachineOp::Wmma;
     const DataType ab = m.src.at(0)->type;
     const bool bf16 = ab.kind == ir::TypeKind::BFloat;
-    const unsigned per = wmma ? 16 : 4, cd = static_cast<unsigned>(m.dst.size());
+    const unsigned cd = static_cast<unsigned>(m.dst.size());
+    if (ab == DataType::i8()) return amd_matrix_i8(m, cd);
+    const unsigned per = wmma ? 16 : 4;
     llvm::Type* half = bf16 ? static_cast<llvm::Type*>(b_.getInt16Ty()) : storage_type(ab);
     auto* ab_type = llvm::FixedVectorType::get(half, per);
     auto* cd_type = llvm::FixedVectorType::get(b_.getFloatTy(), cd);
@@ -44,6 +49,39 @@ void GpuLowering::amd_matrix_op(const ir::MachineOpNode& m) {
                               : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16);
         d = b_.CreateIntrinsic(id, {}, {a, b, c, b_.getInt32(0), b_.getInt32(0), b_.getInt32(0)});
     }
+    for (unsigned g = 0; g < cd; ++g) store_element(m.dst.at(g), b_.CreateExtractElement(d, uint64_t(g)));
+}
+
+void GpuLowering::amd_matrix_i8(const ir::MachineOpNode& m, unsigned cd) {
+    const int64_t atom = m.imm.at(0), k = m.imm.at(2);
+    const bool wmma = m.op == ir::MachineOp::Wmma;
+    const unsigned per = wmma ? 16 : static_cast<unsigned>(atom * k / 64);  // bytes a lane
+    auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), per);
+    llvm::Type* ab_type = wmma ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt32Ty(), 4))
+                               : b_.getIntNTy(8 * per);
+    auto* cd_type = llvm::FixedVectorType::get(b_.getInt32Ty(), cd);
+    auto operand = [&](size_t first) {
+        llvm::Value* v = llvm::PoisonValue::get(bytes);
+        for (unsigned i = 0; i < per; ++i)
+            v = b_.CreateInsertElement(v, to_storage(expr(m.src.at(first + i)), DataType::i8()), uint64_t(i));
+        return b_.CreateBitCast(v, ab_type);
+    };
+    llvm::Value* c = llvm::PoisonValue::get(cd_type);
+    for (unsigned g = 0; g < cd; ++g) c = b_.CreateInsertElement(c, expr(m.src.at(2 * per + g)), uint64_t(g));
+    if (wmma) {
+        llvm::Value* d = b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_wmma_i32_16x16x16_iu8, {cd_type, ab_type},
+                                            {b_.getTrue(), operand(0), b_.getTrue(), operand(per), c, b_.getFalse()});
+        for (unsigned g = 0; g < cd; ++g) store_element(m.dst.at(g), b_.CreateExtractElement(d, uint64_t(g)));
+        return;
+    }
+    llvm::Intrinsic::ID id;
+    if (atom == 32 && k == 8) id = llvm::Intrinsic::amdgcn_mfma_i32_32x32x8i8;
+    else if (atom == 16 && k == 16) id = llvm::Intrinsic::amdgcn_mfma_i32_16x16x16i8;
+    else if (atom == 32 && k == 16) id = llvm::Intrinsic::amdgcn_mfma_i32_32x32x16_i8;
+    else if (atom == 16 && k == 32) id = llvm::Intrinsic::amdgcn_mfma_i32_16x16x32_i8;
+    else TILEC_ICE(who_ + ": no i8 MFMA of shape " + std::to_string(atom) + "x" + std::to_string(atom) + "x" +
+                   std::to_string(k));
+    llvm::Value* d = b_.CreateIntrinsic(id, {}, {operand(0), operand(per), c, b_.getInt32(0), b_.getInt32(0), b_.getInt32(0)});
     for (unsigned g = 0; g < cd; ++g) store_element(m.dst.at(g), b_.CreateExtractElement(d, uint64_t(g)));
 }
 

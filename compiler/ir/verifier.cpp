@@ -523,20 +523,29 @@ private:
         case MachineOp::Wmma: {
             const bool wmma = op->op == MachineOp::Wmma;
             const std::vector<int64_t> mnk = op->imm;
-            if (wmma ? mnk != std::vector<int64_t>{16, 16, 16}
-                     : mnk != std::vector<int64_t>{32, 32, 8} && mnk != std::vector<int64_t>{16, 16, 16})
-                return error(op->loc, name + ": only " + (wmma ? "16x16x16" : "32x32x8 and 16x16x16") + " are modelled");
-            const size_t ab = wmma ? 16 : 4, cd = static_cast<size_t>(mnk[0] * mnk[1] / (wmma ? 32 : 64));
+            // f16 / bf16 into f32: 32x32x8, 16x16x16 (WMMA 16x16x16); i8 into i32 (MFMA):
+            // 32x32x8, 16x16x16 (CDNA2), 32x32x16, 16x16x32 (CDNA3).
+            const DataType t = op->src.empty() ? DataType::f32() : op->src[0]->type;
+            const bool i8 = t == DataType::i8();
+            const bool shape_ok =
+                wmma ? mnk == std::vector<int64_t>{16, 16, 16}
+                     : mnk == std::vector<int64_t>{32, 32, 8} || mnk == std::vector<int64_t>{16, 16, 16} ||
+                           (i8 && (mnk == std::vector<int64_t>{32, 32, 16} || mnk == std::vector<int64_t>{16, 16, 32}));
+            if (!shape_ok)
+                return error(op->loc, name + ": only " + (wmma ? "16x16x16" : "32x32x8 and 16x16x16 (i8 also 32x32x16 and 16x16x32)") +
+                                          " are modelled");
+            const size_t ab = wmma ? 16 : static_cast<size_t>(mnk[0] * mnk[2] / 64),  // i8 WMMA: 16 too
+                         cd = static_cast<size_t>(mnk[0] * mnk[1] / (wmma ? 32 : 64));
             if (!counts(3, cd, 2 * ab + cd)) return;
-            const DataType t = op->src[0]->type;
-            if (!((t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat))
-                error(op->loc, name + ": A and B are f16 or bf16");
+            if (!((t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat || i8))
+                error(op->loc, name + ": A and B are f16, bf16 or i8");
             for (size_t i = 0; i < 2 * ab; ++i)
                 if (op->src[i]->type != t) error(op->loc, name + ": A and B elements of one type");
+            const DataType acc = i8 ? DataType::i32() : DataType::f32();
             for (size_t i = 0; i < cd; ++i)
-                if (op->src[2 * ab + i]->type != DataType::f32() || op->dst[i]->type != DataType::f32() ||
+                if (op->src[2 * ab + i]->type != acc || op->dst[i]->type != acc ||
                     scope_of(op->dst[i]) != Scope::Register)
-                    error(op->loc, name + ": C and D are f32, D in registers");
+                    error(op->loc, name + ": C and D are f32 (i32 for i8), D in registers");
             return;
         }
         }

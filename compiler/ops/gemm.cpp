@@ -155,11 +155,14 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         unsupported(loc, "gemm of part of a buffer");
     std::vector<Buffer> staged;
     std::vector<Stmt> stores;
-    auto stage = [&](const Buffer& op) -> Buffer {
+    // pad: elements added to each row of the copy (never written or read).
+    auto stage = [&](const Buffer& op, int64_t pad = 0) -> Buffer {
         if (op->scope == Scope::Shared) return op;
         if (op->scope != Scope::Fragment) unsupported(loc, "gemm of a " + std::string(scope_name(op->scope)) + " operand");
         const LowerContext::Registers& fi = lc.registers(op);
-        Buffer copy = make_buffer(op->name + "_stage", op->dtype, op->shape, Scope::Shared, loc);
+        std::vector<Expr> shape = op->shape;
+        if (pad) shape.back() = make_int(*as_const_int(shape.back()) + pad);  // amd_stage_pad: constant shapes
+        Buffer copy = make_buffer(op->name + "_stage", op->dtype, shape, Scope::Shared, loc);
         stores.push_back(lc.register_loop(fi.frag, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
             return guard_replica(rep, make_store(copy, coord, make_load(fi.regs, {r}, loc), loc));
         }));
@@ -182,10 +185,12 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         for (auto& b : staged) out = make_allocate(b, out, loc);
         return out;
     };
-    // AMD's matrix cores (a fragment operand staged through LDS).
+    // AMD's matrix cores (a fragment operand staged through LDS, its rows padded as
+    // amd_operand_layout pads a shared tile's where they run along K).
     if (auto amd = plan_amd_matrix(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
         amd && lc.registers(cb).frag.same_slots(amd->c)) {
-        Buffer ab = stage(g.a.buffer), bb = stage(g.b.buffer);
+        Buffer ab = stage(g.a.buffer, amd_stage_pad(*g.a.buffer, !g.trans_a, *amd)),
+               bb = stage(g.b.buffer, amd_stage_pad(*g.b.buffer, g.trans_b, *amd));
         Stmt out = lower_gemm_amd_matrix(g, *amd, ab, bb, lc);
         if (g.clear) out = make_seq({zero_c(), out}, loc);
         return finish(out);

@@ -17,6 +17,7 @@ namespace {
 std::optional<target::ElemType> matrix_elem(DataType t) {
     if (t.kind == TypeKind::Float && t.bits == 16) return target::ElemType::F16;
     if (t.kind == TypeKind::BFloat) return target::ElemType::BF16;
+    if (t == DataType::i8()) return target::ElemType::S8;
     return std::nullopt;
 }
 
@@ -27,9 +28,12 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
     const int64_t wave = t.warp_size;
     if (!t.is_amd() || threads % wave != 0) return std::nullopt;
-    if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != DataType::f32()) return std::nullopt;
     auto ab = matrix_elem(A->dtype);
     if (!ab) return std::nullopt;
+    // f16 / bf16 into f32; i8 into i32 (RDNA3: iu8 WMMA with both operands signed).
+    const bool i8 = *ab == target::ElemType::S8;
+    if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != (i8 ? DataType::i32() : DataType::f32()))
+        return std::nullopt;
     for (const Buffer& X : {A, B})
         if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
     auto sa = const_shape(A->shape), sb = const_shape(B->shape);
@@ -38,10 +42,13 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
     const int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
     // The shapes the simulator models (sim/wave_mfma.h), in the target's order.
-    for (const target::MmaShape* s : target::mma_shapes(t, *ab, *ab, target::ElemType::F32)) {
+    const target::ElemType acc = i8 ? target::ElemType::S32 : target::ElemType::F32;
+    for (const target::MmaShape* s : target::mma_shapes(t, *ab, *ab, acc)) {
         const bool wmma = s->op == target::MatrixOp::Wmma;
         if (s->op != target::MatrixOp::Mfma && !wmma) continue;
+        // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a lane).
         const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16
+                              : i8 ? wave == 64 && s->m * s->k >= 256 && s->m * s->k <= 512
                                    : wave == 64 && ((s->m == 32 && s->k == 8) || (s->m == 16 && s->k == 16));
         if (!modelled || !s->has_n(s->m) || k % s->k != 0) continue;
         auto split = warp_split(m, n, threads / wave, policy, s->m, s->m);
@@ -58,9 +65,24 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
 std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
     if (x.scope != Scope::Shared || !k_last || plan.wmma) return std::nullopt;
     auto s = const_shape(x.shape);
-    if (!s || s->size() != 2 || (*s)[1] * x.dtype.bits > 64 * 8) return std::nullopt;
+    if (!s || s->size() != 2) return std::nullopt;
+    const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+    if (row_bytes > 64) {
+        // 16 bytes of padding a row: a row of 128 * n bytes starts one bank quad after the
+        // previous one, so 8 rows at one K chunk sit in 8 quads, and a lane's K runs stay
+        // at immediate offsets from its row's address (no per-step XOR to keep live).
+        if (row_bytes % 128 != 0 || 128 % x.dtype.bits != 0) return std::nullopt;
+        return layout::Layout::padded(*s, 128 / x.dtype.bits);
+    }
     auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
     return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
+}
+
+int64_t amd_stage_pad(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
+    auto s = const_shape(x.shape);
+    if (!k_last || plan.wmma || !s || s->size() != 2 || 128 % x.dtype.bits != 0) return 0;
+    const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+    return row_bytes % 32 == 0 ? 128 / x.dtype.bits : 0;
 }
 
 Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buffer& a, const Buffer& b,

@@ -43,12 +43,18 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target
 // stores along the row stay conflict-free too. A tile whose rows run along M or N is
 // read 2 bytes a lane, 32 consecutive elements of one row per half wave: conflict-free
 // row-major. WMMA (RDNA3, whose LDS the simulator does not model per lane group) keeps
-// row-major tiles, and so do rows wider than 64 bytes (flash attention's q and k, D = 64
-// or 128): flash attention sits at CDNA's 512-register limit, and the swizzled
-// addresses of those tiles made it spill (attn_fwd_causal 68 bytes on gfx942,
-// attn_fwd_d64 60 bytes on gfx90a, where main spills none). The stdlib gemms' BK = 32
-// tiles (64-byte rows) take it.
+// row-major tiles. Rows wider than 64 bytes (flash attention's q and k, D = 64 or 128)
+// are padded by 16 bytes instead (Layout::padded, rows of a multiple of 128 bytes): the
+// XOR swizzle put each k-step's chunk at a lane-dependent address, and flash attention,
+// at CDNA's 512-register limit, spilled keeping them (attn_fwd_causal 68 bytes on
+// gfx942); a padded row is read at immediate offsets from one address. The stdlib
+// gemms' BK = 32 tiles (64-byte rows) take the swizzle.
 std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
+// The padding (elements a row) of the LDS copy of a fragment operand (flash attention's
+// p in p @ v): 16 bytes where its rows run along K on MFMA and are a multiple of 32
+// bytes, so that the rows a ds_read_b128 lane group reads start an odd number of
+// 16-byte chunks apart and fall in 8 bank quads; else 0.
+int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
 
 // c (+)= op(a) @ op(b) with `a` and `b` whole shared tiles (the operands, or their shared
 // copies), c's registers laid out as plan.c: per `pack` k-steps of atom_k, each wave

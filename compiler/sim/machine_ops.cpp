@@ -588,18 +588,27 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
 }
 
 // MFMA / WMMA: each lane's A and B elements packed two to a 32-bit GPR (element e in
-// half e % 2 of GPR e / 2), C's f32 elements one per GPR, the wave's GPRs run through the
+// half e % 2 of GPR e / 2; i8: four, byte e % 4 of GPR e / 4), C's f32 (i32) elements one per GPR, the wave's GPRs run through the
 // model of the instruction, D's GPRs written to the destination elements.
 void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     const bool wmma = op->op == MachineOp::Wmma;
-    const isa::AmdMatrixShape shape = wmma                ? isa::AmdMatrixShape::Wmma16x16x16
+    const DataType ab = op->src.at(0)->type;
+    const bool i8 = ab.kind == TypeKind::Int && ab.bits == 8;
+    std::optional<isa::AmdMatrixShape> i8_shape =
+        i8 ? isa::amd_matrix_i8_shape(static_cast<int>(op->imm.at(0)), static_cast<int>(op->imm.at(2))) : std::nullopt;
+    if (i8 && wmma) i8_shape = op->imm == std::vector<int64_t>{16, 16, 16} ? std::optional(isa::AmdMatrixShape::Wmma16x16x16I8)
+                                                                          : std::nullopt;
+    if (i8 && !i8_shape) fatal(loc, std::string(machine_op_name(op->op)) + " of i8 in this shape is not simulated");
+    const isa::AmdMatrixShape shape = i8_shape              ? *i8_shape
+                                      : wmma                ? isa::AmdMatrixShape::Wmma16x16x16
                                       : op->imm.at(0) == 32 ? isa::AmdMatrixShape::Mfma32x32x8
                                                             : isa::AmdMatrixShape::Mfma16x16x16;
     const isa::AmdMatrixInfo info = isa::amd_matrix_info(shape);
-    const size_t ab_elems = static_cast<size_t>(2 * info.a_regs), cd = static_cast<size_t>(info.c_regs);
+    // Elements per GPR: two 16-bit halves, or four i8 bytes.
+    const size_t per_gpr = i8 ? 4 : 2, bits = 32 / per_gpr;
+    const size_t ab_elems = per_gpr * static_cast<size_t>(info.a_regs), cd = static_cast<size_t>(info.c_regs);
     if (info.wave != warp_) fatal(loc, std::string(machine_op_name(op->op)) + " on a wave of " + std::to_string(warp_));
-    const DataType ab = op->src.at(0)->type;
     begin_statement();
     for (const auto& e : op->src) prepare(e, act);
     std::vector<isa::AmdMatrixLane> regs(static_cast<size_t>(threads_));
@@ -608,14 +617,19 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
         for (size_t e = 0; e < 2 * ab_elems; ++e) {
             uint8_t b[2] = {0, 0};
             encode(b, eval(op->src[e], t), ab);
-            uint32_t half = uint32_t(b[0]) | uint32_t(b[1]) << 8;
+            uint32_t part = i8 ? uint32_t(b[0]) : uint32_t(b[0]) | uint32_t(b[1]) << 8;
             auto& gprs = e < ab_elems ? r.a : r.b;
             size_t i = e % ab_elems;
-            gprs[i / 2] |= half << (16 * (i % 2));
+            gprs[i / per_gpr] |= part << (bits * (i % per_gpr));
         }
         for (size_t g = 0; g < cd; ++g) {
-            float f = static_cast<float>(eval(op->src[2 * ab_elems + g], t).f);
-            std::memcpy(&r.c[g], &f, 4);
+            Value c = eval(op->src[2 * ab_elems + g], t);
+            if (i8) {
+                r.c[g] = static_cast<uint32_t>(c.i);
+            } else {
+                float f = static_cast<float>(c.f);
+                std::memcpy(&r.c[g], &f, 4);
+            }
         }
     }
     flush();
@@ -627,8 +641,10 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
             lanes[static_cast<size_t>(l)].exited = first + l >= threads_;
         }
         for (size_t a = k0; a < end; ++a) lanes[static_cast<size_t>(act[a] - first)] = regs[static_cast<size_t>(act[a])];
-        isa::AmdMatrixResult res = isa::amd_matrix_f32(
-            shape, ab.kind == TypeKind::BFloat ? isa::AmdMatrixAb::Bf16 : isa::AmdMatrixAb::F16, lanes);
+        isa::AmdMatrixResult res =
+            i8 ? isa::amd_matrix_i32(shape, lanes)
+               : isa::amd_matrix_f32(shape, ab.kind == TypeKind::BFloat ? isa::AmdMatrixAb::Bf16 : isa::AmdMatrixAb::F16,
+                                     lanes);
         for (const auto& is : res.issues)
             issue(IssueKind::WarpCollective, loc, act[k0], [&] {
                 std::string what = std::string(machine_op_name(op->op)) + ": lane " + std::to_string(is.lane);
@@ -640,9 +656,10 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
         for (size_t a = k0; a < end; ++a) {
             int t = act[a], l = t - first;
             for (size_t g = 0; g < cd; ++g) {
+                const uint32_t d = res.d[static_cast<size_t>(l)][g];
                 float f;
-                std::memcpy(&f, &res.d[static_cast<size_t>(l)][g], 4);
-                set_register(op->dst[g], t, Value::of_float(f), loc);
+                std::memcpy(&f, &d, 4);
+                set_register(op->dst[g], t, i8 ? Value::of_int(int32_t(d)) : Value::of_float(f), loc);
             }
         }
     });

@@ -13,16 +13,49 @@ AmdMatrixInfo amd_matrix_info(AmdMatrixShape shape) {
     case AmdMatrixShape::Mfma32x32x8: return {32, 32, 8, 64, 2, 2, 16};
     case AmdMatrixShape::Mfma16x16x16: return {16, 16, 16, 64, 2, 2, 4};
     case AmdMatrixShape::Wmma16x16x16: return {16, 16, 16, 32, 8, 8, 8};
+    case AmdMatrixShape::Mfma32x32x8I8: return {32, 32, 8, 64, 1, 1, 16};
+    case AmdMatrixShape::Mfma16x16x16I8: return {16, 16, 16, 64, 1, 1, 4};
+    case AmdMatrixShape::Mfma32x32x16I8: return {32, 32, 16, 64, 2, 2, 16};
+    case AmdMatrixShape::Mfma16x16x32I8: return {16, 16, 32, 64, 2, 2, 4};
+    case AmdMatrixShape::Wmma16x16x16I8: return {16, 16, 16, 32, 4, 4, 8};
     }
     return {};
 }
+
+std::optional<AmdMatrixShape> amd_matrix_i8_shape(int m, int k) {
+    if (m == 32 && k == 8) return AmdMatrixShape::Mfma32x32x8I8;
+    if (m == 16 && k == 16) return AmdMatrixShape::Mfma16x16x16I8;
+    if (m == 32 && k == 16) return AmdMatrixShape::Mfma32x32x16I8;
+    if (m == 16 && k == 32) return AmdMatrixShape::Mfma16x16x32I8;
+    return std::nullopt;
+}
+
+namespace {
+
+bool is_i8(AmdMatrixShape shape) {
+    return shape == AmdMatrixShape::Mfma32x32x8I8 || shape == AmdMatrixShape::Mfma16x16x16I8 ||
+           shape == AmdMatrixShape::Mfma32x32x16I8 || shape == AmdMatrixShape::Mfma16x16x32I8 ||
+           shape == AmdMatrixShape::Wmma16x16x16I8;
+}
+
+// Elements of A (and of B) per lane: 2 per GPR for 16-bit types, 4 for i8.
+int ab_elements(AmdMatrixShape shape) {
+    return amd_matrix_info(shape).a_regs * (is_i8(shape) ? 4 : 2);
+}
+
+}  // namespace
 
 // Element e is half e % 2 of GPR e / 2, so 2g + h = e in the calculator's formulas.
 AmdMatCoord amd_matrix_a_coord(AmdMatrixShape shape, int lane, int e) {
     switch (shape) {
     case AmdMatrixShape::Mfma32x32x8: return {lane % 32, 4 * (lane / 32) + e};
     case AmdMatrixShape::Mfma16x16x16: return {lane % 16, 4 * (lane / 16) + e};
-    case AmdMatrixShape::Wmma16x16x16: return {lane % 16, e};
+    case AmdMatrixShape::Wmma16x16x16:
+    case AmdMatrixShape::Wmma16x16x16I8: return {lane % 16, e};
+    case AmdMatrixShape::Mfma32x32x8I8:
+    case AmdMatrixShape::Mfma32x32x16I8: return {lane % 32, ab_elements(shape) * (lane / 32) + e};
+    case AmdMatrixShape::Mfma16x16x16I8:
+    case AmdMatrixShape::Mfma16x16x32I8: return {lane % 16, ab_elements(shape) * (lane / 16) + e};
     }
     return {};
 }
@@ -36,12 +69,20 @@ AmdMatCoord amd_matrix_c_coord(AmdMatrixShape shape, int lane, int g) {
     switch (shape) {
     case AmdMatrixShape::Mfma32x32x8: return {8 * (g / 4) + 4 * (lane / 32) + g % 4, lane % 32};
     case AmdMatrixShape::Mfma16x16x16: return {4 * (lane / 16) + g % 4, lane % 16};
-    case AmdMatrixShape::Wmma16x16x16: return {2 * g + lane / 16, lane % 16};
+    case AmdMatrixShape::Wmma16x16x16:
+    case AmdMatrixShape::Wmma16x16x16I8: return {2 * g + lane / 16, lane % 16};
+    case AmdMatrixShape::Mfma32x32x8I8:
+    case AmdMatrixShape::Mfma32x32x16I8: return amd_matrix_c_coord(AmdMatrixShape::Mfma32x32x8, lane, g);
+    case AmdMatrixShape::Mfma16x16x16I8:
+    case AmdMatrixShape::Mfma16x16x32I8: return amd_matrix_c_coord(AmdMatrixShape::Mfma16x16x16, lane, g);
     }
     return {};
 }
 
-AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes) {
+namespace {
+
+// The problems of wave_mfma.h, for either result type.
+AmdMatrixResult check_lanes(AmdMatrixShape shape, std::span<const AmdMatrixLane> lanes) {
     const AmdMatrixInfo info = amd_matrix_info(shape);
     AmdMatrixResult r;
     r.d.assign(static_cast<size_t>(info.wave), {});
@@ -50,11 +91,47 @@ AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<c
         if (lane.exited) r.issues.push_back({AmdMatrixProblem::LaneExited, l});
         else if (!lane.executes) r.issues.push_back({AmdMatrixProblem::LaneNotExecuting, l});
     }
-    if (shape == AmdMatrixShape::Wmma16x16x16)
+    if (shape == AmdMatrixShape::Wmma16x16x16 || shape == AmdMatrixShape::Wmma16x16x16I8)
         for (int l = 16; l < 32; ++l) {
             const AmdMatrixLane &hi = lanes[static_cast<size_t>(l)], &lo = lanes[static_cast<size_t>(l - 16)];
             if (hi.a != lo.a || hi.b != lo.b) r.issues.push_back({AmdMatrixProblem::WmmaReplicaDiffers, l});
         }
+    return r;
+}
+
+}  // namespace
+
+AmdMatrixResult amd_matrix_i32(AmdMatrixShape shape, std::span<const AmdMatrixLane> lanes) {
+    AmdMatrixResult r = check_lanes(shape, lanes);
+    if (!r.issues.empty() || !is_i8(shape)) return r;
+    const AmdMatrixInfo info = amd_matrix_info(shape);
+    std::vector<int32_t> A(static_cast<size_t>(info.m * info.k)), B(static_cast<size_t>(info.k * info.n));
+    const int elems = ab_elements(shape);
+    for (int l = 0; l < info.wave; ++l)
+        for (int e = 0; e < elems; ++e) {
+            const AmdMatrixLane& lane = lanes[static_cast<size_t>(l)];
+            auto byte = [&](const std::array<uint32_t, 8>& gprs) {
+                return int32_t(int8_t(uint8_t(gprs[static_cast<size_t>(e / 4)] >> (8 * (e % 4)))));
+            };
+            AmdMatCoord a = amd_matrix_a_coord(shape, l, e), b = amd_matrix_b_coord(shape, l, e);
+            A[static_cast<size_t>(a.row * info.k + a.col)] = byte(lane.a);
+            B[static_cast<size_t>(b.row * info.n + b.col)] = byte(lane.b);
+        }
+    for (int l = 0; l < info.wave; ++l)
+        for (int g = 0; g < info.c_regs; ++g) {
+            AmdMatCoord c = amd_matrix_c_coord(shape, l, g);
+            uint32_t d = lanes[static_cast<size_t>(l)].c[static_cast<size_t>(g)];
+            for (int k = 0; k < info.k; ++k)
+                d += static_cast<uint32_t>(A[static_cast<size_t>(c.row * info.k + k)] *
+                                           B[static_cast<size_t>(k * info.n + c.col)]);
+            r.d[static_cast<size_t>(l)][static_cast<size_t>(g)] = d;
+        }
+    return r;
+}
+
+AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes) {
+    const AmdMatrixInfo info = amd_matrix_info(shape);
+    AmdMatrixResult r = check_lanes(shape, lanes);
     if (!r.issues.empty()) return r;
     auto value = [&](uint32_t reg, int half) {
         uint16_t bits = static_cast<uint16_t>(reg >> (16 * half));

@@ -23,6 +23,18 @@
 //  v_mfma_f32_16x16x16 (A: 2 GPRs, B: 2, C/D: 4)
 //     A i = l % 16, k = 4 * (l / 16) + 2g + h;   B j = l % 16, k = 4 * (l / 16) + 2g + h
 //     C/D i = 4 * (l / 16) + g % 4, j = l % 16
+//  v_mfma_i32_32x32x8i8 (CDNA2; A: 1 GPR, B: 1, C/D: 16) and v_mfma_i32_32x32x16_i8
+//  (CDNA3; A: 2 GPRs, B: 2), an 8-bit element in bits [8b+7 : 8b] of its GPR, element e
+//  of a lane being byte e % 4 of GPR e / 4, p = 4 or 8 elements per lane:
+//     A i = l % 32, k = p * (l / 32) + 4g + b;   B j = l % 32, k likewise;  C/D as 32x32x8
+//  v_mfma_i32_16x16x16i8 (CDNA2; 1 GPR) and v_mfma_i32_16x16x32_i8 (CDNA3; 2 GPRs):
+//     A i = l % 16, k = p * (l / 16) + 4g + b;   B likewise;  C/D as 16x16x16
+//  v_wmma_i32_16x16x16_iu8 wave32 (A: 4 GPRs, B: 4, C/D: 8): A i = l % 16, k = 4g + b
+//     (lanes l and l + 16 the same), C/D as the f32 WMMA. "IU8": each operand signed or
+//     unsigned by an instruction bit (the calculator: "NEG bits supported"); tilec's i8
+//     is signed, and the model reads signed bytes.
+//  (calculator, CDNA2 / CDNA3 / RDNA3, "Register to matrix element mapping with no
+//  modifiers"; C and D are int32 there.)
 //  v_wmma_f32_16x16x16 wave32 (A: 8 GPRs, B: 8, C/D: 8)
 //     A i = l % 16, k = 2g + h (lanes l and l + 16 hold the same A row); B likewise
 //     C/D i = 2g + l / 16, j = l % 16
@@ -38,14 +50,30 @@
 // the wave's lanes); WMMA A/B rows that differ between lanes l and l + 16.
 #pragma once
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace tilec::sim::isa {
 
-enum class AmdMatrixShape : uint8_t { Mfma32x32x8, Mfma16x16x16, Wmma16x16x16 };
-enum class AmdMatrixAb : uint8_t { F16, Bf16 };
+enum class AmdMatrixShape : uint8_t {
+    Mfma32x32x8,
+    Mfma16x16x16,
+    Wmma16x16x16,
+    // i8 into i32: CDNA2's v_mfma_i32_32x32x8i8 / 16x16x16i8 (one GPR of A and B: 4 bytes)
+    // and CDNA3's v_mfma_i32_32x32x16_i8 / 16x16x32_i8 (two GPRs: 8 bytes).
+    Mfma32x32x8I8,
+    Mfma16x16x16I8,
+    Mfma32x32x16I8,
+    Mfma16x16x32I8,
+    // RDNA3's v_wmma_i32_16x16x16_iu8 in wave32 with both operands signed: A and B 4 GPRs
+    // (16 bytes, the whole K), lanes l and l + 16 the same row; C/D as the f32 WMMA's.
+    Wmma16x16x16I8,
+};
+enum class AmdMatrixAb : uint8_t { F16, Bf16, I8 };
+// The i8 shape of an M x N x K MFMA (M = 32 or 16), or nullopt.
+std::optional<AmdMatrixShape> amd_matrix_i8_shape(int m, int k);
 
 struct AmdMatrixInfo {
     int m, n, k, wave;
@@ -83,5 +111,7 @@ struct AmdMatrixResult {
 };
 // `lanes` holds the wave's lanes (amd_matrix_info(shape).wave of them).
 AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes);
+// The i8 shapes: C and D are i32 bits; the sums wrap at 32 bits.
+AmdMatrixResult amd_matrix_i32(AmdMatrixShape shape, std::span<const AmdMatrixLane> lanes);
 
 }  // namespace tilec::sim::isa

@@ -466,6 +466,62 @@ static void test_tma_launch(void) {
     CHECK(stats->tensor_map_encodes == encodes);
 }
 
+/* The fat object of issue 13: gemm_f16 for host, sm_80, sm_90a, gfx90a, gfx942 and gfx1100
+ * in one .o (gemm_tma.o). The CPU entry computes; each CUDA device and each HIP device gets
+ * its own image of the same kernel, launched with the same grid and block. */
+static void launch_gemm_hip(int ordinal, const char* want_arch) {
+    int loads = hip_stats->module_loads;
+    hip_set_current(ordinal);
+    CHECK_STATUS(gemm_f16_hip(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 384), TILE_SUCCESS);
+    CHECK(hip_stats->module_loads == loads + 1);
+    if (strcmp(last_hsaco_arch(), want_arch) != 0) {
+        fprintf(stderr, "HIP device %d: got the %s image, expected %s\n", ordinal, last_hsaco_arch(), want_arch);
+        ++failures;
+    }
+    CHECK(strcmp(hip_stats->last_kernel, "gemm_f16") == 0);
+    /* grid (cdiv(N, 128), cdiv(M, 128)), 128 work-items: 2 waves of 64 or 4 of 32. */
+    CHECK(hip_stats->last_grid[0] == 3 && hip_stats->last_grid[1] == 2 && hip_stats->last_grid[2] == 1);
+    CHECK(hip_stats->last_block[0] == 128 && hip_stats->last_block[1] == 1);
+    CHECK(hip_param_ptr(0) == (void*)0x10000 && hip_param_ptr(2) == (void*)0x30000);
+    CHECK(hip_param_i64(3) == 256 && hip_param_i64(4) == 128 && hip_param_i64(5) == 384);
+}
+
+static void test_fat_launch(void) {
+    static const unsigned six_params[6] = {8, 8, 8, 8, 8, 8};
+    static const unsigned eight_params[8] = {8, 8, 8, 8, 8, 8, 8, 8};
+    /* C = A @ B on the CPU with A all 1.0 and B all 2.0 (f16 bits): every sum is 2 K. */
+    enum { M = 3, K = 16, N = 5 };
+    uint16_t A[M * K], B[K * N], C[M * N];
+    int i;
+    for (i = 0; i < M * K; ++i) A[i] = 0x3c00;
+    for (i = 0; i < K * N; ++i) B[i] = 0x4000;
+    CHECK_STATUS(gemm_f16_cpu(NULL, A, B, C, M, K, N), TILE_SUCCESS);
+    for (i = 0; i < M * N; ++i) CHECK(C[i] == 0x5000); /* 32.0 */
+
+    open_fake();
+    set_device(0, 8, 0, 167936);
+    set_device(1, 9, 0, 232448);
+    record_params(6, six_params);
+    make_current(0);
+    CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 384), TILE_SUCCESS);
+    CHECK(strcmp(last_image_arch(), "sm_80") == 0);
+    CHECK(strcmp(stats->last_kernel, "gemm_f16") == 0);
+    CHECK(stats->last_grid[0] == 3 && stats->last_grid[1] == 2 && stats->last_block[0] == 128);
+    record_params(8, eight_params); /* the sm_90a kernel: six parameters and two tensor maps */
+    make_current(1);
+    CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 384), TILE_SUCCESS);
+    CHECK(strcmp(last_image_arch(), "sm_90") == 0); /* the sm_90a cubin (ELF arch 90) */
+    CHECK(stats->tensor_map_encodes == 2);
+
+    open_fake_hip();
+    hip_record_params(6, six_params);
+    hip_set_device(1, "gfx942:sramecc+:xnack-");
+    hip_set_device(2, "gfx1100");
+    launch_gemm_hip(0, "gfx90a"); /* device 0 of the fake is gfx90a */
+    launch_gemm_hip(1, "gfx942");
+    launch_gemm_hip(2, "gfx1100");
+}
+
 typedef struct Case {
     const char* name;
     void (*run)(void);
@@ -479,6 +535,7 @@ static const Case cases[] = {
     {"tma_launch", test_tma_launch},
     {"hip_arguments", test_hip_arguments},
     {"hip_launch", test_hip_launch},
+    {"fat_launch", test_fat_launch},
 };
 
 int main(int argc, char** argv) {

@@ -35,8 +35,29 @@ std::vector<Place> table_ab(AmdMatrixShape s, int i, int k) {
     case AmdMatrixShape::Mfma16x16x16: return {{(k / 2) % 2, k % 2, 16 * (k / 4) + i}};
     // RDNA3 wave32 A[i][k] GPR: floor(k / 2).[16*(k % 2)+15 : 16*(k % 2)], Lane: i and i+16
     case AmdMatrixShape::Wmma16x16x16: return {{k / 2, k % 2, i}, {k / 2, k % 2, i + 16}};
+    // The i8 instructions; `half` is the byte here, bits [8*(k % 4)+7 : 8*(k % 4)]:
+    // CDNA2 V_MFMA_I32_32X32X8I8 A[i][k] GPR: 0.[8*(k % 4)+7 : 8*(k % 4)], Lane: 32 * floor(k / 4) + i
+    case AmdMatrixShape::Mfma32x32x8I8: return {{0, k % 4, 32 * (k / 4) + i}};
+    // CDNA2 V_MFMA_I32_16X16X16I8 A[i][k] GPR: 0.[...], Lane: 16 * floor(k / 4) + i
+    case AmdMatrixShape::Mfma16x16x16I8: return {{0, k % 4, 16 * (k / 4) + i}};
+    // CDNA3 V_MFMA_I32_32X32X16_I8 A[i][k] GPR: (floor(k / 4) % 2).[8*(k % 4)+7 : 8*(k % 4)],
+    // Lane: 32 * floor(k / 8) + i
+    case AmdMatrixShape::Mfma32x32x16I8: return {{(k / 4) % 2, k % 4, 32 * (k / 8) + i}};
+    // CDNA3 V_MFMA_I32_16X16X32_I8 A[i][k] GPR: (floor(k / 4) % 2).[...], Lane: 16 * floor(k / 8) + i
+    case AmdMatrixShape::Mfma16x16x32I8: return {{(k / 4) % 2, k % 4, 16 * (k / 8) + i}};
+    // RDNA3 V_WMMA_I32_16X16X16_IU8 wave32 A[i][k] GPR: floor(k / 4).[8*(k % 4)+7 : 8*(k % 4)],
+    // Lane: i and i+16
+    case AmdMatrixShape::Wmma16x16x16I8: return {{k / 4, k % 4, i}, {k / 4, k % 4, i + 16}};
     }
     return {};
+}
+// Elements of A / B per GPR: 16-bit halves, or i8 bytes.
+int per_gpr(AmdMatrixShape s) {
+    return s == AmdMatrixShape::Mfma32x32x8I8 || s == AmdMatrixShape::Mfma16x16x16I8 ||
+                   s == AmdMatrixShape::Mfma32x32x16I8 || s == AmdMatrixShape::Mfma16x16x32I8 ||
+                   s == AmdMatrixShape::Wmma16x16x16I8
+               ? 4
+               : 2;
 }
 Place table_cd(AmdMatrixShape s, int i, int j) {
     switch (s) {
@@ -45,10 +66,23 @@ Place table_cd(AmdMatrixShape s, int i, int j) {
     // C or D[i][j] GPR: (i % 4), Lane: 16 * floor(i / 4) + j
     case AmdMatrixShape::Mfma16x16x16: return {i % 4, 0, 16 * (i / 4) + j};
     // RDNA3 wave32 C or D[i][j] GPR: floor(i / 2), Lane: ((16 * i) % 32) + j
-    case AmdMatrixShape::Wmma16x16x16: return {i / 2, 0, (16 * i) % 32 + j};
+    case AmdMatrixShape::Wmma16x16x16:
+    // (V_WMMA_I32_16X16X16_IU8 wave32: "C or D[i][j] GPR: floor(i / 2), Lane: ((16 * i) % 32) + j".)
+    case AmdMatrixShape::Wmma16x16x16I8: return {i / 2, 0, (16 * i) % 32 + j};
+    // The i8 ones: V_MFMA_I32_32X32X8I8 and _32X32X16_I8 "C or D[i][j] GPR: 4 * floor(i / 8) +
+    // (i % 4), Lane: (32 * floor(i / 4)) % 64 + j"; _16X16X16I8 and _16X16X32_I8 "GPR: (i % 4),
+    // Lane: 16 * floor(i / 4) + j".
+    case AmdMatrixShape::Mfma32x32x8I8:
+    case AmdMatrixShape::Mfma32x32x16I8: return {4 * (i / 8) + i % 4, 0, (32 * (i / 4)) % 64 + j};
+    case AmdMatrixShape::Mfma16x16x16I8:
+    case AmdMatrixShape::Mfma16x16x32I8: return {i % 4, 0, 16 * (i / 4) + j};
     }
     return {};
 }
+
+const AmdMatrixShape kI8Shapes[] = {AmdMatrixShape::Mfma32x32x8I8, AmdMatrixShape::Mfma16x16x16I8,
+                                    AmdMatrixShape::Mfma32x32x16I8, AmdMatrixShape::Mfma16x16x32I8,
+                                    AmdMatrixShape::Wmma16x16x16I8};
 
 const AmdMatrixShape kShapes[] = {AmdMatrixShape::Mfma32x32x8, AmdMatrixShape::Mfma16x16x16,
                                   AmdMatrixShape::Wmma16x16x16};
@@ -68,13 +102,15 @@ TEST_CASE("wave mfma: register counts of the calculator's 'Register usage'", "[s
 
 TEST_CASE("wave mfma: the model's coordinates invert the calculator's element-to-register table",
           "[sim][mfma]") {
-    for (AmdMatrixShape s : kShapes) {
+    std::vector<AmdMatrixShape> all(std::begin(kShapes), std::end(kShapes));
+    all.insert(all.end(), std::begin(kI8Shapes), std::end(kI8Shapes));
+    for (AmdMatrixShape s : all) {
         auto info = amd_matrix_info(s);
         for (int i = 0; i < info.m; ++i)
             for (int k = 0; k < info.k; ++k)
                 for (const Place& p : table_ab(s, i, k)) {
-                    AmdMatCoord a = amd_matrix_a_coord(s, p.lane, 2 * p.gpr + p.half);
-                    AmdMatCoord b = amd_matrix_b_coord(s, p.lane, 2 * p.gpr + p.half);
+                    AmdMatCoord a = amd_matrix_a_coord(s, p.lane, per_gpr(s) * p.gpr + p.half);
+                    AmdMatCoord b = amd_matrix_b_coord(s, p.lane, per_gpr(s) * p.gpr + p.half);
                     REQUIRE((a.row == i && a.col == k));
                     REQUIRE((b.row == k && b.col == i));
                 }
@@ -110,6 +146,14 @@ TEST_CASE("wave mfma: entries the calculator printed with --get-register", "[sim
         auto wa = amd_matrix_a_coord(AmdMatrixShape::Wmma16x16x16, lane, 2 * 4 + 1);
         CHECK((wa.row == 3 && wa.col == 9));
     }
+    // i8 (byte e % 4 of GPR e / 4): CDNA3 V_MFMA_I32_32X32X16_I8 "A[5][13] = v1{37}.[15:8]"
+    // and "D[13][7] = v5{39}"; CDNA2 V_MFMA_I32_32X32X8I8 "B[6][20] = v0{52}.[23:16]".
+    auto ia = amd_matrix_a_coord(AmdMatrixShape::Mfma32x32x16I8, 37, 4 * 1 + 1);
+    CHECK((ia.row == 5 && ia.col == 13));
+    auto id = amd_matrix_c_coord(AmdMatrixShape::Mfma32x32x16I8, 39, 5);
+    CHECK((id.row == 13 && id.col == 7));
+    auto ib = amd_matrix_b_coord(AmdMatrixShape::Mfma32x32x8I8, 52, 2);
+    CHECK((ib.row == 6 && ib.col == 20));
 }
 
 TEST_CASE("wave mfma: D = A * B + C against a float64 product, f16 and bf16", "[sim][mfma]") {
@@ -164,4 +208,62 @@ TEST_CASE("wave mfma: a lane that does not take part, and differing WMMA copies,
     auto q = amd_matrix_f32(AmdMatrixShape::Wmma16x16x16, AmdMatrixAb::F16, w32);
     REQUIRE(q.issues.size() == 1);
     CHECK((q.issues[0].problem == AmdMatrixProblem::WmmaReplicaDiffers && q.issues[0].lane == 21));
+}
+
+// i8 into i32 (issue 13): CDNA2's V_MFMA_I32_32X32X8I8 / 16X16X16I8 and CDNA3's
+// V_MFMA_I32_32X32X16_I8 / 16X16X32_I8, from the calculator's tables above.
+TEST_CASE("wave mfma i8: register counts of the calculator's 'Register usage'", "[sim][mfma]") {
+    // CDNA2 32x32x8i8: A 1, B 1, C 16; 16x16x16i8: 1, 1, 4; CDNA3 32x32x16_i8: 2, 2, 16;
+    // 16x16x32_i8: 2, 2, 4; RDNA3 V_WMMA_I32_16X16X16_IU8 "Wave32 register usage": 4, 4, 8.
+    const int want[5][4] = {{1, 1, 16, 64}, {1, 1, 4, 64}, {2, 2, 16, 64}, {2, 2, 4, 64}, {4, 4, 8, 32}};
+    for (int n = 0; n < 5; ++n) {
+        auto info = amd_matrix_info(kI8Shapes[n]);
+        CHECK((info.a_regs == want[n][0] && info.b_regs == want[n][1] && info.c_regs == want[n][2] &&
+               info.wave == want[n][3]));
+    }
+    CHECK(amd_matrix_i8_shape(32, 16) == AmdMatrixShape::Mfma32x32x16I8);
+    CHECK(amd_matrix_i8_shape(16, 16) == AmdMatrixShape::Mfma16x16x16I8);
+    CHECK(!amd_matrix_i8_shape(32, 32));
+}
+
+TEST_CASE("wave mfma i8: D = A * B + C in int32 (signed bytes, the calculator's int8 / int32 types)",
+          "[sim][mfma]") {
+    std::mt19937 rng(13);
+    std::uniform_int_distribution<int> byte(-128, 127);
+    for (AmdMatrixShape s : kI8Shapes) {
+        auto info = amd_matrix_info(s);
+        std::vector<int64_t> A(info.m * info.k), B(info.k * info.n), C(info.m * info.n);
+        for (auto& v : A) v = byte(rng);
+        for (auto& v : B) v = byte(rng);
+        for (auto& v : C) v = int64_t(byte(rng)) * 100000;
+        A[0] = -128, B[0] = -128;  // the extremes: (-128) * (-128) = 16384
+        std::vector<AmdMatrixLane> lanes(static_cast<size_t>(info.wave));
+        for (int i = 0; i < info.m; ++i)
+            for (int k = 0; k < info.k; ++k) {
+                for (const Place& p : table_ab(s, i, k)) {
+                    lanes[p.lane].a[p.gpr] |= uint32_t(uint8_t(int8_t(A[i * info.k + k]))) << (8 * p.half);
+                    lanes[p.lane].b[p.gpr] |= uint32_t(uint8_t(int8_t(B[k * info.n + i]))) << (8 * p.half);
+                }
+            }
+        for (int i = 0; i < info.m; ++i)
+            for (int j = 0; j < info.n; ++j) {
+                Place p = table_cd(s, i, j);
+                lanes[p.lane].c[p.gpr] = uint32_t(int32_t(C[i * info.n + j]));
+            }
+        AmdMatrixResult r = amd_matrix_i32(s, lanes);
+        REQUIRE(r.issues.empty());
+        for (int i = 0; i < info.m; ++i)
+            for (int j = 0; j < info.n; ++j) {
+                int64_t want = C[i * info.n + j];
+                for (int k = 0; k < info.k; ++k) want += A[i * info.k + k] * B[k * info.n + j];
+                Place p = table_cd(s, i, j);
+                REQUIRE(int32_t(r.d[p.lane][p.gpr]) == want);
+            }
+    }
+    // A lane left out is reported, as for the float forms.
+    std::vector<AmdMatrixLane> wave(64);
+    wave[9].executes = false;
+    auto q = amd_matrix_i32(AmdMatrixShape::Mfma32x32x16I8, wave);
+    REQUIRE(q.issues.size() == 1);
+    CHECK((q.issues[0].problem == AmdMatrixProblem::LaneNotExecuting && q.issues[0].lane == 9));
 }
