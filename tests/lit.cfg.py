@@ -43,3 +43,4 @@ import shutil
 _ptxas = os.environ.get("TILEC_PTXAS") or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.path.isfile(_ptxas):
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))

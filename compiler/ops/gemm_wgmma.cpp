@@ -133,7 +133,10 @@ std::optional<Stmt> lower_gemm_wgmma(const GemmNode& g, const WgmmaPlan& p, Lowe
                                             ob->first, ob->second, sb->mode},
                                            acc(first, tn / 2), std::move(src), loc));
         }
-    Stmt loop = make_for(kk, make_int(0), make_int(steps_k), ForKind::Serial, make_seq(step, loc), loc);
+    // Unrolled: a rolled k loop carries the accumulators through PTX phi moves between
+    // wgmma instructions, and ptxas then injects a warpgroup.arrive before each (C7519),
+    // waiting for the wgmma in flight.
+    Stmt loop = make_for(kk, make_int(0), make_int(steps_k), ForKind::Unroll, make_seq(step, loc), loc);
     std::vector<Stmt> body{make_machine_op(MachineOp::FenceProxyAsync, {}, {}, {}, loc),
                            make_machine_op(MachineOp::WgmmaFence, {}, acc(0, regs), acc(0, regs), loc), loop,
                            make_machine_op(MachineOp::WgmmaCommit, {}, {}, {}, loc),
