@@ -403,9 +403,7 @@ private:
             return seq;
         };
         SourceLoc loc = loop.loc;
-        Expr n = loop.extent, mn = loop.min;
-        auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
-        auto wait = [&](int64_t k) { return make_machine_op(MachineOp::CpAsyncWait, {k}, {}, {}, loc); };
+        Expr mn = loop.min;
         std::vector<Stmt> out;
         Expr thread0 = eq(make_thread_idx_var(0), make_int(0));
         for (size_t k = 0; k < tma.size(); ++k) {
@@ -416,7 +414,6 @@ private:
             out.push_back(make_if(logical_and(tma[k].condition, thread0), make_seq(inits, loc), nullptr, loc));
         }
         Var j = loop.var;
-        Expr ahead = add(Expr(j), make_int(S - 1));
         Stmt body_j = at_iteration(others, Expr(j), true);
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
@@ -427,28 +424,16 @@ private:
             for (auto& b : tma_bars) result = make_allocate(b, result, loc);
             return result;
         }
-        for (int64_t s = 0; s + 1 < S; ++s) {
-            out.push_back(make_if(lt(make_int(s), n), at_iteration(fills, add(mn, make_int(s)), false), nullptr, loc));
-            out.push_back(commit());
-        }
-        Stmt refill = make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc);
-        std::vector<Stmt> step{wait(S - 2)};
+        std::vector<Stmt> waits;
         for (size_t k = 0; k < tma.size(); ++k) {
             Expr stage = floormod(Expr(j), make_int(S));
             Expr parity = floormod(floordiv(sub(Expr(j), mn), make_int(S)), make_int(2));
-            step.push_back(make_if(tma[k].condition,
-                                   make_machine_op(MachineOp::MbarrierWait, {}, {},
-                                                   {make_load(tma_bars[k], {stage, make_int(0)}, loc), parity}, loc),
-                                   nullptr, loc));
+            waits.push_back(make_if(tma[k].condition,
+                                    make_machine_op(MachineOp::MbarrierWait, {}, {},
+                                                    {make_load(tma_bars[k], {stage, make_int(0)}, loc), parity}, loc),
+                                    nullptr, loc));
         }
-        if (final_wgmma_wait) {
-            step.insert(step.end(), {body_j, refill, commit()});
-        } else {
-            step.insert(step.end(), {refill, commit(), body_j});
-        }
-        out.push_back(make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc));
-        out.push_back(wait(0));
-        if (final_wgmma_wait) out.push_back(*final_wgmma_wait);
+        for (auto& st : cp_async_pipeline(loop, j, fills, body_j, waits, final_wgmma_wait, at_iteration)) out.push_back(st);
         Stmt result = make_seq(out, loc);
         for (auto& b : tma_bars) result = make_allocate(b, result, loc);
         return result;
@@ -554,27 +539,50 @@ private:
         drop.staged = &none_staged;
         std::vector<Stmt> plain_fills;
         for (auto& f : fills) plain_fills.push_back(drop.mutate(f));
-        auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
-        std::vector<Stmt> plain;
-        for (int64_t s = 0; s + 1 < S; ++s) {
-            plain.push_back(make_if(lt(make_int(s), n), at_iteration(plain_fills, add(mn, make_int(s)), false), nullptr, loc));
-            plain.push_back(commit());
-        }
         Var jc = make_var(loop.var->name, loop.var->type, loop.var->var_kind, loop.var->loc);
         VarMap rename;
         rename[j.get()] = jc;
         Stmt body_c = with_fresh_binders_and_buffers(substitute(body_j, rename));
-        Expr ahead = add(Expr(jc), make_int(S - 1));
-        plain.push_back(make_for(
-            jc, mn, n, ForKind::Serial,
-            make_seq({make_machine_op(MachineOp::CpAsyncWait, {S - 2}, {}, {}, loc), body_c,
-                      make_if(lt(ahead, add(mn, n)), at_iteration(plain_fills, ahead, false), nullptr, loc), commit()},
-                     loc),
-            loc));
-        plain.push_back(make_machine_op(MachineOp::CpAsyncWait, {0}, {}, {}, loc));
-        if (final_wait) plain.push_back(with_fresh_binders(*final_wait));
+        std::optional<Stmt> final_c;
+        if (final_wait) final_c = with_fresh_binders(*final_wait);
+        std::vector<Stmt> plain = cp_async_pipeline(loop, jc, plain_fills, body_c, {}, final_c, at_iteration);
         inits.push_back(make_if(all_maps, roles, make_seq(plain, loc), loc));
         return make_allocate(empty, make_seq(inits, loc), loc);
+    }
+
+    // The cp.async pipeline of a header over loop variable `j`: the S - 1 prologue fills,
+    // each committed as a group; per iteration, the wait for iteration j's group (and
+    // `waits`: its TMA stages), then the refill of iteration j + S - 1 into the stage
+    // iteration j - 1 read, committed, and the body; where the body leaves its wgmma in
+    // flight (`final_wait`: it waits for the previous one) the refill goes after it,
+    // once that wgmma no longer reads the stage; after the loop, wait for every group
+    // and then `final_wait`.
+    template <typename AtIteration>
+    std::vector<Stmt> cp_async_pipeline(const ForNode& loop, const Var& j, const std::vector<Stmt>& fills,
+                                        const Stmt& body, const std::vector<Stmt>& waits,
+                                        const std::optional<Stmt>& final_wait, AtIteration& at_iteration) {
+        const int64_t S = loop.stages;
+        SourceLoc loc = loop.loc;
+        Expr n = loop.extent, mn = loop.min;
+        auto commit = [&] { return make_machine_op(MachineOp::CpAsyncCommit, {}, {}, {}, loc); };
+        auto wait = [&](int64_t k) { return make_machine_op(MachineOp::CpAsyncWait, {k}, {}, {}, loc); };
+        std::vector<Stmt> out;
+        for (int64_t s = 0; s + 1 < S; ++s) {
+            out.push_back(make_if(lt(make_int(s), n), at_iteration(fills, add(mn, make_int(s)), false), nullptr, loc));
+            out.push_back(commit());
+        }
+        Expr ahead = add(Expr(j), make_int(S - 1));
+        Stmt refill = make_if(lt(ahead, add(mn, n)), at_iteration(fills, ahead, false), nullptr, loc);
+        std::vector<Stmt> step{wait(S - 2)};
+        step.insert(step.end(), waits.begin(), waits.end());
+        if (final_wait)
+            step.insert(step.end(), {body, refill, commit()});
+        else
+            step.insert(step.end(), {refill, commit(), body});
+        out.push_back(make_for(j, mn, n, ForKind::Serial, make_seq(step, loc), loc));
+        out.push_back(wait(0));
+        if (final_wait) out.push_back(*final_wait);
+        return out;
     }
 
     // setmaxnreg: the producer warpgroup gives registers to the consumers. With one

@@ -133,10 +133,13 @@ std::optional<Stmt> lower_gemm_wgmma(const GemmNode& g, const WgmmaPlan& p, Lowe
                                             ob->first, ob->second, sb->mode},
                                            acc(first, tn / 2), std::move(src), loc));
         }
-    // Unrolled: a rolled k loop carries the accumulators through PTX phi moves between
-    // wgmma instructions, and ptxas then injects a warpgroup.arrive before each (C7519),
-    // waiting for the wgmma in flight.
-    Stmt loop = make_for(kk, make_int(0), make_int(steps_k), ForKind::Unroll, make_seq(step, loc), loc);
+    // Unrolled where K is a pipeline step's (up to 8 k-steps): a rolled k loop carries the
+    // accumulators through PTX moves between wgmma instructions, and ptxas then injects a
+    // warpgroup.arrive before each (C7519), waiting for the wgmma in flight. A long K (the
+    // MLA decode kernel's q @ kv^T over 512) stays rolled: unrolled, its descriptors'
+    // address arithmetic spilled (168 bytes at 255 registers).
+    Stmt loop = make_for(kk, make_int(0), make_int(steps_k), steps_k <= 8 ? ForKind::Unroll : ForKind::Serial,
+                         make_seq(step, loc), loc);
     std::vector<Stmt> body{make_machine_op(MachineOp::FenceProxyAsync, {}, {}, {}, loc),
                            make_machine_op(MachineOp::WgmmaFence, {}, acc(0, regs), acc(0, regs), loc), loop,
                            make_machine_op(MachineOp::WgmmaCommit, {}, {}, {}, loc),
