@@ -214,3 +214,72 @@ TEST_CASE("sim: producer and consumer warp roles run as coroutines", "[sim][tma]
         CHECK_FALSE(has(r, sim::IssueKind::Mbarrier, 6, "would hang"));
     }
 }
+
+// A tensor map's dimensions are in memory order, dimension 0 the contiguous one (CUDA
+// driver API, cuTensorMapEncodeTiled: globalDim[0] is the innermost, globalStrides start
+// at dimension 1). XT: f32[12, 20] with strides (1, 12) is X transposed in the same
+// memory; a tma_load naming map dimensions {0, 1} (ir.h, TmaLoad) with the box 16 (along
+// XT's dimension 0) x 8 at XT[4, 14] lands XT[4 + c, 14 + r] = X[14 + r, 4 + c] at s[r, c]:
+// the box of the row-major test above, zero-filled past dimension 0's 12 and dimension
+// 1's 20.
+TEST_CASE("sim: a TMA box of a transposed tensor follows its memory order", "[sim][tma]") {
+    TmaKernel k;
+    k.x = ir::make_tensor("XT", ir::DataType::f32(), {ir::make_int(12), ir::make_int(20)}, ir::Access::In, {},
+                          {ir::make_int(1), ir::make_int(12)});
+    auto tma = [&](std::vector<int64_t> imm) {
+        return ir::make_machine_op(ir::MachineOp::TmaLoad, std::move(imm), {ir::make_load(k.s, {ir::make_int(0), ir::make_int(0)})},
+                                   {ir::make_load(k.x, {ir::make_int(4), ir::make_int(14)}), k.bar0()}, line(5));
+    };
+    auto r = k.run({k.init(), ir::make_barrier(line(3)), k.on_thread0(ir::make_seq({k.arrive(512), tma({0, 16, 8, 0, 1})}), 4),
+                    k.wait(0), k.read_all()});
+    REQUIRE(r.ok);
+    for (const auto& i : r.issues) INFO(i.message);
+    CHECK(r.issues.empty());
+    for (int t = 0; t < 128; ++t) CHECK(k.a.tensors[1].data[static_cast<size_t>(t)] == k.expected(t));
+}
+
+// setmaxnreg is warpgroup-collective (PTX ISA, "setmaxnreg": .sync.aligned, every thread
+// of the warpgroup executes the same instruction); split-warp-roles' named barrier is
+// the consumers' alone, threads 0 .. n-1 (its count n), and orders their shared accesses
+// as the block barrier does.
+TEST_CASE("sim: setmaxnreg and the consumers' named barrier are checked", "[sim][warp_roles]") {
+    TmaKernel k;
+    ir::Buffer sh = ir::make_buffer("sh", ir::DataType::f32(), {ir::make_int(128)}, ir::Scope::Shared);
+    k.more_shared = {sh};
+    auto write_then_read_neighbour = [&](std::vector<ir::Stmt> between) {
+        std::vector<ir::Stmt> v{ir::make_store(sh, {k.tx}, ir::make_float(2.0, ir::DataType::f32()), line(20))};
+        for (auto& b : between) v.push_back(b);
+        v.push_back(ir::make_store(k.y, {k.tx},
+                                   ir::make_load(sh, {ir::floormod(ir::add(k.tx, ir::make_int(1)), ir::make_int(128))}, line(22)),
+                                   line(22)));
+        return v;
+    };
+    SECTION("a named barrier of all 128 orders the exchange") {
+        auto r = k.run(write_then_read_neighbour({ir::make_machine_op(ir::MachineOp::NamedBarrier, {1, 128}, {}, {}, line(21))}));
+        REQUIRE(r.ok);
+        for (const auto& i : r.issues) INFO(i.message);
+        CHECK(r.issues.empty());
+        for (int t = 0; t < 128; ++t) CHECK(k.a.tensors[1].data[static_cast<size_t>(t)] == 2.0);
+    }
+    SECTION("without it, the read races with the neighbour's write") {
+        auto r = k.run(write_then_read_neighbour({}));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::Race, 22, "race"));
+    }
+    SECTION("a named barrier reached by part of its threads is reported") {
+        ir::Stmt half = ir::make_if(ir::lt(k.tx, ir::make_int(64)),
+                                    ir::make_machine_op(ir::MachineOp::NamedBarrier, {1, 128}, {}, {}, line(21)), nullptr,
+                                    line(21));
+        auto r = k.run({half});
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::BarrierDivergence, 21, "reached by 64 threads"));
+    }
+    SECTION("setmaxnreg by part of a warpgroup is reported") {
+        ir::Stmt part = ir::make_if(ir::lt(k.tx, ir::make_int(96)),
+                                    ir::make_machine_op(ir::MachineOp::SetMaxNReg, {1, 232}, {}, {}, line(23)), nullptr,
+                                    line(23));
+        auto r = k.run({part});
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::BarrierDivergence, 23, "part of a warpgroup"));
+    }
+}
