@@ -417,7 +417,7 @@ private:
         Stmt body_j = at_iteration(others, Expr(j), true);
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
-        if (has_wgmma(body_j) && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
+        if (widest_wgmma(body_j) > 0 && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
             tma.size() == fills.size() && nesting_ == 0 && !specialized_) {
             specialized_ = true;
             Stmt result = warp_specialized(loop, fills, body_j, final_wgmma_wait, tma_bars, tma, at_iteration, out);
@@ -425,27 +425,36 @@ private:
             return result;
         }
         std::vector<Stmt> waits;
-        for (size_t k = 0; k < tma.size(); ++k) {
-            Expr stage = floormod(Expr(j), make_int(S));
-            Expr parity = floormod(floordiv(sub(Expr(j), mn), make_int(S)), make_int(2));
-            waits.push_back(make_if(tma[k].condition,
-                                    make_machine_op(MachineOp::MbarrierWait, {}, {},
-                                                    {make_load(tma_bars[k], {stage, make_int(0)}, loc), parity}, loc),
-                                    nullptr, loc));
-        }
+        for (size_t k = 0; k < tma.size(); ++k)
+            waits.push_back(make_if(tma[k].condition, stage_wait(tma_bars[k], Expr(j), mn, S, 0, loc), nullptr, loc));
         for (auto& st : cp_async_pipeline(loop, j, fills, body_j, waits, final_wgmma_wait, at_iteration)) out.push_back(st);
         Stmt result = make_seq(out, loc);
         for (auto& b : tma_bars) result = make_allocate(b, result, loc);
         return result;
     }
 
-    static bool has_wgmma(const Stmt& s) {
-        struct Find : IRVisitor {
-            bool found = false;
-            void visit_machine_op(const MachineOpNode* op) override { found = found || op->op == MachineOp::Wgmma; }
-        } f;
-        f.visit(s);
-        return f.found;
+    // The widest wgmma's n in `s`, 0 without one.
+    static int64_t widest_wgmma(const Stmt& s) {
+        struct Widest : IRVisitor {
+            int64_t n = 0;
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op == MachineOp::Wgmma) n = std::max(n, op->imm.at(0));
+            }
+        } widest;
+        widest.visit(s);
+        return widest.n;
+    }
+
+    // The wait of iteration `iter` on its stage of the mbarrier ring `bar` (S stages from
+    // iteration `mn`): the parity of the stage's use since the initialisation, plus
+    // `phase_offset` (1: the phase before, the previous use's release).
+    static Stmt stage_wait(const Buffer& bar, const Expr& iter, const Expr& mn, int64_t S, int64_t phase_offset,
+                           SourceLoc loc) {
+        Expr use = floordiv(sub(iter, mn), make_int(S));
+        return make_machine_op(MachineOp::MbarrierWait, {}, {},
+                               {make_load(bar, {floormod(iter, make_int(S)), make_int(0)}, loc),
+                                floormod(add(use, make_int(phase_offset)), make_int(2))},
+                               loc);
     }
 
     // The warp-specialized form of the header; `inits` holds the full mbarriers' inits.
@@ -462,14 +471,7 @@ private:
         SourceLoc loc = loop.loc;
         // The widest wgmma: ptxas compiles each instruction within the launch's register
         // count, so an n = 256 wgmma (128 accumulators) needs more than two blocks a SM allow.
-        struct Widest : IRVisitor {
-            int64_t n = 0;
-            void visit_machine_op(const MachineOpNode* op) override {
-                if (op->op == MachineOp::Wgmma) n = std::max(n, op->imm.at(0));
-            }
-        } widest;
-        widest.visit(body_j);
-        two_blocks_ = T == 128 && widest.n <= 128;
+        two_blocks_ = T == 128 && widest_wgmma(body_j) <= 128;
         Expr n = loop.extent, mn = loop.min;
         Expr all_maps = tma[0].condition;
         for (size_t k = 1; k < tma.size(); ++k) all_maps = logical_and(all_maps, tma[k].condition);
@@ -483,7 +485,6 @@ private:
                                     make_machine_op(MachineOp::MbarrierInit, {T},
                                                     {make_load(empty, {make_int(s), make_int(0)}, loc)}, {}, loc),
                                     nullptr, loc));
-        auto use = [&](const Expr& j) { return floordiv(sub(j, mn), make_int(S)); };
         // Producer: the TMA issues alone (the fills' TMA branches, no thread-0 guard: one
         // producer thread runs them).
         struct TmaOnly : IRMutator {
@@ -499,13 +500,7 @@ private:
         std::vector<Stmt> tma_fills;
         for (auto& f : fills) tma_fills.push_back(tma_only.mutate(f));
         Var jp = make_var(loop.var->name + "_tma", loop.var->type, loop.var->var_kind, loop.var->loc);
-        Stmt release_wait = make_if(
-            ge(sub(Expr(jp), mn), make_int(S)),
-            make_machine_op(MachineOp::MbarrierWait, {}, {},
-                            {make_load(empty, {floormod(Expr(jp), make_int(S)), make_int(0)}, loc),
-                             floormod(add(use(Expr(jp)), make_int(1)), make_int(2))},
-                            loc),
-            nullptr, loc);
+        Stmt release_wait = make_if(ge(sub(Expr(jp), mn), make_int(S)), stage_wait(empty, Expr(jp), mn, S, 1, loc), nullptr, loc);
         Stmt producer_loop = make_for(jp, mn, n, ForKind::Serial,
                                       make_seq({release_wait, at_iteration(tma_fills, Expr(jp), false)}, loc), loc);
         Stmt producer = make_seq({make_machine_op(MachineOp::SetMaxNReg, {0, producer_registers()}, {}, {}, loc),
@@ -514,11 +509,7 @@ private:
         // Consumers: wait for the stage, compute, release the previous stage.
         Var j = loop.var;
         std::vector<Stmt> step;
-        for (size_t k = 0; k < full.size(); ++k)
-            step.push_back(make_machine_op(MachineOp::MbarrierWait, {}, {},
-                                           {make_load(full[k], {floormod(Expr(j), make_int(S)), make_int(0)}, loc),
-                                            floormod(use(Expr(j)), make_int(2))},
-                                           loc));
+        for (const Buffer& bar : full) step.push_back(stage_wait(bar, Expr(j), mn, S, 0, loc));
         step.push_back(body_j);
         auto release = [&](const Expr& iter) {
             return make_machine_op(MachineOp::MbarrierArrive, {0},
