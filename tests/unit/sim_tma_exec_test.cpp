@@ -267,19 +267,18 @@ TEST_CASE("sim: setmaxnreg and the consumers' named barrier are checked", "[sim]
         REQUIRE(r.ok);
         CHECK(has(r, sim::IssueKind::Race, 22, "race"));
     }
+    // `op` at line `l` executed by threads 0 .. threads - 1 only.
+    auto by_first = [&](int64_t threads, ir::MachineOp op, std::vector<int64_t> imm, uint32_t l) {
+        return k.run({ir::make_if(ir::lt(k.tx, ir::make_int(threads)), ir::make_machine_op(op, std::move(imm), {}, {}, line(l)),
+                                  nullptr, line(l))});
+    };
     SECTION("a named barrier reached by part of its threads is reported") {
-        ir::Stmt half = ir::make_if(ir::lt(k.tx, ir::make_int(64)),
-                                    ir::make_machine_op(ir::MachineOp::NamedBarrier, {1, 128}, {}, {}, line(21)), nullptr,
-                                    line(21));
-        auto r = k.run({half});
+        auto r = by_first(64, ir::MachineOp::NamedBarrier, {1, 128}, 21);
         REQUIRE(r.ok);
         CHECK(has(r, sim::IssueKind::BarrierDivergence, 21, "reached by 64 threads"));
     }
     SECTION("setmaxnreg by part of a warpgroup is reported") {
-        ir::Stmt part = ir::make_if(ir::lt(k.tx, ir::make_int(96)),
-                                    ir::make_machine_op(ir::MachineOp::SetMaxNReg, {1, 232}, {}, {}, line(23)), nullptr,
-                                    line(23));
-        auto r = k.run({part});
+        auto r = by_first(96, ir::MachineOp::SetMaxNReg, {1, 232}, 23);
         REQUIRE(r.ok);
         CHECK(has(r, sim::IssueKind::BarrierDivergence, 23, "part of a warpgroup"));
     }
