@@ -132,12 +132,8 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& tr
     return tm;
 }
 
-// A copy's unmasked and masked register loops load the same addresses; left to O3,
-// SimplifyCFG sinks their common last load into a shared block before the target's
-// load/store vectoriser runs, and a thread's last vector becomes v2 + scalars.
-// Registers promoted, alignment inferred and loads combined into vectors first, the
-// two paths no longer end alike.
-void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who) {
+// Runs a textual LLVM pass pipeline on the module.
+void run_function_passes(llvm::Module& m, llvm::TargetMachine& tm, const std::string& pipeline, const std::string& who) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -149,12 +145,23 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm;
+    if (auto err = pb.parsePassPipeline(mpm, pipeline))
+        TILEC_ICE(who + ": bad pass pipeline: " + llvm::toString(std::move(err)));
+    mpm.run(m, mam);
+}
+
+// A copy's unmasked and masked register loops load the same addresses; left to O3,
+// SimplifyCFG sinks their common last load into a shared block before the target's
+// load/store vectoriser runs, and a thread's last vector becomes v2 + scalars.
+// Registers promoted, alignment inferred and loads combined into vectors first, the
+// two paths no longer end alike.
+void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who) {
     // A textual "instcombine" verifies that one run reaches a fixpoint and aborts the
     // process when it does not (LLVM 19: on for -passes= pipelines, which tests use; off
     // in the O3 pipeline). Not reaching it only leaves work for the O3 run that follows.
-    if (auto err = pb.parsePassPipeline(mpm, "function(sroa,early-cse,instcombine<no-verify-fixpoint>,infer-alignment,load-store-vectorizer)"))
-        TILEC_ICE(who + ": bad pass pipeline: " + llvm::toString(std::move(err)));
-    mpm.run(m, mam);
+    run_function_passes(m, tm,
+                        "function(sroa,early-cse,instcombine<no-verify-fixpoint>,infer-alignment,load-store-vectorizer)",
+                        who);
 }
 
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
@@ -169,6 +176,12 @@ void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target:
         StageTimer::Scope timed(target.name, "llvm-opt");
         vectorize_early(m, tm, who + " backend");
         optimize_module(m, tm);
+        // Shared addresses as thread register + immediate (gpu_address_constants.cpp);
+        // the duplicated index arithmetic it leaves is merged and the dead removed.
+        int rewritten = 0;
+        for (auto& fn : m)
+            if (!fn.isDeclaration()) rewritten += split_address_constants(fn);
+        if (rewritten) run_function_passes(m, tm, "function(early-cse,adce)", who + " backend");
     }
     check_llvm_errors(llvm_errors, "optimise", who);
 }

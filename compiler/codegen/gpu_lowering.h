@@ -227,6 +227,10 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
 // The first half of finish_module: attributes, verification, early vectorisation and
 // O3, LLVM's errors checked. Exposed for a backend that optimises each export in its
 // own module (on the driver's thread pool) and generates code for them linked together.
+// Rewrites shared-memory GEPs base + f(thread) + C as (base + f'(thread)) + C, after
+// O3 (gpu_address_constants.cpp); returns how many it rewrote.
+int split_address_constants(llvm::Function& fn);
+
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
                          const std::string& features, const std::string& who, const std::string& llvm_errors);
 

@@ -109,16 +109,19 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     }
     case ir::MachineOp::CpAsync: {
         // The .s form takes src-size: the bytes past it are zero-filled (ragged edges).
+        // Inline PTX: LLVM 19 selects the intrinsic only for 64-bit shared pointers, and
+        // ours are 32-bit (nvptx_backend.cpp). The memory clobber keeps LLVM from moving
+        // shared loads across the copy, as the intrinsic's memory effects did.
         int bytes = static_cast<int>(m.imm.at(0));
-        llvm::Intrinsic::ID id = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
-                                 : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
-                                              : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
         auto* dl = m.dst.at(0)->as<ir::LoadNode>();
         auto* sl = m.src.at(0)->as<ir::LoadNode>();
-        llvm::Value* dst = element_ptr(buffer(dl->buffer), dl->indices);
+        llvm::Value* dst = b_.CreatePtrToInt(element_ptr(buffer(dl->buffer), dl->indices), b_.getInt32Ty());
         llvm::Value* src = element_ptr(buffer(sl->buffer), sl->indices);
         llvm::Value* n = b_.CreateSExtOrTrunc(expr(m.src.at(1)), b_.getInt32Ty());
-        b_.CreateIntrinsic(id, {}, {dst, src, n});
+        std::string text = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [$0], [$1], " +
+                           std::to_string(bytes) + ", $2;";
+        auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {dst->getType(), src->getType(), n->getType()}, false);
+        b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, "r,l,r,~{memory}", true), {dst, src, n});
         return;
     }
     case ir::MachineOp::VectorCopy: {

@@ -11,6 +11,7 @@ else()
   message(STATUS "NVPTX backend: ptxas not found (--emit=cubin and the ptxas tests need -DTILEC_PTXAS=...)")
 endif()
 tilec_llvm_library(tilec_gpu_lowering
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_address_constants.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_amd_matrix.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_expr.cpp

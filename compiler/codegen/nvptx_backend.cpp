@@ -17,6 +17,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -125,6 +126,14 @@ void init_nvptx() {
         LLVMInitializeNVPTXTarget();
         LLVMInitializeNVPTXTargetMC();
         LLVMInitializeNVPTXAsmPrinter();
+        // 32-bit shared-memory pointers (the shared window is 32-bit anyway): every
+        // shared address is one register instead of a pair, which the register-heavy
+        // tensor-core kernels need (MLA decode spilled 156 bytes on sm_80 with 64-bit
+        // ones). LLVM exposes this only as a command-line option.
+        auto& options = llvm::cl::getRegisteredOptions();
+        auto short_ptr = options.find("nvptx-short-ptr");
+        if (short_ptr == options.end()) TILEC_ICE("NVPTX backend: LLVM has no nvptx-short-ptr option");
+        short_ptr->second->addOccurrence(0, "nvptx-short-ptr", "true");
     });
 }
 
