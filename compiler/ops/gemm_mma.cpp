@@ -178,11 +178,16 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
     };
     // One k-step; `kstep` is the constant step when A comes from registers (their
     // indices depend on it: the steps are unrolled so the registers stay registers).
+    // The operand with fewer atoms is loaded whole first; the other one atom (B: a pair
+    // of atoms) at a time, right before that atom's mma instructions, so that one of its
+    // atoms is live beside the first and the accumulators instead of all of them (MLA
+    // decode's q @ kv^T: 4 A atoms against 1 B atom; its p @ kv: 8 B atoms).
     auto k_step = [&](int64_t kstep) {
-    std::vector<Stmt> step;
+    std::vector<std::vector<Stmt>> a_loads(static_cast<size_t>(atoms_m)), b_loads(static_cast<size_t>(atoms_n));
     // A atom (16 x atom_k) mi: matrices q = 0..3 at rows 8 * (q % 2), columns
     // run * (q / 2): registers 0..3 of the A fragment (ISA 9.7.14.5.7-10).
     for (int64_t mi = 0; mi < atoms_m && !a_regs; ++mi) {
+        auto& out = a_loads[static_cast<size_t>(mi)];
         Expr r0 = p.interleave_m ? add(mul(Expr(warp_m), make_int(16)), make_int(mi * 16 * p.warps_m))
                                  : add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * 16));
         if (!a_ldmatrix) {
@@ -192,18 +197,19 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
                 int64_t j = i / per;
                 Expr r = add(add(r0, Expr(group)), make_int(8 * (j % 2)));
                 Expr col = add(add(k0, make_int(run * (j / 2) + i % per)), mul(Expr(tig), make_int(per)));
-                step.push_back(make_store(af, {make_int(mi * a_elems + i)}, element(a, g.trans_a, r, col), loc));
+                out.push_back(make_store(af, {make_int(mi * a_elems + i)}, element(a, g.trans_a, r, col), loc));
             }
             continue;
         }
         auto [src, trans] = run_start(a, g.trans_a, pa, true, add(r0, mul(floormod(Expr(mat), make_int(2)), make_int(8))),
                                       add(k0, mul(floordiv(Expr(mat), make_int(2)), make_int(run))));
-        step.push_back(make_machine_op(MachineOp::Ldmatrix, {4, trans ? 1 : 0}, regs(af, mi * a_elems, a_elems), {src}, loc));
+        out.push_back(make_machine_op(MachineOp::Ldmatrix, {4, trans ? 1 : 0}, regs(af, mi * a_elems, a_elems), {src}, loc));
     }
     // B atoms (atom_k x 8) ni, ni + 1: matrices q at k rows run * (q % 2), atom ni + q / 2:
-    // registers 0, 1 of ni, then of ni + 1. B is K x N; stored row-major (k rows)
-    // its columns are the n the lanes need: .trans.
+    // registers 0, 1 of ni, then of ni + 1 (loaded together: listed under ni). B is
+    // K x N; stored row-major (k rows) its columns are the n the lanes need: .trans.
     for (int64_t ni = 0; ni < atoms_n; ni += 2) {
+        auto& out = b_loads[static_cast<size_t>(ni)];
         Expr n0 = add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * 8));
         if (!b_ldmatrix) {
             // Element i of atoms ni, ni + 1: register j = i / per, at k row run * j +
@@ -212,7 +218,7 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
                 for (int64_t i = 0; i < b_elems; ++i) {
                     Expr kr = add(add(k0, make_int(run * (i / per) + i % per)), mul(Expr(tig), make_int(per)));
                     Expr col = add(add(n0, make_int(8 * (nj - ni))), Expr(group));
-                    step.push_back(make_store(bf, {make_int(nj * b_elems + i)}, element(b, g.trans_b, kr, col), loc));
+                    out.push_back(make_store(bf, {make_int(nj * b_elems + i)}, element(b, g.trans_b, kr, col), loc));
                 }
             continue;
         }
@@ -220,25 +226,39 @@ Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const 
         Expr q = num == 4 ? Expr(mat) : floormod(Expr(mat), make_int(2));
         auto [src, trans] = run_start(b, g.trans_b, pb, false, add(k0, mul(floormod(q, make_int(2)), make_int(run))),
                                       add(n0, mul(floordiv(q, make_int(2)), make_int(8))));
-        step.push_back(make_machine_op(MachineOp::Ldmatrix, {num, trans ? 1 : 0}, regs(bf, ni * b_elems, num / 2 * b_elems),
-                                       {src}, loc));
+        out.push_back(make_machine_op(MachineOp::Ldmatrix, {num, trans ? 1 : 0}, regs(bf, ni * b_elems, num / 2 * b_elems),
+                                      {src}, loc));
     }
-    for (int64_t mi = 0; mi < atoms_m; ++mi)
-        for (int64_t ni = 0; ni < atoms_n; ++ni) {
-            int64_t c0 = 4 * (mi * atoms_n + ni);
-            std::vector<Expr> src;
-            if (a_regs) {
-                const Buffer& held = lc.registers(g.a.buffer).regs;
-                for (int64_t i = 0; i < 8; ++i)
-                    src.push_back(make_load(held, {make_int((*a_regs)[kstep][mi][i])}, loc));
-            } else {
-                src = regs(af, mi * a_elems, a_elems);
-            }
-            for (auto& e : regs(bf, ni * b_elems, b_elems)) src.push_back(e);
-            for (auto& e : regs(c.regs, c0, 4)) src.push_back(e);
-            step.push_back(
-                make_machine_op(MachineOp::Mma, {16, 8, p.atom_k}, regs(c.regs, c0, 4), std::move(src), loc));
+    auto mma = [&](int64_t mi, int64_t ni) {
+        int64_t c0 = 4 * (mi * atoms_n + ni);
+        std::vector<Expr> src;
+        if (a_regs) {
+            const Buffer& held = lc.registers(g.a.buffer).regs;
+            for (int64_t i = 0; i < 8; ++i) src.push_back(make_load(held, {make_int((*a_regs)[kstep][mi][i])}, loc));
+        } else {
+            src = regs(af, mi * a_elems, a_elems);
         }
+        for (auto& e : regs(bf, ni * b_elems, b_elems)) src.push_back(e);
+        for (auto& e : regs(c.regs, c0, 4)) src.push_back(e);
+        return make_machine_op(MachineOp::Mma, {16, 8, p.atom_k}, regs(c.regs, c0, 4), std::move(src), loc);
+    };
+    std::vector<Stmt> step;
+    auto emit = [&](std::vector<Stmt>& loads) {
+        for (auto& st : loads) step.push_back(std::move(st));
+    };
+    if (!a_regs && atoms_n * b_elems < atoms_m * a_elems) {
+        for (auto& loads : b_loads) emit(loads);
+        for (int64_t mi = 0; mi < atoms_m; ++mi) {
+            emit(a_loads[static_cast<size_t>(mi)]);
+            for (int64_t ni = 0; ni < atoms_n; ++ni) step.push_back(mma(mi, ni));
+        }
+    } else {
+        for (auto& loads : a_loads) emit(loads);
+        for (int64_t ni = 0; ni < atoms_n; ++ni) {
+            emit(b_loads[static_cast<size_t>(ni)]);
+            for (int64_t mi = 0; mi < atoms_m; ++mi) step.push_back(mma(mi, ni));
+        }
+    }
     return make_seq(step, loc);
     };
     Stmt body;
