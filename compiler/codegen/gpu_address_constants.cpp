@@ -144,8 +144,6 @@ private:
         return {low, llvm::APInt(ty->getBitWidth(), 0)};
     }
 
-    llvm::Value* narrow(llvm::Value* v, llvm::IntegerType* ty) { return v->getType() == ty ? v : b_.CreateTrunc(v, ty); }
-
     // A ring or bitwise operation rebuilt in the narrower type (their low bits depend
     // only on the operands' low bits).
     Split ring(llvm::Instruction* inst, llvm::IntegerType* ty, int depth, bool narrowing) {
@@ -162,8 +160,9 @@ private:
         return add ? b_.CreateAdd(a, c) : b_.CreateSub(a, c);
     }
 
-    // v modulo 2^bits (its low bits, in v's type), with the constants that cannot reach
-    // them dropped.
+    // A value congruent to v modulo 2^bits (equal in the low bits; the bits above are
+    // arbitrary: a user must mask them), with the constants that cannot reach the low
+    // bits dropped.
     llvm::Value* low_bits(llvm::Value* v, unsigned bits, int depth) {
         const unsigned width = v->getType()->getIntegerBitWidth();
         if (bits >= width) return v;
@@ -222,22 +221,23 @@ private:
             llvm::KnownBits known = llvm::computeKnownBits(s, dl_);
             const unsigned bits = full - known.countMinLeadingZeros();
             if (bits >= width) continue;
+            // s itself, not just a value congruent to it: its bits above `bits` are zero
+            // and mask x's (low_bits leaves those arbitrary).
+            llvm::Value* exact_s = materialize(split(s, ty, depth + 1), ty);
             if (inst->getOpcode() == llvm::Instruction::And) {
                 llvm::Value* lx = low_bits(x, bits, depth + 1);
-                llvm::Value* ls = low_bits(s, bits, depth + 1);
                 if (!narrowing) {
-                    if (lx == x && ls == s) return leaf(inst, ty);
-                    return {b_.CreateAnd(lx, ls), llvm::APInt(width, 0)};
+                    if (lx == x) return leaf(inst, ty);
+                    return {b_.CreateAnd(lx, exact_s), llvm::APInt(width, 0)};
                 }
-                return {b_.CreateAnd(materialize(split(lx, ty, depth + 1), ty), materialize(split(ls, ty, depth + 1), ty)),
-                        llvm::APInt(width, 0)};
+                return {b_.CreateAnd(materialize(split(lx, ty, depth + 1), ty), exact_s), llvm::APInt(width, 0)};
             }
             Split sx = split(x, ty, depth + 1);
             llvm::APInt high = sx.constant & ~llvm::APInt::getLowBitsSet(width, bits);
             if (high.isZero()) continue;
             Split low{sx.var, sx.constant - high};
             llvm::Value* rest = b_.CreateBinOp(static_cast<llvm::Instruction::BinaryOps>(inst->getOpcode()),
-                                               materialize(low, ty), narrow(low_bits(s, bits, depth + 1), ty));
+                                               materialize(low, ty), exact_s);
             return {rest, high};
         }
         return ring(inst, ty, depth, narrowing);
