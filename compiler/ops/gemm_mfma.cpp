@@ -172,20 +172,36 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     for (int64_t mi = 0; mi < atoms_m; ++mi)
         load_run(af, mi * run, a, g.trans_a, true,
                  add(add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * p.atom)), Expr(lane_row)));
-    for (int64_t ni = 0; ni < atoms_n; ++ni)
+    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
+    auto load_b = [&](int64_t ni) {
         load_run(bf, ni * run, b, g.trans_b, false,
                  add(add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * p.atom)), Expr(lane_row)));
-    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
-    for (int64_t gi = 0; gi < pack; ++gi)
-        for (int64_t mi = 0; mi < atoms_m; ++mi)
-            for (int64_t ni = 0; ni < atoms_n; ++ni) {
-                int64_t c0 = c_regs * (mi * atoms_n + ni);
-                std::vector<Expr> src = regs(af, mi * run + gi * per, per);
-                for (auto& e : regs(bf, ni * run + gi * per, per)) src.push_back(e);
-                for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
-                step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs),
-                                               std::move(src), loc));
-            }
+    };
+    auto mma = [&](int64_t gi, int64_t mi, int64_t ni) {
+        int64_t c0 = c_regs * (mi * atoms_n + ni);
+        std::vector<Expr> src = regs(af, mi * run + gi * per, per);
+        for (auto& e : regs(bf, ni * run + gi * per, per)) src.push_back(e);
+        for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
+        step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs), std::move(src), loc));
+    };
+    // MFMA: B one atom column at a time, each right before its instructions, so one B run
+    // is live beside the A runs and the accumulators (attn_fwd_causal_d64 on gfx942: 20
+    // bytes of scratch with all B runs loaded first, none so). WMMA keeps every load first
+    // and the instructions row by row: on gfx1100 the column order spilled more (gemm_f16
+    // 0 -> 112 bytes, gemm_f16_nt 96 -> 224). Either way each accumulator sums its
+    // k-steps in order gi = 0, 1, ...
+    if (p.wmma) {
+        for (int64_t ni = 0; ni < atoms_n; ++ni) load_b(ni);
+        for (int64_t gi = 0; gi < pack; ++gi)
+            for (int64_t mi = 0; mi < atoms_m; ++mi)
+                for (int64_t ni = 0; ni < atoms_n; ++ni) mma(gi, mi, ni);
+    } else {
+        for (int64_t ni = 0; ni < atoms_n; ++ni) {
+            load_b(ni);
+            for (int64_t gi = 0; gi < pack; ++gi)
+                for (int64_t mi = 0; mi < atoms_m; ++mi) mma(gi, mi, ni);
+        }
+    }
     Stmt body =
         make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, make_seq(step, loc), loc);
     body = make_allocate(af, make_allocate(bf, body, loc), loc);
