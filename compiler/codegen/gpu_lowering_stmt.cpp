@@ -101,7 +101,22 @@ void GpuLowering::lower_for(const ir::ForNode& f) {
     stmt(f.body);
     llvm::Value* next = b_.CreateAdd(iv, llvm::ConstantInt::get(t, 1));
     iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(head);
+    llvm::BranchInst* latch = b_.CreateBr(head);
+    // AMD: LICM off for the loop (llvm.licm.disable). A main loop's fills and operand
+    // reads are unrolled over a thread's elements, and each element's address (a 64-bit
+    // global pointer, an LDS offset, its bounds test) is loop-invariant but for the
+    // step's offset: hoisted, they were all live across the loop beside the
+    // accumulators, and the gfx1100 gemms and attentions spilled 12-504 bytes of them
+    // (MLA decode 112). Computed in the loop they cost a few VALU instructions a step and
+    // no scratch (gemm_f16_nt 160 -> 0 bytes, attn_fwd_causal_d64 504 -> 80). The
+    // register allocator's own rematerialisation and MachineLICM still hoist what the
+    // registers allow.
+    if (target_.is_amd()) {
+        llvm::Metadata* hint = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.licm.disable")});
+        llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, hint});
+        loop_id->replaceOperandWith(0, loop_id);
+        latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+    }
     b_.SetInsertPoint(done);
 }
 

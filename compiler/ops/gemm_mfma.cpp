@@ -43,7 +43,16 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
     // The shapes the simulator models (sim/wave_mfma.h), in the target's order.
     const target::ElemType acc = i8 ? target::ElemType::S32 : target::ElemType::F32;
-    for (const target::MmaShape* s : target::mma_shapes(t, *ab, *ab, acc)) {
+    // Under @warp_policy(full_row) (flash attention) the row statistics m, l, ... are the
+    // accumulator's layout reduced over its columns: a lane holds 16 rows of each 32x32
+    // atom but 4 of each 16x16 one, so the small atom comes first. With 32x32x8,
+    // attn_fwd_causal_d64 held 2 x 32 rows of m and l across its loop and spilled 784
+    // bytes on gfx942 (656 on gfx90a, attn_fwd_d64 336).
+    std::vector<const target::MmaShape*> shapes = target::mma_shapes(t, *ab, *ab, acc);
+    if (policy == "full_row")
+        std::stable_sort(shapes.begin(), shapes.end(),
+                         [](const target::MmaShape* x, const target::MmaShape* y) { return x->m < y->m; });
+    for (const target::MmaShape* s : shapes) {
         const bool wmma = s->op == target::MatrixOp::Wmma;
         if (s->op != target::MatrixOp::Mfma && !wmma) continue;
         // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a lane).
@@ -62,17 +71,51 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     return std::nullopt;
 }
 
+namespace {
+
+// Bytes of padding a K row (rows of a multiple of 128 bytes, read in 16-byte chunks by
+// ds_read_b128 lane groups: lanes 0-3 + 20-23, 4-7 + 16-19, ...). 32x32 atoms: lanes
+// 0-31 are 32 rows at one K chunk, so a row one bank quad after the previous one puts
+// a group's 8 rows in 8 quads. 16x16 atoms: lanes 0-15 are 16 rows at chunk q = lane /
+// 16, so a group is rows 0-3 at chunk q and rows 4-7 at chunk q + 1; rows two quads
+// apart give the first four the even quads and the other four the odd ones (one quad
+// apart, row 7's chunk q + 1 lands on row 0's chunk q).
+int64_t k_row_pad_bytes(const AmdMatrixPlan& plan) { return plan.atom == 16 ? 32 : 16; }
+
+// The k-steps a lane loads at once: K is summed in any order, so up to 16 bytes of
+// consecutive K (one ds_read_b128) feed `pack` MFMAs.
+int64_t k_steps_packed(const AmdMatrixPlan& p, DataType t) {
+    const int64_t groups = p.wmma ? 1 : p.wave / p.atom, per = p.atom_k / groups, eb = (t.bits + 7) / 8;
+    const int64_t steps_k = p.k / p.atom_k;
+    int64_t pack = 1;
+    while (steps_k % (pack * 2) == 0 && pack * 2 * per * eb <= 16) pack *= 2;
+    return pack;
+}
+
+}  // namespace
+
 std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
-    if (x.scope != Scope::Shared || !k_last || plan.wmma) return std::nullopt;
+    if (x.scope != Scope::Shared || plan.wmma) return std::nullopt;
     auto s = const_shape(x.shape);
     if (!s || s->size() != 2) return std::nullopt;
     const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+    if (!k_last) {
+        // Rows along M / N are read 2 bytes a lane, per half wave. A 32x32 atom's half
+        // wave is 32 consecutive elements of one K row; a 16x16 atom's is 16 elements (32
+        // bytes) of K row k (lanes 0-15) and 16 of row k + run (lanes 16-31, the next lane
+        // group's K run), in the same banks when rows are a multiple of 128 bytes. 64 /
+        // run bytes of padding a row move row k + run by 64 bytes, half the banks.
+        const int64_t run = k_steps_packed(plan, x.dtype) * plan.atom_k / (plan.wave / plan.atom);
+        const int64_t pad_bits = 64 / run * 8;
+        if (plan.atom != 16 || row_bytes % 128 != 0 || 64 % run != 0 || pad_bits % x.dtype.bits != 0)
+            return std::nullopt;
+        return layout::Layout::padded(*s, pad_bits / x.dtype.bits);
+    }
     if (row_bytes > 64) {
-        // 16 bytes of padding a row: a row of 128 * n bytes starts one bank quad after the
-        // previous one, so 8 rows at one K chunk sit in 8 quads, and a lane's K runs stay
-        // at immediate offsets from its row's address (no per-step XOR to keep live).
+        // Padding (k_row_pad_bytes) rather than the XOR swizzle: a lane's K runs stay at
+        // immediate offsets from its row's address (no per-step XOR to keep live).
         if (row_bytes % 128 != 0 || 128 % x.dtype.bits != 0) return std::nullopt;
-        return layout::Layout::padded(*s, 128 / x.dtype.bits);
+        return layout::Layout::padded(*s, k_row_pad_bytes(plan) * 8 / x.dtype.bits);
     }
     auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
     return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
@@ -98,9 +141,7 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     const int64_t groups = p.wmma ? 1 : p.wave / p.atom, per = p.atom_k / groups;
     const int64_t c_regs = p.atom * p.atom / (p.wmma ? 32 : p.wave);
     const int64_t eb = (t.bits + 7) / 8;
-    int64_t pack = 1;
-    while (steps_k % (pack * 2) == 0 && pack * 2 * per * eb <= 16) pack *= 2;
-    const int64_t run = pack * per;  // K elements a lane reads at once
+    const int64_t pack = k_steps_packed(p, t), run = pack * per;  // run: K elements a lane reads at once
 
     Expr tx = lc.thread_idx();
     Var warp_m = make_let_var("warp_m", DataType::index(), loc), warp_n = make_let_var("warp_n", DataType::index(), loc);
@@ -131,20 +172,36 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     for (int64_t mi = 0; mi < atoms_m; ++mi)
         load_run(af, mi * run, a, g.trans_a, true,
                  add(add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * p.atom)), Expr(lane_row)));
-    for (int64_t ni = 0; ni < atoms_n; ++ni)
+    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
+    auto load_b = [&](int64_t ni) {
         load_run(bf, ni * run, b, g.trans_b, false,
                  add(add(mul(Expr(warp_n), make_int(wtile_n)), make_int(ni * p.atom)), Expr(lane_row)));
-    const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
-    for (int64_t gi = 0; gi < pack; ++gi)
-        for (int64_t mi = 0; mi < atoms_m; ++mi)
-            for (int64_t ni = 0; ni < atoms_n; ++ni) {
-                int64_t c0 = c_regs * (mi * atoms_n + ni);
-                std::vector<Expr> src = regs(af, mi * run + gi * per, per);
-                for (auto& e : regs(bf, ni * run + gi * per, per)) src.push_back(e);
-                for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
-                step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs),
-                                               std::move(src), loc));
-            }
+    };
+    auto mma = [&](int64_t gi, int64_t mi, int64_t ni) {
+        int64_t c0 = c_regs * (mi * atoms_n + ni);
+        std::vector<Expr> src = regs(af, mi * run + gi * per, per);
+        for (auto& e : regs(bf, ni * run + gi * per, per)) src.push_back(e);
+        for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
+        step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs), std::move(src), loc));
+    };
+    // MFMA: B one atom column at a time, each right before its instructions, so one B run
+    // is live beside the A runs and the accumulators (attn_fwd_causal_d64 on gfx942: 20
+    // bytes of scratch with all B runs loaded first, none so). WMMA keeps every load first
+    // and the instructions row by row: on gfx1100 the column order spilled more (gemm_f16
+    // 0 -> 112 bytes, gemm_f16_nt 96 -> 224). Either way each accumulator sums its
+    // k-steps in order gi = 0, 1, ...
+    if (p.wmma) {
+        for (int64_t ni = 0; ni < atoms_n; ++ni) load_b(ni);
+        for (int64_t gi = 0; gi < pack; ++gi)
+            for (int64_t mi = 0; mi < atoms_m; ++mi)
+                for (int64_t ni = 0; ni < atoms_n; ++ni) mma(gi, mi, ni);
+    } else {
+        for (int64_t ni = 0; ni < atoms_n; ++ni) {
+            load_b(ni);
+            for (int64_t gi = 0; gi < pack; ++gi)
+                for (int64_t mi = 0; mi < atoms_m; ++mi) mma(gi, mi, ni);
+        }
+    }
     Stmt body =
         make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, make_seq(step, loc), loc);
     body = make_allocate(af, make_allocate(bf, body, loc), loc);
