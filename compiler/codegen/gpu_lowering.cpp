@@ -176,11 +176,14 @@ void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target:
         StageTimer::Scope timed(target.name, "llvm-opt");
         vectorize_early(m, tm, who + " backend");
         optimize_module(m, tm);
-        // Shared addresses as thread register + immediate (gpu_address_constants.cpp);
-        // the duplicated index arithmetic it leaves is merged and the dead removed.
+        // Addresses as thread register + immediate (gpu_address_constants.cpp); the
+        // duplicated index arithmetic it leaves is merged and the dead removed. NVIDIA
+        // only: on AMD serial loops keep their addresses inside (llvm.licm.disable,
+        // gpu_lowering_stmt.cpp), and the split moved gfx1100's gemm_i8 to 12 bytes
+        // of scratch.
         int rewritten = 0;
         for (auto& fn : m)
-            if (!fn.isDeclaration()) rewritten += split_address_constants(fn);
+            if (!fn.isDeclaration() && target.vendor == target::Vendor::Nvidia) rewritten += split_address_constants(fn);
         if (rewritten) run_function_passes(m, tm, "function(early-cse,adce)", who + " backend");
     }
     check_llvm_errors(llvm_errors, "optimise", who);

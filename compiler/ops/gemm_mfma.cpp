@@ -140,7 +140,6 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     // (lanes l and l + 16 the same row).
     const int64_t groups = p.wmma ? 1 : p.wave / p.atom, per = p.atom_k / groups;
     const int64_t c_regs = p.atom * p.atom / (p.wmma ? 32 : p.wave);
-    const int64_t eb = (t.bits + 7) / 8;
     const int64_t pack = k_steps_packed(p, t), run = pack * per;  // run: K elements a lane reads at once
 
     Expr tx = lc.thread_idx();
