@@ -1,4 +1,5 @@
-"""What the fuzzers of tools/fuzz share: running tilec under a timeout, judging a run,
+"""What the fuzzers of tools/fuzz share: running tilec under a timeout (in the fork
+server, tilec-fork-server, when built: no process start-up per run), judging a run,
 reading the exports of a file, and the summary a run prints.
 
 The verdicts of a compile come from tests/fuzz/robustness.py (`judge`): exit 0 or 1,
@@ -225,6 +226,9 @@ def common_args(doc, count, what):
     return ap
 
 
+PROGRESS_SECONDS = 300
+
+
 def drive(name, args, what, check, record, batch=1):
     """Runs check(indices, work) on args.jobs threads for input indices 0, 1, ... (args.count
     of them, or as many as fit in args.minutes), `batch` indices per call, and
@@ -253,6 +257,7 @@ def drive(name, args, what, check, record, batch=1):
           + (f"{args.minutes:g} minutes" if deadline else f"{args.count} {what}")
           + (f", {batch} {what} per batch" if batch > 1 else "")
           + (f", tilec runs in {server}" if server != "off" else ", a tilec process per run"), flush=True)
+    next_progress = start + PROGRESS_SECONDS
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         pending, index = set(), 0
         while True:
@@ -267,6 +272,12 @@ def drive(name, args, what, check, record, batch=1):
             for fut in done:
                 for result in fut.result():
                     record(result, tally, keep)
+                    tally.add("done")
+            if time.monotonic() >= next_progress:
+                # A long run says how far it got, in case it is stopped before its figures.
+                next_progress += PROGRESS_SECONDS
+                print(f"{name}: after {(time.monotonic() - start) / 60:.0f} min: {what} {tally.counts['done']}, "
+                      f"findings {len(tally.findings)}", flush=True)
     return tally, keep, work, time.monotonic() - start
 
 

@@ -8,14 +8,23 @@ copies with pads, element-wise expression trees in parallel loops (arithmetic, m
 abs, selects, bounded transcendentals; bit operations on integers), row reductions with
 a carry across column blocks, cumsum with TileLang's carry (y[i, BN - 1]), guarded direct
 global stores, shared or fragment staging, or a small gemm. Every program is compiled for
-the host, sm_80 and gfx942 (`-o P.o`, which runs ptxas and ld.lld), and run with `tilec
-run` on ragged sizes on the host, sim:sm_80 and sim:gfx942, each compared with the
-reference interpreter. A finding is a compile that fails (crash, hang, any error: the
-program is valid), a run that crashes or hangs, or a run that does not PASS (a mismatch,
-a simulator report).
+the host, sm_80 and gfx942 (`-o P.o`, which runs ptxas and ld.lld; --batch programs as
+one file of as many exports, each alone when that fails), and run with one `tilec run
+--target=host,sim:sm_80,sim:gfx942` on ragged sizes, each target compared with one run
+of the reference interpreter (target by target when that does not PASS, to name the
+target). A finding is a compile that fails (crash, hang, any error: the program is
+valid), a run that crashes or hangs, or a run that does not PASS (a mismatch, a
+simulator report).
 
-    gen_programs.py --count 40 --seed 1          (bounded: what ctest runs)
-    gen_programs.py --minutes 20 --keep-dir D    (long run: prints the figures at the end)
+--backends-every K compiles and runs on the host only every K-th program (LLVM: a few
+hundred milliseconds per program); every program still runs on sim:sm_80 and sim:gfx942
+(frontend, Tile IR passes, thread-level lowering, simulator: a few tens of
+milliseconds). tilec runs in tilec-fork-server (fuzzlib.py). The figures say how many
+programs reached each stage.
+
+    gen_programs.py --count 32 --seed 1          (bounded: what ctest runs)
+    gen_programs.py --minutes 20 --keep-dir D    (prints the figures at the end)
+    long_run.py --minutes 72 --seed 16 --keep-dir D  (the long run: both fuzzers, one core)
 
 Exit status: 0 when nothing was found, 1 otherwise, 2 on a usage error.
 """
@@ -354,7 +363,7 @@ def main():
           f"{c['stage:run sim:gfx942']} (frontend, tile passes, thread-level lowering, simulator) against the "
           f"reference; compiled for host, sm_80 (ptxas) and gfx942 (ld.lld) {c['stage:compile']} and run on the "
           f"host {c['stage:run host']}"
-          + (f" (every {args.backends_every}th program)" if args.backends_every > 1 else ""))
+          + (f" (1 program in {args.backends_every})" if args.backends_every > 1 else ""))
     tally.counts["runs"] = round(tally.counts["runs"])
     return fuzzlib.finish("gen_programs", args, *ran[:3],
                           ("programs", "runs", "crash", "hang", "compile-error", "mismatch"), ran[3])

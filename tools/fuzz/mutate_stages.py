@@ -12,18 +12,27 @@ changes one thing an author could plausibly get wrong or push to an extreme:
   export    an export's template argument changed, an export dropped or duplicated;
   token     a token-level mutant (tests/fuzz/robustness.py: truncations, deletions,
             swaps, duplications, inserted bytes).
-Each mutant goes through the frontend (`--emit=tir`); one that compiles then goes
-through the CPU backend (`-o M.o`: object and header), `--target=sm_80 --emit=ptx`,
-`--target=gfx942 --emit=hsaco` (ld.lld), and `tilec run` of its first export on the host and
-on sim:sm_80 with small sizes (--sim-blocks 2). A finding is a crash, a hang (past
---timeout), an internal compiler error, a compile exiting 1 without a located error or 0
-after one (tests/fuzz/robustness.py's rules). A `tilec run` may FAIL on a mutant (a
-mutation can make a program read out of bounds or race) or run past --run-timeout (a
-loop of 2^63 iterations runs that long): only its crashes count; its time-outs are
-counted apart.
+Each mutant goes through the frontend (`--emit=tir`: parsing, checks, elaboration and the
+Tile IR passes); one that compiles then goes through the three backends in one tilec
+(`--target=host,sm_80,gfx942 -o M.o`: the CPU object and header, sm_80's PTX and ptxas,
+gfx942's code object and ld.lld; when that fails, stage by stage: `-o M.o`,
+`--target=sm_80 --emit=ptx`, `--target=gfx942 --emit=hsaco`), and `tilec run` of its
+first export on the host and on sim:sm_80 (--sim-blocks 2) with small sizes. A finding
+is a crash, a hang (past --timeout), an internal compiler error, a compile exiting 1
+without a located error or 0 after one (tests/fuzz/robustness.py's rules). A `tilec run`
+may FAIL on a mutant (a mutation can make a program read out of bounds or race) or run
+past --run-timeout (a loop of 2^63 iterations runs that long): only its crashes count;
+its time-outs are counted apart, and the figures say how many runs passed, failed or
+were refused before running (bad sizes for the mutant, say).
 
-    mutate_stages.py --count 150 --seed 1            (bounded: what ctest runs)
-    mutate_stages.py --minutes 20 --keep-dir D       (long run: prints the figures)
+--backends-every K sends only every K-th mutant through the backends and the host run
+(LLVM: about a second per mutant, against a few milliseconds for the rest); the others
+stop after the simulator run. tilec runs in tilec-fork-server (fuzzlib.py), not in a
+process of its own per run.
+
+    mutate_stages.py --count 120 --seed 1            (bounded: what ctest runs)
+    mutate_stages.py --minutes 20 --keep-dir D       (prints the figures at the end)
+    long_run.py --minutes 72 --seed 16 --keep-dir D  (the long run: both fuzzers, one core)
 
 Exit status: 0 when nothing was found, 1 otherwise, 2 on a usage error.
 """
@@ -237,7 +246,7 @@ def main():
     c = tally.counts
     print("mutate_stages: inputs through each stage: "
           + ", ".join(f"{stage} {c['stage:' + stage]}" for stage in STAGES)
-          + (f" (backends and the host run for every {args.backends_every}th mutant only)"
+          + (f" (backends and the host run for 1 mutant in {args.backends_every} only)"
              if args.backends_every > 1 else ""))
     print("mutate_stages: tilec run verdicts: " + "; ".join(
         f"{t}: passed {c[f'stage:run {t} passed']}, failed {c[f'stage:run {t} failed']}, "
