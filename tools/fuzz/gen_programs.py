@@ -24,7 +24,7 @@ programs reached each stage.
 
     gen_programs.py --count 32 --seed 1          (bounded: what ctest runs)
     gen_programs.py --minutes 20 --keep-dir D    (prints the figures at the end)
-    long_run.py --minutes 72 --seed 16 --keep-dir D  (the long run: both fuzzers, one core)
+    long_run.py --minutes 52 --seed 16 --keep-dir D  (the long run: both fuzzers, one core)
 
 Exit status: 0 when nothing was found, 1 otherwise, 2 on a usage error.
 """

@@ -9,7 +9,13 @@ and the Tile IR passes, and every program, and every mutant that compiles, runs 
 simulator against the reference interpreter (the thread-level lowering included).
 The figures of each fuzzer say how many inputs reached each stage; the totals add them.
 
-    long_run.py --minutes 60 --seed 11 --keep-dir /tmp/fuzz-long
+    long_run.py --minutes 52 --seed 16 --keep-dir /tmp/fuzz-long
+
+gave on 5 December 2026 (commit 5dd15eb, one core of a loaded 2-core machine):
+    long_run: inputs 33756 (programs 16200, mutants 17556), crashes 0, hangs 0,
+    compile errors of valid programs 0, mismatches 0, run time-outs of mutants 50
+(the run printed "programs 3000", a progress line's figure; the totals now take the
+summary's). Per stage: docs/architecture.md, "Fuzzing through every stage".
 
 Findings (crashes, hangs, internal or unlocated errors, compile errors of valid
 programs, mismatches with the reference) are printed as they come and kept in
@@ -38,8 +44,9 @@ def run(script, args):
 
 
 def figure(text, name, key):
-    m = re.search(rf"^{name}: .*\b{re.escape(key)} (\d+)", text, re.M)
-    return int(m.group(1)) if m else 0
+    """KEY's figure in the fuzzer's last line that has it: the summary, not a progress line."""
+    found = re.findall(rf"^{name}: .*\b{re.escape(key)} (\d+)", text, re.M)
+    return int(found[-1]) if found else 0
 
 
 def main():
