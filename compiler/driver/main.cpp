@@ -1,6 +1,8 @@
 // tilec's command line: parse options, run the pipeline (frontend -> Tile IR passes ->
 // output), map failures to exit codes: 0 ok, 1 user error, 2 internal compiler error.
 // The pipeline runs on a thread with a large stack so no input can overflow it.
+// main() itself is tilec.cpp's, so that the fork server of the fuzzers (tools/fuzz)
+// runs this same function in its children.
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #ifdef TILEC_WITH_LLVM
 #include "codegen/cpu_backend.h"
 #endif
+#include "driver/main.h"
 #include "driver/opt.h"
 #include "driver/pipeline.h"
 #include "driver/run.h"
@@ -395,7 +398,7 @@ void* thread_main(void* p) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tilec::driver::tilec_main(int argc, char** argv) {
     ThreadJob job{argc, argv};
     pthread_attr_t attr;
     pthread_attr_init(&attr);

@@ -609,25 +609,38 @@ int run_kernel(const RunOptions& options) {
         "tilec run needs the CPU backend, which this tilec was built without "
         "(configure it with -DTILEC_WITH_LLVM=ON)");
 #else
-    // One target: host (the JIT) or sim:ARCH (the simulator of ARCH's thread-level IR).
-    const target::GpuTarget* sim_target = nullptr;
-    if (options.targets.size() > 1)
-        return option_error("--target=" + join(options.targets, ",") +
-                            ": tilec run runs on one target at a time (host or sim:ARCH)");
+    // The targets, in the order given: nullptr is the host (the JIT), else sim:ARCH (the
+    // simulator of ARCH's thread-level IR). Several run on the same inputs against one
+    // reference run, so that comparing targets costs one compile of the file.
+    std::vector<const target::GpuTarget*> run_targets;
+    std::vector<std::string> target_names;
+    const target::GpuTarget* sim_target = nullptr;  // a simulator target, if any
     for (auto& t : options.targets) {
-        if (const target::Target* row = target::find_target(t); row && row->is_host()) continue;
-        if (t.rfind("sim:", 0) == 0) {
-            sim_target = target::find_gpu_target(t.substr(4));
-            if (sim_target) continue;
+        const target::GpuTarget* gpu = nullptr;
+        if (const target::Target* row = target::find_target(t); row && row->is_host()) {
+        } else if (t.rfind("sim:", 0) == 0 && (gpu = target::find_gpu_target(t.substr(4)))) {
+            sim_target = gpu;
+        } else if (t.rfind("sim:", 0) == 0) {
             std::vector<std::string> known;
             for (auto& g : target::gpu_targets()) known.push_back("sim:" + g.name);
             return option_error("--target=" + t + ": no GPU architecture '" + t.substr(4) +
                                 "' (known: " + join(known) + ")");
+        } else {
+            return option_error("--target=" + t +
+                                ": tilec run runs kernels on the host CPU only (--target=host) or in the GPU "
+                                "simulator (--target=sim:ARCH, e.g. sim:" + t + ")");
         }
-        return option_error("--target=" + t +
-                            ": tilec run runs kernels on the host CPU only (--target=host) or in the GPU "
-                            "simulator (--target=sim:ARCH, e.g. sim:" + t + ")");
+        std::string name = gpu ? "sim:" + gpu->name : "host";
+        if (std::find(target_names.begin(), target_names.end(), name) != target_names.end())
+            return option_error("--target=" + join(options.targets, ",") + ": " + name + " is given twice");
+        run_targets.push_back(gpu);
+        target_names.push_back(name);
     }
+    if (run_targets.empty()) {
+        run_targets.push_back(nullptr);
+        target_names.push_back("host");
+    }
+    const bool several_targets = run_targets.size() > 1;
     if (options.profile && !sim_target)
         return option_error("--profile needs the simulator (--target=sim:ARCH, e.g. sim:sm_80)");
     if (!options.sim_drop_sync.empty()) {
@@ -647,6 +660,12 @@ int run_kernel(const RunOptions& options) {
     if (options.sim_blocks != 0 && !sim_target)
         return option_error("--sim-blocks needs the simulator (--target=sim:ARCH)");
     if (options.sim_blocks < 0) return option_error("--sim-blocks must be at least 1 (0: every block)");
+    // The reference runs the sampled blocks only; the host runs every block, whose other
+    // elements would then differ from the reference's unwritten ones.
+    if (options.sim_blocks != 0 && several_targets &&
+        std::find(run_targets.begin(), run_targets.end(), nullptr) != run_targets.end())
+        return option_error("--sim-blocks samples the simulator's blocks, but the host runs every block: "
+                            "run the host apart from the sim:ARCH targets");
     if (options.repeat < 1) return option_error("--repeat must be at least 1");
     if (options.threads < 0) return option_error("--threads must be 0 (the runtime's default) or more");
     if ((options.rtol && *options.rtol < 0) || (options.atol && *options.atol < 0))
@@ -938,13 +957,9 @@ int run_kernel(const RunOptions& options) {
         return 1;
     }
 
-    std::vector<std::string> problems;
-    std::vector<HostTensor> results;  // what the kernel wrote, per in-out and out tensor
-    if (sim_target) {
-        int rc = run_in_simulator(f, *sim_target, options, sources, diags, tensors, size_values, scalars, sample,
-                                  grid_blocks, results, problems);
-        if (rc != 0) return rc;
-    } else {
+    // 5.-6. The host: compile and run through the JIT. `results` gets what the kernel
+    // wrote (per in-out and out tensor), `problems` a line per check that fired.
+    auto run_on_host = [&](std::vector<HostTensor>& results, std::vector<std::string>& problems) -> int {
         // 5. Compile for the host and load the object.
         auto c0 = Clock::now();
         ir::Module one;
@@ -1029,6 +1044,32 @@ int run_kernel(const RunOptions& options) {
                   << (options.repeat == 1 ? " run" : " runs");
         if (options.threads) std::cout << ", " << options.threads << " threads";
         std::cout << ")" << std::endl;
+        return 0;
+    };
+
+    // Each target in turn on the same inputs: the host run leaves its outputs in
+    // `tensors`, so they are restored from a copy before the next target.
+    std::vector<BoundTensor> pristine;
+    if (several_targets) pristine = tensors;
+    std::vector<std::vector<HostTensor>> target_results(run_targets.size());
+    std::vector<std::vector<std::string>> target_problems(run_targets.size());
+    for (size_t k = 0; k < run_targets.size(); ++k) {
+        if (k > 0) tensors = pristine;
+        if (several_targets) std::cout << "target: " << target_names[k] << std::endl;
+        int rc = run_targets[k] ? run_in_simulator(f, *run_targets[k], options, sources, diags, tensors, size_values,
+                                                   scalars, sample, grid_blocks, target_results[k],
+                                                   target_problems[k])
+                                : run_on_host(target_results[k], target_problems[k]);
+        if (rc != 0) {
+            if (several_targets)
+                std::cerr << "tilec run: the run on " << target_names[k] << " ended it; the targets after it ("
+                          << (k + 1 < run_targets.size()
+                                  ? join(std::vector<std::string>(target_names.begin() + static_cast<long>(k) + 1,
+                                                                  target_names.end()))
+                                  : std::string("none"))
+                          << ") did not run\n";
+            return rc;
+        }
     }
 
     // 7. The reference interpreter on the same inputs.
@@ -1080,63 +1121,76 @@ int run_kernel(const RunOptions& options) {
         std::cout << "reference interpreter: skipped (--no-reference)\n";
     }
 
-    // 8. Compare and report.
-    bool pass = problems.empty();
-    size_t ri = 0;
-    int64_t total_compared = 0;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-        auto& t = tensors[i].host;
-        if (t.access == ir::Access::In) continue;
-        const HostTensor& got = results[ri++];
-        std::cout << "output " << t.name << ": " << shape_str(t.dtype, t.shape) << ", ";
-        if (!options.reference) {
-            int64_t unwritten = 0;
-            if (t.access == ir::Access::Out && !t.dtype.is_integer() && !t.dtype.is_bool())
-                got.for_each(
-                    [&](int64_t off, const std::vector<int64_t>&) { unwritten += got.is_poison(off); });
-            std::cout << got.elements() << " elements, not compared";
-            if (unwritten) std::cout << " (" << unwritten << " never written: still the poison)";
-            std::cout << "\n";
-            continue;
+    // 8. Compare and report, per target.
+    std::vector<std::string> failed;
+    for (size_t k = 0; k < run_targets.size(); ++k) {
+        if (several_targets) std::cout << "target: " << target_names[k] << "\n";
+        const std::vector<HostTensor>& results = target_results[k];
+        bool pass = target_problems[k].empty();
+        size_t ri = 0;
+        int64_t total_compared = 0;
+        for (size_t i = 0; i < tensors.size(); ++i) {
+            auto& t = tensors[i].host;
+            if (t.access == ir::Access::In) continue;
+            const HostTensor& got = results[ri++];
+            std::cout << "output " << t.name << ": " << shape_str(t.dtype, t.shape) << ", ";
+            if (!options.reference) {
+                int64_t unwritten = 0;
+                if (t.access == ir::Access::Out && !t.dtype.is_integer() && !t.dtype.is_bool())
+                    got.for_each(
+                        [&](int64_t off, const std::vector<int64_t>&) { unwritten += got.is_poison(off); });
+                std::cout << got.elements() << " elements, not compared";
+                if (unwritten) std::cout << " (" << unwritten << " never written: still the poison)";
+                std::cout << "\n";
+                continue;
+            }
+            Tolerance tol = default_tolerance(t.dtype);
+            if (options.rtol) tol.rtol = *options.rtol;
+            if (options.atol) tol.atol = *options.atol;
+            Comparison c = compare(got, ref_tensors[i], tol, sampled);
+            total_compared += c.compared;
+            std::cout << c.compared << " elements compared, max abs error " << fmt_double(c.max_abs, "%.3g")
+                      << ", max rel error " << fmt_double(c.max_rel, "%.3g") << " (rtol "
+                      << fmt_double(tol.rtol, "%g") << ", atol " << fmt_double(tol.atol, "%g")
+                      << "): " << (c.pass() ? "ok" : std::to_string(c.mismatches) + " differ") << "\n";
+            if (c.unwritten)
+                std::cout << "  " << c.unwritten
+                          << " of them never written by the compiled kernel (still the poison)\n";
+            if (c.unsampled)
+                std::cout << "  " << c.unsampled << " not compared: written by no sampled block (--sim-blocks)\n";
+            if (c.both_nan)
+                std::cout << "  note: " << c.both_nan
+                          << " elements are NaN in both (never written, or NaN in the reference)\n";
+            if (!c.pass()) {
+                pass = false;
+                auto show = [&](const char* lead, const Comparison::Element& e) {
+                    std::cout << "  " << lead << element_name(t.name, e.index) << ": got "
+                              << fmt_value(e.got, t.dtype) << (e.got_unwritten ? " (never written)" : "")
+                              << ", expected " << fmt_value(e.ref, t.dtype)
+                              << (e.ref_unwritten ? " (the reference never wrote it)" : "") << "\n";
+                };
+                for (auto& e : c.first) show("", e);
+                if (c.mismatches > static_cast<int64_t>(c.first.size())) std::cout << "  ...\n";
+                show("worst: ", c.worst);
+            }
         }
-        Tolerance tol = default_tolerance(t.dtype);
-        if (options.rtol) tol.rtol = *options.rtol;
-        if (options.atol) tol.atol = *options.atol;
-        Comparison c = compare(got, ref_tensors[i], tol, sampled);
-        total_compared += c.compared;
-        std::cout << c.compared << " elements compared, max abs error " << fmt_double(c.max_abs, "%.3g")
-                  << ", max rel error " << fmt_double(c.max_rel, "%.3g") << " (rtol "
-                  << fmt_double(tol.rtol, "%g") << ", atol " << fmt_double(tol.atol, "%g")
-                  << "): " << (c.pass() ? "ok" : std::to_string(c.mismatches) + " differ") << "\n";
-        if (c.unwritten)
-            std::cout << "  " << c.unwritten
-                      << " of them never written by the compiled kernel (still the poison)\n";
-        if (c.unsampled)
-            std::cout << "  " << c.unsampled << " not compared: written by no sampled block (--sim-blocks)\n";
-        if (c.both_nan)
-            std::cout << "  note: " << c.both_nan
-                      << " elements are NaN in both (never written, or NaN in the reference)\n";
-        if (!c.pass()) {
-            pass = false;
-            auto show = [&](const char* lead, const Comparison::Element& e) {
-                std::cout << "  " << lead << element_name(t.name, e.index) << ": got "
-                          << fmt_value(e.got, t.dtype) << (e.got_unwritten ? " (never written)" : "")
-                          << ", expected " << fmt_value(e.ref, t.dtype)
-                          << (e.ref_unwritten ? " (the reference never wrote it)" : "") << "\n";
-            };
-            for (auto& e : c.first) show("", e);
-            if (c.mismatches > static_cast<int64_t>(c.first.size())) std::cout << "  ...\n";
-            show("worst: ", c.worst);
-        }
+        for (auto& p : target_problems[k]) std::cout << "error: " << p << "\n";
+        if (!pass) failed.push_back(target_names[k]);
+        const std::string on = several_targets ? " on " + target_names[k] : "";
+        if (!options.reference)
+            std::cout << (pass ? "RAN" : "FAIL") << ": " << f.name << on << " (not compared: --no-reference)\n";
+        else
+            std::cout << (pass ? "PASS" : "FAIL") << ": " << f.name << on << " against the reference, "
+                      << total_compared << " elements\n";
     }
-    for (auto& p : problems) std::cout << "error: " << p << "\n";
-    if (!options.reference) {
-        std::cout << (pass ? "RAN" : "FAIL") << ": " << f.name << " (not compared: --no-reference)\n";
-        return pass ? 0 : 1;
+    if (several_targets) {
+        const char* verdict = !failed.empty() ? "FAIL" : options.reference ? "PASS" : "RAN";
+        std::cout << verdict << ": " << f.name << " on " << join(target_names) << "; "
+                  << (failed.empty() ? std::string("every target ") + (options.reference ? "passed" : "ran")
+                                     : "failed on " + join(failed))
+                  << "\n";
     }
-    std::cout << (pass ? "PASS" : "FAIL") << ": " << f.name << " against the reference, " << total_compared
-              << " elements\n";
-    return pass ? 0 : 1;
+    return failed.empty() ? 0 : 1;
 #endif
 }
 

@@ -54,6 +54,7 @@ Examples:
   tilec run my.tile --size N=1000 --seed 7 --rtol 1e-3       (a file with one export)
   tilec run gemm.tile --kernel gemm_f16 --size M=4096,N=4096,K=4096 --no-reference
   tilec run stdlib/kernels/vector_add.tile -k vector_add_f16 -s N=3001 --target=sim:sm_80 --profile
+  tilec run stdlib/kernels/gemm.tile -k gemm_f16 -s M=70,N=50,K=40 --target=host,sim:sm_80,sim:gfx942
 )";
 
 // "M=300,N=200" (already split at commas by CLI11) -> pairs; "" on success.
@@ -107,7 +108,8 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
                  "block serially in float64); the outputs are then not compared");
     app.add_option("--target", o.targets,
                    "Where to run: host (the CPU, default) or sim:ARCH (the GPU simulator running\n"
-                   "ARCH's thread-level code, e.g. sim:sm_80, sim:gfx942)")
+                   "ARCH's thread-level code, e.g. sim:sm_80, sim:gfx942); a list, e.g.\n"
+                   "host,sim:sm_80,sim:gfx942, runs each on the same inputs against one reference run")
         ->delimiter(',')
         ->type_name("LIST");
     app.add_flag("--profile", o.profile,

@@ -1,4 +1,5 @@
-"""What the fuzzers of tools/fuzz share: running tilec under a timeout, judging a run,
+"""What the fuzzers of tools/fuzz share: running tilec under a timeout (in the fork
+server, tilec-fork-server, when built: no process start-up per run), judging a run,
 reading the exports of a file, and the summary a run prints.
 
 The verdicts of a compile come from tests/fuzz/robustness.py (`judge`): exit 0 or 1,
@@ -6,6 +7,7 @@ a located error with every exit 1, no internal compiler error or sanitizer repor
 """
 
 import argparse
+import atexit
 import collections
 import concurrent.futures
 import os
@@ -16,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,10 +31,77 @@ FUNC_RE = re.compile(r"^func (\w+) = ", re.M)
 PARAMS_RE = re.compile(r"^\s*params\((.*)\)\s*$", re.M)
 
 
-def run(cmd, timeout, cwd=None):
-    """(exit code or None on timeout, combined output, seconds). A run that times out is
-    killed with its whole process group (one this call started, nothing else)."""
+# The fork server (fork_server.cpp, built beside tilec as tilec-fork-server): when set by
+# use_fork_server, run() sends tilec's command lines to it, one server per worker thread.
+_fork = {"server": None, "tilec": None, "dir": None, "all": [], "lock": threading.Lock()}
+_local = threading.local()
+
+
+def use_fork_server(tilec, server):
+    """Runs tilec command lines (those whose argv[0] is `tilec`) through `server` from now on."""
+    _fork.update(server=server, tilec=tilec, dir=tempfile.mkdtemp(prefix="tilec-fork-"))
+    atexit.register(_stop_fork_servers)
+
+
+def _stop_fork_servers():
+    for proc in _fork["all"]:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+    shutil.rmtree(_fork["dir"], ignore_errors=True)
+
+
+def _server():
+    proc = getattr(_local, "server", None)
+    if proc is None or proc.poll() is not None:
+        proc = subprocess.Popen([_fork["server"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                start_new_session=True)
+        with _fork["lock"]:
+            _fork["all"].append(proc)
+        _local.server = proc
+        _local.out = os.path.join(_fork["dir"], f"out-{threading.get_ident()}")
+    return proc
+
+
+# Seconds spent in run(), per label given by the callers, for the summary.
+SECONDS = collections.Counter()
+
+
+def run(cmd, timeout, cwd=None, label=None):
+    """(exit code, negative signal number, or None on timeout; combined output; seconds).
+    A run that times out is killed with its whole process group (one this call started,
+    nothing else). With the fork server, the same command runs in a child of the server
+    (tilec_main, as tilec's main() runs it) instead of a new tilec process. The seconds
+    are added to SECONDS[label]."""
+    code, out, seconds = _run(cmd, timeout, cwd)
+    with _fork["lock"]:
+        SECONDS[label or "other"] += seconds
+    return code, out, seconds
+
+
+def _run(cmd, timeout, cwd):
     start = time.monotonic()
+    if _fork["server"] and cwd is None and cmd[0] == _fork["tilec"] and not any("\n" in c for c in cmd):
+        proc = _server()
+        path = _local.out
+        request = f"{max(1, int(timeout * 1000))} {len(path)} {len(cmd)}\n{path}\n" + "".join(c + "\n" for c in cmd)
+        try:
+            proc.stdin.write(request.encode("utf-8", errors="surrogateescape"))
+            proc.stdin.flush()
+            reply = proc.stdout.readline().decode().split()
+        except OSError:
+            reply = []
+        if reply and reply[0] in ("exit", "signal", "timeout"):
+            code = None if reply[0] == "timeout" else int(reply[1]) if reply[0] == "exit" else -int(reply[1])
+            with open(path, "rb") as f:
+                out = f.read()
+            return code, out.decode("utf-8", errors="replace"), time.monotonic() - start
+        # The server itself failed (not tilec): say so, and run this command as a process.
+        print(f"fuzzlib: the fork server failed ({' '.join(reply) or 'no reply'}); running the command directly",
+              file=sys.stderr, flush=True)
+        proc.kill()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             cwd=cwd, start_new_session=True)
     try:
@@ -133,6 +203,9 @@ class Tally:
 
     def summary(self, keys, seconds):
         parts = ", ".join(f"{k} {self.counts[k]}" for k in keys)
+        if SECONDS:
+            print(f"{self.name}: seconds in tilec by stage: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in sorted(SECONDS.items(), key=lambda kv: -kv[1])), flush=True)
         print(f"{self.name}: {parts} ({seconds:.0f} s)", flush=True)
 
 
@@ -147,16 +220,32 @@ def common_args(doc, count, what):
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per tilec run (then a hang)")
     ap.add_argument("--keep-dir", help=f"where {what} with findings are kept (default: a temporary folder)")
     ap.add_argument("--show", type=int, default=5, help="findings printed in full")
+    ap.add_argument("--fork-server", default="auto",
+                    help="tilec-fork-server to run tilec's command lines in (no process start-up per run): "
+                         "auto (the one beside --tilec, if built), a path, or off (a tilec process per run)")
     return ap
 
 
-def drive(name, args, what, check, record):
-    """Runs check(index, work) for index 0, 1, ... on args.jobs threads (args.count of them, or
-    as many as fit in args.minutes), and record(result, tally, keep) for each in order of
-    completion. Returns (tally, keep dir, work dir, seconds)."""
+PROGRESS_SECONDS = 300
+
+
+def drive(name, args, what, check, record, batch=1):
+    """Runs check(indices, work) on args.jobs threads for input indices 0, 1, ... (args.count
+    of them, or as many as fit in args.minutes), `batch` indices per call, and
+    record(result, tally, keep) for each result of each call (check returns a list) in
+    order of completion. Returns (tally, keep dir, work dir, seconds)."""
     if not os.access(args.tilec, os.X_OK):
         print(f"{name}: error: no compiler at {args.tilec}", file=sys.stderr)
         return None
+    server = args.fork_server
+    if server == "auto":
+        server = os.path.join(os.path.dirname(os.path.abspath(args.tilec)), "tilec-fork-server")
+        server = server if os.access(server, os.X_OK) else "off"
+    if server != "off":
+        if not os.access(server, os.X_OK):
+            print(f"{name}: error: no fork server at {server}", file=sys.stderr)
+            return None
+        use_fork_server(args.tilec, server)
     work = tempfile.mkdtemp(prefix=f"tilec-{name}-")
     keep = args.keep_dir or os.path.join(work, "kept")
     prepare_keep_dir(keep)
@@ -165,19 +254,30 @@ def drive(name, args, what, check, record):
     deadline = start + args.minutes * 60 if args.minutes else None
     limit = None if deadline else args.count
     print(f"{name}: seed {args.seed}, {args.jobs} workers, "
-          + (f"{args.minutes:g} minutes" if deadline else f"{args.count} {what}"), flush=True)
+          + (f"{args.minutes:g} minutes" if deadline else f"{args.count} {what}")
+          + (f", {batch} {what} per batch" if batch > 1 else "")
+          + (f", tilec runs in {server}" if server != "off" else ", a tilec process per run"), flush=True)
+    next_progress = start + PROGRESS_SECONDS
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         pending, index = set(), 0
         while True:
             while len(pending) < 2 * args.jobs and (limit is None or index < limit) and \
                     (deadline is None or time.monotonic() < deadline):
-                pending.add(pool.submit(check, index, work))
-                index += 1
+                n = batch if limit is None else min(batch, limit - index)
+                pending.add(pool.submit(check, list(range(index, index + n)), work))
+                index += n
             if not pending:
                 break
             done, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
             for fut in done:
-                record(fut.result(), tally, keep)
+                for result in fut.result():
+                    record(result, tally, keep)
+                    tally.add("done")
+            if time.monotonic() >= next_progress:
+                # A long run says how far it got, in case it is stopped before its figures.
+                next_progress += PROGRESS_SECONDS
+                print(f"{name}: after {(time.monotonic() - start) / 60:.0f} min: {what} {tally.counts['done']}, "
+                      f"findings {len(tally.findings)}", flush=True)
     return tally, keep, work, time.monotonic() - start
 
 

@@ -8,14 +8,23 @@ copies with pads, element-wise expression trees in parallel loops (arithmetic, m
 abs, selects, bounded transcendentals; bit operations on integers), row reductions with
 a carry across column blocks, cumsum with TileLang's carry (y[i, BN - 1]), guarded direct
 global stores, shared or fragment staging, or a small gemm. Every program is compiled for
-the host, sm_80 and gfx942 (`-o P.o`, which runs ptxas and ld.lld), and run with `tilec
-run` on ragged sizes on the host, sim:sm_80 and sim:gfx942, each compared with the
-reference interpreter. A finding is a compile that fails (crash, hang, any error: the
-program is valid), a run that crashes or hangs, or a run that does not PASS (a mismatch,
-a simulator report).
+the host, sm_80 and gfx942 (`-o P.o`, which runs ptxas and ld.lld; --batch programs as
+one file of as many exports, each alone when that fails), and run with one `tilec run
+--target=host,sim:sm_80,sim:gfx942` on ragged sizes, each target compared with one run
+of the reference interpreter (target by target when that does not PASS, to name the
+target). A finding is a compile that fails (crash, hang, any error: the program is
+valid), a run that crashes or hangs, or a run that does not PASS (a mismatch, a
+simulator report).
 
-    gen_programs.py --count 40 --seed 1          (bounded: what ctest runs)
-    gen_programs.py --minutes 20 --keep-dir D    (long run: prints the figures at the end)
+--backends-every K compiles and runs on the host only every K-th program (LLVM: a few
+hundred milliseconds per program); every program still runs on sim:sm_80 and sim:gfx942
+(frontend, Tile IR passes, thread-level lowering, simulator: a few tens of
+milliseconds). tilec runs in tilec-fork-server (fuzzlib.py). The figures say how many
+programs reached each stage.
+
+    gen_programs.py --count 32 --seed 1          (bounded: what ctest runs)
+    gen_programs.py --minutes 20 --keep-dir D    (prints the figures at the end)
+    long_run.py --minutes 52 --seed 16 --keep-dir D  (the long run: both fuzzers, one core)
 
 Exit status: 0 when nothing was found, 1 otherwise, 2 on a usage error.
 """
@@ -225,48 +234,116 @@ class Gen:
         self.rtol = "3e-2"
 
 
-def check_program(index, seed, tilec, work, timeout):
-    """Compiles and runs program `index`; returns (index, path, text, [(kind, what, cmd, output)],
-    runs)."""
-    rng = random.Random(f"{seed}:{index}")
-    g = Gen(rng)
-    d = os.path.join(work, f"p{index:05d}")
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "fz.tile")
-    with open(path, "w") as f:
-        f.write(g.text)
-    findings = []
-    runs = 0
-    cmd = [tilec, path, "--target=host,sm_80,gfx942", "-o", os.path.join(d, "fz.o")]
-    code, out, _ = fuzzlib.run(cmd, timeout)
-    runs += 1
-    why = fuzzlib.judge_compile(code, out)
-    if why or code != 0:
-        findings.append(("crash" if why and code not in (0, 1) else "compile-error", why or "a valid program refused",
-                         cmd, out))
-    size_arg = ",".join(f"{k}={v}" for k, v in g.sizes.items())
-    for target in ("host", "sim:sm_80", "sim:gfx942"):
-        cmd = [tilec, "run", path, f"--target={target}", "--size", size_arg, "--repeat", "1",
-               "--seed", str(rng.randrange(1, 1 << 30))]
+TARGETS = ("host", "sim:sm_80", "sim:gfx942")
+
+
+def check_batch(indices, seed, tilec, work, timeout, backends_every=1):
+    """Compiles programs `indices` as one file (one kernel and export each) for host, sm_80
+    and gfx942, then runs each on the three targets in one `tilec run`. Returns
+    [(index, path, text, [(kind, what, cmd, output)], runs, stages)] per program.
+
+    With backends_every K > 1, only the programs whose index is a multiple of K are
+    compiled and run on the host; the others run on sim:sm_80 and sim:gfx942 only (the
+    frontend, the tile passes, the thread-level lowering, the simulator and the
+    reference: a few milliseconds, where LLVM's code generation takes a few hundred).
+
+    The joint compile builds every program's host code, cubin (PTX, then ptxas) and code
+    object (ld.lld); when it fails, each program is compiled alone, so that a finding is
+    the program's own. A joint run that does not PASS on every target is rerun target by
+    target, so that a finding names its target; a finding of the joint run itself is kept
+    when those find nothing."""
+    progs = []
+    for index in indices:
+        rng = random.Random(f"{seed}:{index}")
+        g = Gen(rng)
+        d = os.path.join(work, f"p{index:05d}")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "fz.tile")
+        with open(path, "w") as f:
+            f.write(g.text)
+        progs.append((index, rng, g, d, path, index % backends_every == 0))
+    findings = {index: [] for index in indices}
+    runs = {index: 0 for index in indices}
+    stages = {index: [] for index in indices}
+
+    def compile_alone(index, path, d):
+        cmd = [tilec, path, "--target=host,sm_80,gfx942", "-j", "1", "-o", os.path.join(d, "fz.o")]
+        code, out, _ = fuzzlib.run(cmd, timeout, label="compile")
+        runs[index] += 1
+        return code, out, cmd
+
+    def judge(index, code, out, cmd):
+        why = fuzzlib.judge_compile(code, out)
+        if why or code != 0:
+            findings[index].append(("crash" if why and code not in (0, 1) else "compile-error",
+                                    why or "a valid program refused", cmd, out))
+
+    full = [p[:5] for p in progs if p[5]]
+    if len(full) == 1:
+        index, _, _, d, path = full[0]
+        judge(index, *compile_alone(index, path, d))
+        stages[index].append("compile")
+    elif full:
+        # The kernels renamed fz<index>, so that one file holds them all.
+        bd = os.path.join(work, f"b{indices[0]:05d}")
+        os.makedirs(bd, exist_ok=True)
+        bpath = os.path.join(bd, "batch.tile")
+        with open(bpath, "w") as f:
+            for index, _, g, _, _ in full:
+                f.write(g.text.replace("kernel fz<", f"kernel fz{index}<")
+                        .replace("export fz as fz;", f"export fz{index} as fz{index};") + "\n")
+        cmd = [tilec, bpath, "--target=host,sm_80,gfx942", "-j", "1", "-o", os.path.join(bd, "batch.o")]
+        code, out, _ = fuzzlib.run(cmd, timeout * len(full), label="compile")
+        for index, *_ in full:
+            runs[index] += 1 / len(full)
+            stages[index].append("compile")
+        if code != 0 or fuzzlib.judge_compile(code, out):
+            for index, _, _, d, path in full:
+                judge(index, *compile_alone(index, path, d))
+        shutil.rmtree(bd, ignore_errors=True)
+
+    for index, rng, g, d, path, on_host in progs:
+        targets = TARGETS if on_host else tuple(t for t in TARGETS if t != "host")
+        size_arg = ",".join(f"{k}={v}" for k, v in g.sizes.items())
+        base = [tilec, "run", path, "--size", size_arg, "--repeat", "1", "--seed", str(rng.randrange(1, 1 << 30))]
         if g.rtol:
-            cmd += ["--rtol", g.rtol]
-        code, out, _ = fuzzlib.run(cmd, timeout)
-        runs += 1
-        why = fuzzlib.judge_run(code, out)
-        if why:
-            findings.append(("hang" if code is None else "crash", f"{target}: {why}", cmd, out))
-        elif code != 0 or "PASS" not in out:
-            findings.append(("mismatch", f"{target}: no PASS", cmd, out))
-    return index, path, g.text, findings, runs
+            base += ["--rtol", g.rtol]
+
+        def run_on(targets, run_timeout):
+            cmd = base + ["--target=" + ",".join(targets)]
+            code, out, _ = fuzzlib.run(cmd, run_timeout, label="run " + ",".join(targets))
+            runs[index] += 1
+            why = fuzzlib.judge_run(code, out)
+            if why:
+                return ("hang" if code is None else "crash", f"{','.join(targets)}: {why}", cmd, out)
+            if code != 0 or "PASS" not in out:
+                return ("mismatch", f"{','.join(targets)}: no PASS", cmd, out)
+            return None
+
+        joint = run_on(targets, timeout * len(targets))
+        if joint:
+            alone = [f for f in (run_on([t], timeout) for t in targets) if f]
+            findings[index] += alone or [joint]
+        stages[index] += [f"run {t}" for t in targets]
+    return [(p[0], p[4], p[2].text, findings[p[0]], runs[p[0]], stages[p[0]]) for p in progs]
 
 
 def main():
-    args = fuzzlib.common_args(__doc__, 40, "programs").parse_args()
+    ap = fuzzlib.common_args(__doc__, 40, "programs")
+    ap.add_argument("--batch", type=int, default=8,
+                    help="programs handled together: those compiled are compiled as one file of as many "
+                         "exports (default %(default)s)")
+    ap.add_argument("--backends-every", type=int, default=1, metavar="K",
+                    help="compile for host, sm_80 and gfx942 and run on the host only every K-th program; "
+                         "every program runs on sim:sm_80 and sim:gfx942 (default %(default)s: all of them)")
+    args = ap.parse_args()
 
     def record(result, tally, keep):
-        i, path, text, findings, runs = result
+        i, path, text, findings, runs, stages = result
         tally.add("programs")
         tally.add("runs", runs)
+        for stage in stages:
+            tally.add(f"stage:{stage}")
         for kind, what, cmd, out in findings:
             kept = os.path.join(keep, f"p{i:05d}.tile")
             shutil.copy(path, kept)
@@ -275,9 +352,19 @@ def main():
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
     ran = fuzzlib.drive("gen_programs", args, "programs",
-                        lambda i, work: check_program(i, args.seed, args.tilec, work, args.timeout), record)
+                        lambda indices, work: check_batch(indices, args.seed, args.tilec, work, args.timeout,
+                                                          max(1, args.backends_every)),
+                        record, batch=max(1, args.batch))
     if ran is None:
         return 2
+    tally = ran[0]
+    c = tally.counts
+    print(f"gen_programs: {c['programs']} programs; run on sim:sm_80 {c['stage:run sim:sm_80']} and sim:gfx942 "
+          f"{c['stage:run sim:gfx942']} (frontend, tile passes, thread-level lowering, simulator) against the "
+          f"reference; compiled for host, sm_80 (ptxas) and gfx942 (ld.lld) {c['stage:compile']} and run on the "
+          f"host {c['stage:run host']}"
+          + (f" (1 program in {args.backends_every})" if args.backends_every > 1 else ""))
+    tally.counts["runs"] = round(tally.counts["runs"])
     return fuzzlib.finish("gen_programs", args, *ran[:3],
                           ("programs", "runs", "crash", "hang", "compile-error", "mismatch"), ran[3])
 
