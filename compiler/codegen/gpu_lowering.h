@@ -224,13 +224,15 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const std::string& tr
 // vectors, before the O3 pipeline (see gpu_lowering.cpp).
 void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string& who);
 
+// Rewrites addresses base + f(thread) + C held across a loop (and masked copies'
+// clamped ones) as (base + f'(thread)) + C, and shared addresses' 64-bit index
+// arithmetic in 32 bits, after O3 (gpu_address_constants.cpp); returns how many
+// addresses it rewrote.
+int split_address_constants(llvm::Function& fn);
+
 // The first half of finish_module: attributes, verification, early vectorisation and
 // O3, LLVM's errors checked. Exposed for a backend that optimises each export in its
 // own module (on the driver's thread pool) and generates code for them linked together.
-// Rewrites shared-memory GEPs base + f(thread) + C as (base + f'(thread)) + C, after
-// O3 (gpu_address_constants.cpp); returns how many it rewrote.
-int split_address_constants(llvm::Function& fn);
-
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
                          const std::string& features, const std::string& who, const std::string& llvm_errors);
 

@@ -108,11 +108,9 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget
     annotate("maxntidz", 1);
     // A warp-specialized kernel's register split (setmaxnreg) is sized for this many
     // blocks per SM (lower/split_warp_roles.cpp): ptxas then caps the launch registers.
-    bool max_registers = false;
     for (auto& [k, v] : f.attrs)
         if (k == "min_blocks_per_sm") annotate("minctasm", std::stoll(v));
-        else if (k == "max_registers") annotate("maxnreg", std::stoll(v)), max_registers = true;
-    if (!max_registers && getenv("MAXNREG")) annotate("maxnreg", 255);
+        else if (k == "max_registers") annotate("maxnreg", std::stoll(v));
 }
 
 }  // namespace
