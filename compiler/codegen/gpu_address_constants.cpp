@@ -34,6 +34,7 @@
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Operator.h>
 #include <llvm/Support/KnownBits.h>
+#include <llvm/Transforms/Utils/Local.h>
 
 #include <map>
 #include <utility>
@@ -273,6 +274,60 @@ void sink_to_users(llvm::Instruction* inst) {
 
 }  // namespace
 
+// The narrowing above truncates 64-bit thread values where the addresses use them,
+// inside the loops; the 64-bit value itself then stays live across the loop (two
+// registers) for a 32-bit result. Where every user of a value is such a truncation to one
+// type, one truncation right after the definition serves them all and the 64-bit value
+// dies at once.
+static int narrow_at_definitions(llvm::Function& fn) {
+    // The rewrites above leave the old index arithmetic dead but in place: its uses
+    // must not count.
+    for (bool again = true; again;) {
+        again = false;
+        for (auto& bb : fn)
+            for (auto it = bb.begin(); it != bb.end();) {
+                llvm::Instruction& inst = *it++;
+                if (llvm::isInstructionTriviallyDead(&inst)) {
+                    inst.eraseFromParent();
+                    again = true;
+                }
+            }
+    }
+    std::vector<llvm::Value*> values;
+    for (auto& arg : fn.args()) values.push_back(&arg);
+    for (auto& bb : fn)
+        for (auto& inst : bb)
+            if (!llvm::isa<llvm::PHINode>(inst)) values.push_back(&inst);
+    int rewritten = 0;
+    for (llvm::Value* v : values) {
+        if (!v->getType()->isIntegerTy(64) || v->use_empty()) continue;
+        llvm::Type* to = nullptr;
+        bool all = true;
+        for (auto* u : v->users()) {
+            auto* t = llvm::dyn_cast<llvm::TruncInst>(u);
+            all = t && (!to || t->getType() == to);
+            if (!all) break;
+            to = t->getType();
+        }
+        if (!all || !to) continue;
+        llvm::Instruction* at = nullptr;
+        if (auto* arg = llvm::dyn_cast<llvm::Argument>(v))
+            at = &*arg->getParent()->getEntryBlock().getFirstInsertionPt();
+        else
+            at = llvm::cast<llvm::Instruction>(v)->getNextNode();
+        llvm::IRBuilder<> b(at);
+        llvm::Value* narrow = b.CreateTrunc(v, to, v->getName() + ".lo");
+        std::vector<llvm::User*> users(v->user_begin(), v->user_end());
+        for (auto* u : users)
+            if (u != narrow) {
+                u->replaceAllUsesWith(narrow);
+                llvm::cast<llvm::Instruction>(u)->eraseFromParent();
+            }
+        ++rewritten;
+    }
+    return rewritten;
+}
+
 int split_address_constants(llvm::Function& fn) {
     const llvm::DataLayout& dl = fn.getParent()->getDataLayout();
     std::vector<llvm::GetElementPtrInst*> geps, narrow_only;
@@ -349,6 +404,7 @@ int split_address_constants(llvm::Function& fn) {
         ++rewritten;
     }
     for (auto* i : moved) sink_to_users(i);
+    rewritten += narrow_at_definitions(fn);
     return rewritten;
 }
 

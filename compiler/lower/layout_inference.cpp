@@ -81,8 +81,40 @@ struct Constraint {
 struct Conflict {
     size_t node;
     const Constraint* c;
-    std::string wanted;
+    layout::Fragment wanted;
 };
+
+// A layout's name for a conflict message; when both layouts have one name (the same
+// atom split differently between warps), also where they first differ: which threads
+// hold one element, so the two descriptions never read the same.
+std::string describe_layout(const layout::Fragment& f, const layout::Fragment& other) {
+    if (f.name() != other.name() || f.shape() != other.shape()) return f.name();
+    std::vector<int64_t> c(f.rank(), 0);
+    const int64_t n = f.size();
+    for (int64_t e = 0; e < n; ++e) {
+        int64_t rest = e;
+        for (size_t d = f.rank(); d-- > 0;) {
+            c[d] = rest % f.shape()[d];
+            rest /= f.shape()[d];
+        }
+        auto mine = f.owners(c), theirs = other.owners(c);
+        auto threads_of = [](const std::vector<layout::FragmentSlot>& slots) {
+            std::vector<int64_t> t;
+            for (const auto& sl : slots) t.push_back(sl.thread);
+            std::sort(t.begin(), t.end());
+            return t;
+        };
+        if (threads_of(mine) == threads_of(theirs)) continue;
+        std::string at = "[";
+        for (size_t d = 0; d < c.size(); ++d) at += (d ? ", " : "") + std::to_string(c[d]);
+        std::string list;
+        auto t = threads_of(mine);
+        for (size_t k = 0; k < t.size() && k < 8; ++k) list += (k ? ", " : "") + std::to_string(t[k]);
+        if (t.size() > 8) list += ", ... (" + std::to_string(t.size()) + " threads)";
+        return f.name() + " (element " + at + "] in threads " + list + ")";
+    }
+    return f.name() + " (" + std::to_string(f.registers_per_thread()) + " registers a thread)";
+}
 
 class Inference : public ops::LayoutConstraints {
 public:
@@ -283,14 +315,14 @@ private:
     }
 
     // nullopt if consistent; else what the constraint wants of node b.
-    std::optional<std::string> check(const Constraint& c) const {
+    std::optional<layout::Fragment> check(const Constraint& c) const {
         const Node& A = nodes_[c.a];
         const Node& B = nodes_[c.b];
         if (!A.frag || !B.frag) return std::nullopt;
         std::optional<layout::Fragment> want = c.rule == Rule::Fixed ? c.fixed : A.frag;
         if (c.rule == Rule::Reduce || c.rule == Rule::LoopBroadcast) want = A.frag->reduce_dim(c.dim, c.keep);
         if (!want || want->same_slots(*B.frag)) return std::nullopt;
-        return want->name();
+        return want;
     }
 
     // Flows layouts to a fixed point, ops first, then copies, then loops.
@@ -324,13 +356,17 @@ private:
     std::optional<LayoutPlan> report(const Conflict& c, DiagnosticEngine* diag) const {
         const Node& n = nodes_[c.node];
         std::string msg = "conflicting layouts for " + n.what + ": " + c.c->use + " wants it laid out as " +
-                          c.wanted + ", but it is already laid out as " + n.frag->name();
+                          describe_layout(c.wanted, *n.frag) + ", but it is already laid out as " +
+                          describe_layout(*n.frag, c.wanted);
         if (!diag) TILEC_ICE("layout inference of '" + f_.name + "': " + msg);
         SourceLoc here = c.c->loc.valid() ? c.c->loc : f_.loc;
         auto e = diag->error(here, msg);
         if (n.origin.valid()) e.note(n.origin, n.what + " gets its layout from " + n.origin_what + " here");
-        e.note(here, "copy '" + (n.buffer ? n.buffer->name : std::string("it")) +
-                         "' into a fragment of its own between the two uses, so each use has its layout");
+        // A fragment copied into a fragment takes its layout along (copy_layout): only a
+        // trip through shared memory changes which thread holds an element.
+        const std::string name = n.buffer ? n.buffer->name : std::string("it");
+        e.note(here, "copy '" + name + "' into a shared buffer between the two uses and read that here (a copy into "
+                     "another fragment keeps the layout)");
         return std::nullopt;
     }
 

@@ -199,17 +199,58 @@ Stmt lower_reduce(const ReduceNode& op, LowerContext& lc) {
         return make_allocate(part, make_seq({init, fold, butterfly, done}, loc), loc);
     }
     Buffer scratch = make_buffer(db->name + "_red", acc, {make_int(rows * P)}, Scope::Shared, loc);
-    auto row_of = [&](const std::vector<Expr>& coord) {
+    auto row_index = [&](const std::vector<Expr>& coord) {
         Expr lin = coord.at(0);
         for (size_t d = 1; d < coord.size(); ++d) lin = add(mul(lin, make_int(dshape[d])), coord[d]);
-        return mul(lin, make_int(P));
+        return lin;
     };
+    auto row_of = [&](const std::vector<Expr>& coord) { return mul(row_index(coord), make_int(P)); };
+    // The partials a row's value folds, in one order for every replica.
+    std::vector<int64_t> sources = leaders;
+    if (bits.empty())
+        for (int64_t p = 0; p < P; ++p) sources.push_back(p);
+    const int64_t S = static_cast<int64_t>(sources.size());
     Stmt publish = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr& rep) {
         Stmt st = make_store(scratch, {add(row_of(coord), rep)}, make_load(part, {r}, loc), loc);
         if (bits.empty()) return st;
         Expr lead = eq(make_binary(BinaryOp::BitAnd, Expr(lc.thread_idx()), make_int(mask), loc), make_int(0));
         return make_if(lead, st, nullptr, loc);
     });
+    // Two-step gather, when each thread holds many rows of many partials (MLA decode's
+    // 64 x 512 accumulator split by columns over 8 warps: 8 rows x 8 warps = 64 loads a
+    // thread, all independent, which ptxas issues at once next to 128 accumulator
+    // registers and spills): first one thread a row folds the row's partials into
+    // `combined`, then every replica reads its rows' results (S + R loads a thread
+    // instead of S * R, one barrier more, placed by the hazards as the others). Up to 32
+    // loads a thread (a row kernel's column sums) stay one step: the barrier would cost
+    // more than ptxas's registers for them.
+    if (R * S > 32) {
+        Buffer combined = make_buffer(db->name + "_rows", acc, {make_int(rows)}, Scope::Shared, loc);
+        const int64_t threads = T;
+        Var q = make_loop_var("q", loc);
+        Expr row = add(mul(Expr(q), make_int(threads)), Expr(lc.thread_idx()));
+        Expr base = mul(row, make_int(P));
+        Expr folded = make_load(scratch, {add(base, make_int(sources[0]))}, loc);
+        for (int64_t k = 1; k < S; ++k)
+            folded = combine(folded, make_load(scratch, {add(base, make_int(sources[static_cast<size_t>(k)]))}, loc));
+        Stmt one = make_store(combined, {row}, folded, loc);
+        if (rows % threads != 0) one = make_if(lt(row, make_int(rows)), one, nullptr, loc);
+        Stmt fold_rows =
+            make_for(q, make_int(0), make_int((rows + threads - 1) / threads), ForKind::Serial, one, loc);
+        Stmt read = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+            return finish(r, combine(start(r), make_load(combined, {row_index(coord)}, loc)));
+        });
+        return make_allocate(
+            scratch,
+            make_allocate(combined,
+                          make_allocate(part,
+                                        make_seq({init, fold, bits.empty() ? make_seq({}) : butterfly, publish,
+                                                  fold_rows, read},
+                                                 loc),
+                                        loc),
+                          loc),
+            loc);
+    }
     Stmt gather = lc.register_loop(*G, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
         if (!bits.empty()) {
             // The group leaders' partials, in one order for every replica.

@@ -207,5 +207,5 @@ export k as k;
                     "parallel loop over [32, 64] wants") != std::string::npos);
     CHECK(text.find("conflict.tile:8:5: note: fragment 'm' gets its layout from the reduce of 'x' into 'm'") !=
           std::string::npos);
-    CHECK(text.find("note: copy 'm' into a fragment of its own") != std::string::npos);
+    CHECK(text.find("note: copy 'm' into a shared buffer between the two uses") != std::string::npos);
 }
