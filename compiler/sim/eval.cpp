@@ -1,5 +1,7 @@
 // Per-thread expression evaluation as the GPU computes it: the scalar rules of
-// compiler/scalar with every float operation rounded to its type; loads and bounds.
+// compiler/scalar with every float operation rounded to its register type (f64, or f32:
+// the GPU code holds f16, bf16 and the 8-bit floats in f32 registers and rounds them to
+// their type only where they are stored); loads and bounds.
 #include <optional>
 
 #include "ir/printer.h"
@@ -9,6 +11,15 @@
 namespace tilec::sim::detail {
 
 using namespace ir;
+
+namespace {
+
+// The type a float result is computed in (codegen/gpu: GpuLowering::reg_type).
+DataType register_type(DataType t) {
+    return t.kind == TypeKind::Float && t.bits == 64 ? t : DataType::f32();
+}
+
+}  // namespace
 
 Value Executor::var_value(const VarNode* v, int t, SourceLoc loc) const {
     for (size_t k = tdepth_; k-- > 0;)
@@ -71,8 +82,9 @@ Value Executor::eval_binary(const BinaryNode* op, int t) {
     if (ty.is_float()) {
         std::optional<Value> v = scalar::float_binary(op->op, a.f, b.f);
         if (!v) fatal(at(op->loc), std::string("operator '") + binary_op_name(op->op) + "' on floats");
-        // The GPU rounds each arithmetic result to the type (min/max pick an operand).
-        if (scalar::is_float_arithmetic(op->op)) v->f = scalar::round_to_float_type(v->f, ty);
+        // The GPU rounds each arithmetic result to its register type (min/max pick an
+        // operand): a bf16 w - 3.0 is an f32 difference until it is stored.
+        if (scalar::is_float_arithmetic(op->op)) v->f = scalar::round_to_float_type(v->f, register_type(ty));
         return *v;
     }
     scalar::IntResult r = scalar::int_binary(op->op, a.i, b.i, ty);
@@ -115,7 +127,7 @@ Value Executor::eval_call(const CallNode* op, int t) {
     }
     double r = scalar::math_call(op->op, x, y);
     if (!op->type.is_float()) return scalar::convert(Value::of_float(r), DataType::f64(), op->type);
-    return Value::of_float(scalar::round_to_float_type(r, op->type));
+    return Value::of_float(scalar::round_to_float_type(r, register_type(op->type)));
 }
 
 int64_t Executor::offset_of(const Storage& s, const std::vector<Expr>& indices, SourceLoc loc, int t,

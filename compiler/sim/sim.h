@@ -20,8 +20,10 @@
 //
 // Values, as the GPU computes them (the simulator models the GPU, not the float64
 // reference): integers wrap to their width; every float operation rounds its result to
-// the expression's type (f32 in float, f64 in double, f16/bf16 to their format with
-// round-to-nearest-even, scalar/float_formats.h); conversions follow the shared
+// the register type the generated code computes it in (f64 in double; f32 for f32 and
+// for f16 / bf16 / the 8-bit floats, which the GPU code holds in f32 registers), and a
+// store or conversion to a narrow type rounds to its format with round-to-nearest-even
+// (scalar/float_formats.h); conversions follow the shared
 // rules (float -> integer truncates and saturates, NaN -> 0). Transcendentals (exp,
 // tanh, ...) are the correctly rounded libm results, not the GPU's approximations.
 //
@@ -31,8 +33,8 @@
 // BufferNode::shared_offset (the shared plan's; buffers whose live ranges do not
 // overlap share bytes), an unplanned one (offset -1, IR written by hand) at the next
 // 128-byte aligned offset. Values are stored as the bytes of their type (f16, bf16, f8
-// in their format, f32/f64 IEEE, integers in their width; i4/u4 one byte each), exactly,
-// since every value is already rounded to its type; a buffer reading bytes another
+// in their format, rounded to nearest even when stored, f32/f64 IEEE, integers in their
+// width; i4/u4 one byte each); a buffer reading bytes another
 // stored sees what the GPU would. The shadow is per byte (two f16 elements of one 4-byte
 // word stored by different threads are no race): the last writer and its barrier epoch,
 // the reader in the current epoch (or "several"), the source locations of both, and the

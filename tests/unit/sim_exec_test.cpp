@@ -6,6 +6,7 @@
 // the plan puts on the same bytes race, read stale bytes or clobber each other there.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <tuple>
 
 #include "interp/interp.h"
 #include "lower/gpu_passes.h"
@@ -419,24 +420,31 @@ TEST_CASE("sim: vector_copy moves 16 aligned bytes from shared to global memory,
         }
 }
 
-TEST_CASE("sim: floats round per operation to their type", "[sim]") {
-    // f16: 2048 + 1 rounds to 2048 in f16 (11 significant bits), so (2048 + 1) + 1 = 2048
-    // on a GPU; the float64 reference, which rounds once at the store, gives 2050.
-    Hand h(1);
-    ir::Expr a = ir::make_float(2048.0, ir::DataType::f16());
-    ir::Expr one = ir::make_float(1.0, ir::DataType::f16());
-    ir::Expr sum = ir::add(ir::add(a, one), one);
-    ir::PrimFunc& f = h.f;
-    f.body = ir::make_store(h.y, {ir::make_int(0)}, ir::make_cast(ir::DataType::f32(), sum), line(2));
-    interp::RunArgs args;
-    args.tensors.resize(2);
-    args.tensors[0].data.assign(1024, 1.0);
-    args.tensors[1].data.assign(1024, std::nan(""));
-    auto r = sim::run(f, args);
-    REQUIRE(r.ok);
-    CHECK(args.tensors[1].data[0] == 2048.0);
-    CHECK(r.written[1][0] == 1);
-    CHECK(r.written[1][1] == 0);
+TEST_CASE("sim: floats round per operation to their register type", "[sim]") {
+    // The GPU code holds f16 (bf16, the 8-bit floats) in f32 registers and rounds to the
+    // type only at a store or conversion (GpuLowering::reg_type): (2048 + 1) + 1 in f16 is
+    // 2050, not the 2048 of f16 arithmetic. f32 does round each operation: (2^24 + 1) + 1
+    // is 2^24 there, where the float64 reference, rounding once at the store, gives
+    // 2^24 + 2.
+    for (auto [type, big, expected] : {std::tuple{ir::DataType::f16(), 2048.0, 2050.0},
+                                       std::tuple{ir::DataType::f32(), 16777216.0, 16777216.0}}) {
+        INFO(type.str());
+        Hand h(1);
+        ir::Expr a = ir::make_float(big, type);
+        ir::Expr one = ir::make_float(1.0, type);
+        ir::Expr sum = ir::add(ir::add(a, one), one);
+        ir::PrimFunc& f = h.f;
+        f.body = ir::make_store(h.y, {ir::make_int(0)}, ir::make_cast(ir::DataType::f32(), sum), line(2));
+        interp::RunArgs args;
+        args.tensors.resize(2);
+        args.tensors[0].data.assign(1024, 1.0);
+        args.tensors[1].data.assign(1024, std::nan(""));
+        auto r = sim::run(f, args);
+        REQUIRE(r.ok);
+        CHECK(args.tensors[1].data[0] == expected);
+        CHECK(r.written[1][0] == 1);
+        CHECK(r.written[1][1] == 0);
+    }
 }
 
 TEST_CASE("sim: tile-level IR and bad arguments are refused, not crashed on", "[sim]") {
