@@ -305,12 +305,21 @@ void GpuLowering::wgmma(const ir::MachineOpNode& m) {
     ins.push_back(descriptor(m.src.at(0), m.imm.at(3), m.imm.at(4), m.imm.at(5)));
     ins.push_back(descriptor(m.src.at(1), m.imm.at(6), m.imm.at(7), m.imm.at(8)));
     ins.push_back(b_.getInt32(1));  // scale-d: D = A * B + D
-    const std::string t = is_bf16(ab) ? "bf16" : "f16";
+    // PTX ISA 9.7.15.5: .f16 / .bf16 take K = 16 and imm-trans-a / imm-trans-b; the 8-bit
+    // floats K = 32, each operand its own type, and no transpose (K-major operands).
+    auto ptx_type = [&](DataType t) -> std::string {
+        if (t.kind == ir::TypeKind::Float8E4M3) return "e4m3";
+        if (t.kind == ir::TypeKind::Float8E5M2) return "e5m2";
+        return is_bf16(t) ? "bf16" : "f16";
+    };
+    const bool f8 = is_f8(ab);
+    const std::string shape = "m64n" + std::to_string(n) + (f8 ? "k32" : "k16");
     const std::string first_in = std::to_string(2 * regs);
+    std::string trans = f8 ? "" : ", " + std::to_string(m.imm.at(1)) + ", " + std::to_string(m.imm.at(2));
     std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * regs + 2) +
-                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + t + "." + t + " {" +
-                       list + "}, $" + first_in + ", $" + std::to_string(2 * regs + 1) + ", p, 1, 1, " +
-                       std::to_string(m.imm.at(1)) + ", " + std::to_string(m.imm.at(2)) + ";\n}";
+                       ", 0;\nwgmma.mma_async.sync.aligned." + shape + ".f32." + ptx_type(ab) + "." +
+                       ptx_type(m.src.at(1)->type) + " {" + list + "}, $" + first_in + ", $" +
+                       std::to_string(2 * regs + 1) + ", p, 1, 1" + trans + ";\n}";
     std::vector<llvm::Type*> in_types;
     for (auto* v : ins) in_types.push_back(v->getType());
     auto* fty = llvm::FunctionType::get(llvm::StructType::get(ctx_, outs), in_types, false);

@@ -451,11 +451,16 @@ private:
             int64_t n = op->imm[0];
             if (n < 8 || n > 256 || n % 8 != 0) return error(op->loc, name + " with n = " + std::to_string(n));
             if (!counts(9, size_t(n / 2), size_t(n / 2 + 2))) return;
-            DataType ab = op->src[0]->type;
+            DataType ab = op->src[0]->type, bt = op->src[1]->type;
             bool is16 = (ab.kind == TypeKind::Float && ab.bits == 16) || ab.kind == TypeKind::BFloat;
-            if (!is16 || op->src[1]->type != ab || scope_of(op->src[0]) != Scope::Shared ||
-                scope_of(op->src[1]) != Scope::Shared)
-                error(op->loc, name + ": A and B are elements of 16-bit shared buffers of one type");
+            auto is_f8 = [](DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; };
+            bool f8 = is_f8(ab) && is_f8(bt);
+            if (!(is16 && bt == ab) && !f8)
+                error(op->loc, name + ": A and B are f16 x f16, bf16 x bf16, or 8-bit floats (e4m3 / e5m2)");
+            if (scope_of(op->src[0]) != Scope::Shared || scope_of(op->src[1]) != Scope::Shared)
+                error(op->loc, name + ": A and B are elements of shared buffers");
+            if (f8 && (op->imm[1] != 0 || op->imm[2] != 0))
+                error(op->loc, name + ": 8-bit operands are K-major (no transpose)");
             for (size_t i = 0; i < size_t(n / 2); ++i) {
                 if (op->src[2 + i]->type != DataType::f32() || op->dst[i]->type != DataType::f32() ||
                     scope_of(op->dst[i]) != Scope::Register)

@@ -417,8 +417,12 @@ private:
         Stmt body_j = at_iteration(others, Expr(j), true);
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
+        // Producer / consumer roles only where no wgmma operand is still copied from
+        // global memory in the body (a consumer copying an operand itself gains nothing
+        // from a producer, and gemm_f8e4m3's transposing B copy then spilled under the
+        // consumers' registers); tiles the body computes (attention's p) are fine.
         if (widest_wgmma(body_j) > 0 && allow_ws_ && (threads_ == 128 || threads_ == 256) && !tma.empty() &&
-            tma.size() == fills.size() && nesting_ == 0 && !specialized_) {
+            tma.size() == fills.size() && nesting_ == 0 && !specialized_ && !writes_wgmma_operands(body_j, true)) {
             specialized_ = true;
             Stmt result = warp_specialized(loop, fills, body_j, final_wgmma_wait, tma_bars, tma, at_iteration, out);
             for (auto& b : tma_bars) result = make_allocate(b, result, loc);
@@ -585,6 +589,53 @@ private:
     int64_t producer_registers() const { return two_blocks_ ? 24 : 40; }
     int64_t consumer_registers() const { return 232; }
 
+    // Whether `body` writes (other than through the pipeline's fills, which are not in it)
+    // a shared tile one of its wgmma instructions reads; with `from_global`, only writes
+    // of values loaded from global memory (a fill left in the body, not a tile computed
+    // there such as attention's probabilities).
+    static bool writes_wgmma_operands(const Stmt& body, bool from_global = false) {
+        struct Operands : IRVisitor {
+            std::unordered_set<const BufferNode*> tiles;
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op == MachineOp::Wgmma)
+                    for (size_t k = 0; k < 2; ++k)
+                        if (auto* l = op->src.at(k)->as<LoadNode>()) tiles.insert(l->buffer.get());
+                IRVisitor::visit_machine_op(op);
+            }
+        } operands;
+        operands.visit(body);
+        struct GlobalLoad : IRVisitor {
+            bool found = false;
+            void visit_load(const LoadNode* op) override {
+                found |= op->buffer->scope == Scope::Global;
+                IRVisitor::visit_load(op);
+            }
+        };
+        struct Writes : IRVisitor {
+            const std::unordered_set<const BufferNode*>* tiles;
+            bool from_global = false;
+            bool found = false;
+            void visit_store(const StoreNode* op) override {
+                if (tiles->count(op->buffer.get())) {
+                    GlobalLoad g;
+                    g.visit(op->value);
+                    found |= !from_global || g.found;
+                }
+                IRVisitor::visit_store(op);
+            }
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op != MachineOp::Wgmma && op->op != MachineOp::WgmmaFence && op->op != MachineOp::WgmmaWait)
+                    for (auto& d : op->dst)
+                        if (auto* l = d->as<LoadNode>()) found |= tiles->count(l->buffer.get()) > 0;
+                IRVisitor::visit_machine_op(op);
+            }
+        } writes;
+        writes.tiles = &operands.tiles;
+        writes.from_global = from_global;
+        writes.visit(body);
+        return writes.found;
+    }
+
     // The wgmma overlap of the header: `body` with its one wgmma_wait 0 relaxed to 1 when
     // the registers it names are touched by wgmma instructions alone, and in `after` the
     // wait 0 that then follows the loop; `body` unchanged otherwise.
@@ -625,6 +676,11 @@ private:
         use.regs = &regs;
         use.visit(body);
         if (use.found) return body;
+        // Nor when the body itself writes a tile the wgmma reads (a fill that is not
+        // staged, e.g. the transposing copy of an 8-bit operand into its K-major tile):
+        // with wait 1, iteration j's write would race iteration j - 1's wgmma still
+        // reading it.
+        if (writes_wgmma_operands(body)) return body;
         const MachineOpNode* wait0 = waits[0];
         after = make_machine_op(MachineOp::WgmmaWait, {0}, wait0->dst, wait0->src, wait0->loc);
         struct Relax : IRMutator {

@@ -64,9 +64,10 @@ std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
     const size_t rank = t->shape.size();
     if (!tile || tile->empty() || rank < 1 || rank > 5) return std::nullopt;
     const int64_t eb = t->dtype.bits / 8;
-    // 8-bit tiles feed mma.sync on sm_90a (no fp8 / i8 wgmma yet), in kernels at the edge
-    // of their register budget: the TMA issue's registers made gemm_f8e4m3 spill 24 bytes.
-    if (eb < 2) return std::nullopt;
+    // i8 tiles feed mma.sync on sm_90a (no i8 wgmma yet), in kernels at the edge of their
+    // register budget: the TMA issue's registers made them spill. The 8-bit floats feed
+    // wgmma (k32).
+    if (eb < 2 && t->dtype.kind != TypeKind::Float8E4M3 && t->dtype.kind != TypeKind::Float8E5M2) return std::nullopt;
     int64_t elems = 1;
     for (int64_t e : *tile) elems *= e;
     // Tiles of 1 KiB or more start on 1024-byte boundaries on wgmma targets (the shared

@@ -114,9 +114,16 @@ void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
         return;
     }
     // Hopper's warpgroup instructions where both operands are shared tiles, else mma.sync.
-    if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads()))
+    if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads())) {
         lc.fixed(g.c.buffer, w->c, g.loc, "the warpgroup tensor-core gemm into '" + g.c.buffer->name + "'");
-    else if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"),
+        if (w->step_k == 32) {
+            // 8-bit operands: K-major tiles (a [K, N] b stored transposed).
+            for (auto [X, k_last] : {std::pair{g.a.buffer, !g.trans_a}, std::pair{g.b.buffer, g.trans_b}})
+                if (auto L = wgmma_operand_layout(X, k_last))
+                    lc.shared_layout(X, *L, g.loc, "the K-major operand reads of the 8-bit warpgroup gemm");
+            return;
+        }
+    } else if (auto p = plan_mma(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"),
                                !lc.attr("allow_tf32").empty()))
         lc.fixed(g.c.buffer, p->c, g.loc, "the tensor-core gemm into '" + g.c.buffer->name + "'");
     else

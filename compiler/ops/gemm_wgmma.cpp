@@ -18,15 +18,20 @@ std::optional<WgmmaPlan> plan_wgmma(const GemmNode& g, const target::GpuTarget& 
     const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
     if (!t.has_wgmma() || threads % 128 != 0 || t.warp_size != 32) return std::nullopt;
     if (A->scope != Scope::Shared || B->scope != Scope::Shared || C->scope != Scope::Fragment) return std::nullopt;
-    if (A->dtype != B->dtype || C->dtype != DataType::f32()) return std::nullopt;
-    bool f16 = A->dtype.kind == TypeKind::Float && A->dtype.bits == 16;
-    if (!f16 && A->dtype.kind != TypeKind::BFloat) return std::nullopt;
+    if (C->dtype != DataType::f32()) return std::nullopt;
+    auto is_f8 = [](DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; };
+    const bool f16 = A->dtype.kind == TypeKind::Float && A->dtype.bits == 16;
+    const bool f8 = is_f8(A->dtype) && is_f8(B->dtype);
+    if (!f8 && (A->dtype != B->dtype || (!f16 && A->dtype.kind != TypeKind::BFloat))) return std::nullopt;
+    // The 8-bit form (m64nNk32 .e4m3 / .e5m2, either mix) takes no transpose: both
+    // operands K-major in shared memory, which wgmma_operand_layout asks of their tiles.
+    const int64_t step_k = f8 ? 32 : 16;
     auto sa = const_shape(A->shape), sb = const_shape(B->shape);
     if (!sa || !sb || sa->size() != 2 || sb->size() != 2) return std::nullopt;
     int64_t m = g.trans_a ? (*sa)[1] : (*sa)[0];
     int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
     int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
-    if (k % 16 != 0) return std::nullopt;
+    if (k % step_k != 0) return std::nullopt;
     // Warpgroups along M first (each owns whole rows), then along N.
     const int64_t groups = threads / 128;
     for (int64_t gm = groups; gm >= 1; --gm) {
@@ -38,9 +43,24 @@ std::optional<WgmmaPlan> plan_wgmma(const GemmNode& g, const target::GpuTarget& 
         if (inst > 256 || inst % 8 != 0) continue;
         auto c = layout::Fragment::wgmma_m64nNk16_d(m, n, gm, gn);
         if (!c) continue;
-        return WgmmaPlan{m, n, k, gm, gn, inst, *c};
+        return WgmmaPlan{m, n, k, gm, gn, inst, *c, step_k};
     }
     return std::nullopt;
+}
+
+std::optional<layout::Layout> wgmma_operand_layout(const Buffer& X, bool k_last) {
+    auto s = const_shape(X->shape);
+    if (!s || s->size() != 2) return std::nullopt;
+    const int64_t rows = (*s)[0], cols = (*s)[1];
+    const int bits = X->dtype.bits;
+    if (k_last) return layout::Layout::swizzled(rows, cols, bits, layout::Layout::widest_swizzle(rows, cols, bits));
+    // K along the tile's first dimension: stored transposed, K contiguous.
+    auto phys = layout::Layout::swizzled(cols, rows, bits, layout::Layout::widest_swizzle(cols, rows, bits));
+    if (!phys) return std::nullopt;
+    auto transpose = layout::Layout::from_exprs(
+        "transpose", {rows, cols}, {cols, rows}, [](const std::vector<Var>& v) { return std::vector<Expr>{v[1], v[0]}; },
+        [](const std::vector<Var>& v) { return std::vector<Expr>{v[1], v[0]}; });
+    return phys->compose(transpose);
 }
 
 namespace {
@@ -91,10 +111,12 @@ std::optional<Stmt> lower_gemm_wgmma(const GemmNode& g, const WgmmaPlan& p, Lowe
     // The descriptors' offsets, and what their start elements must respect: K-major, the
     // 16 k of a step inside one panel (W >= 32 bytes) and M/N starting on 8 rows;
     // MN-major, M/N starting on a panel.
+    const int64_t step_k = p.step_k;
+    if (step_k == 32 && (a_mn_major || b_mn_major)) return std::nullopt;  // 8-bit: K-major only
     auto offsets = [&](const Storage& s, bool mn_major, int64_t extent_mn) -> std::optional<std::pair<int64_t, int64_t>> {
         int64_t panel = s.width / eb;
         if (!mn_major) {
-            if (16 * eb > s.width) return std::nullopt;
+            if (step_k * eb > s.width) return std::nullopt;
             return std::make_pair(int64_t{16}, 8 * s.width);
         }
         if (extent_mn % panel != 0 && extent_mn > panel) return std::nullopt;
@@ -107,11 +129,11 @@ std::optional<Stmt> lower_gemm_wgmma(const GemmNode& g, const WgmmaPlan& p, Lowe
     if (b_mn_major && tn % (sb->width / eb) != 0 && tn > sb->width / eb) return std::nullopt;
 
     const LowerContext::Registers& c = lc.registers(g.c.buffer);
-    const int64_t tiles_m = per_m / tm, tiles_n = per_n / tn, steps_k = p.k / 16;
+    const int64_t tiles_m = per_m / tm, tiles_n = per_n / tn, steps_k = p.k / step_k;
     Expr group = floordiv(Expr(lc.thread_idx()), make_int(128));
     Var gm = make_let_var("group_m", DataType::index(), loc), gn = make_let_var("group_n", DataType::index(), loc);
     Var kk = make_loop_var("kk", loc);
-    Expr k0 = mul(Expr(kk), make_int(16));
+    Expr k0 = mul(Expr(kk), make_int(step_k));
     auto acc = [&](int64_t first, int64_t count) {
         std::vector<Expr> out;
         for (int64_t i = 0; i < count; ++i) out.push_back(make_load(c.regs, {make_int(first + i)}, loc));

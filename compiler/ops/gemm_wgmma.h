@@ -19,12 +19,19 @@ struct WgmmaPlan {
     int64_t groups_m, groups_n;
     int64_t inst_n;
     layout::Fragment c;
+    int64_t step_k;  // K of one instruction: 16 (f16, bf16), 32 (8-bit floats)
 };
 
 // The plan for `g` on `t` with `threads` threads, or nullopt where another path takes the
 // gemm: a target without wgmma, an operand that is not a shared tile, types other than
-// f16 x f16 or bf16 x bf16 into f32, or a shape the instructions do not tile.
+// f16 x f16, bf16 x bf16 or the 8-bit floats (e4m3 / e5m2, either mix) into f32, or a
+// shape the instructions do not tile.
 std::optional<WgmmaPlan> plan_wgmma(const ir::GemmNode& g, const target::GpuTarget& t, int64_t threads);
+
+// The shared layout an 8-bit operand tile of a wgmma needs (the instruction reads those
+// only K-major, PTX ISA 9.7.15.5): swizzled row-major when K is the tile's last dimension
+// (`k_last`), else stored transposed so that K is contiguous; nullopt if no swizzle fits.
+std::optional<layout::Layout> wgmma_operand_layout(const ir::Buffer& X, bool k_last);
 
 // c (+)= op(a) @ op(b), c's registers laid out as plan.c, or nullopt when a shared
 // layout is not one a matrix descriptor describes (the caller then takes the CUDA-core

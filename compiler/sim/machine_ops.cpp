@@ -304,10 +304,18 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
     auto* lb = static_cast<const LoadNode*>(op->src.at(1).get());
     Storage& sa = storage(la->buffer, loc);
     Storage& sb = storage(lb->buffer, loc);
-    for (Storage* s : {&sa, &sb})
-        if (s->scope != Scope::Shared || !s->arena || s->elem_bytes != 2)
-            fatal(loc, "wgmma operand '" + s->name() + "', which is not a 16-bit shared buffer");
-    const DataType ab = op->src[0]->type;
+    auto operand_type = [&](const Storage& s, DataType t) {
+        if (s.scope != Scope::Shared || !s.arena || (s.elem_bytes != 2 && s.elem_bytes != 1))
+            fatal(loc, "wgmma operand '" + s.name() + "', which is not a 16- or 8-bit shared buffer");
+        switch (t.kind) {
+        case TypeKind::BFloat: return isa::WgmmaAbType::Bf16;
+        case TypeKind::Float8E4M3: return isa::WgmmaAbType::E4m3;
+        case TypeKind::Float8E5M2: return isa::WgmmaAbType::E5m2;
+        default: return isa::WgmmaAbType::F16;
+        }
+    };
+    const isa::WgmmaAbType type_a = operand_type(sa, op->src[0]->type), type_b = operand_type(sb, op->src[1]->type);
+    const int eb = isa::wgmma_ab_bytes(type_a), K = isa::wgmma_k(type_a);
     begin_statement();
     in_wgmma_ = true;  // wgmma accumulating into registers a wgmma in flight writes: allowed
     for (const auto& e : op->src) prepare(e, act);
@@ -338,7 +346,7 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
         }
         auto descriptor = [&](const Storage& s, int64_t off, size_t imm0) {
             isa::WgmmaDescriptor d;
-            d.start = static_cast<uint32_t>(s.base + off * 2);
+            d.start = static_cast<uint32_t>(s.base + off * eb);
             d.lbo = static_cast<uint32_t>(op->imm.at(imm0));
             d.sbo = static_cast<uint32_t>(op->imm.at(imm0 + 1));
             d.swizzle = static_cast<isa::WgmmaSwizzle>(op->imm.at(imm0 + 2) & 3);
@@ -351,10 +359,9 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                     return "wgmma operands that differ between the threads of a warpgroup (thread " +
                            std::to_string(act[a]) + "): the descriptors are the warpgroup's";
                 });
-        isa::WgmmaResult r = isa::ptx_wgmma_m64nNk16_f32(
-            n, ab.kind == TypeKind::BFloat ? isa::MmaAbType::Bf16 : isa::MmaAbType::F16,
-            isa::encode_wgmma_descriptor(da), isa::encode_wgmma_descriptor(db), true, trans_a, trans_b, arena_.bytes,
-            cs, executes);
+        isa::WgmmaResult r = isa::ptx_wgmma_f32(n, type_a, type_b, isa::encode_wgmma_descriptor(da),
+                                                isa::encode_wgmma_descriptor(db), true, trans_a, trans_b,
+                                                arena_.bytes, cs, executes);
         for (const auto& is : r.issues)
             issue(is.problem == isa::WgmmaProblem::ThreadNotExecuting ? IssueKind::WarpCollective
                                                                         : IssueKind::MatrixAddress,
@@ -367,6 +374,9 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                       case isa::WgmmaProblem::BaseOffsetNotModelled:
                           return std::string("wgmma descriptor with a base offset (not modelled)");
                       case isa::WgmmaProblem::BadN: return "wgmma with N = " + std::to_string(n);
+                      case isa::WgmmaProblem::TransposedEightBit:
+                          return std::string("wgmma with a transposed (MN-major) 8-bit operand, which the "
+                                             "instruction does not take");
                       }
                       return std::string("wgmma");
                   });
@@ -375,12 +385,12 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
         auto& inflight = wgmma_group_of(lead).open;
         auto mark = [&](Storage& s, const isa::WgmmaDescriptor& d, bool mn_major, int extent) {
             for (int mn = 0; mn < extent; ++mn)
-                for (int kk = 0; kk < 16; ++kk) {
-                    uint32_t addr = isa::wgmma_operand_address(d, mn_major, 2, mn, kk);
-                    int64_t o = (static_cast<int64_t>(addr) - s.base) / 2;
+                for (int kk = 0; kk < K; ++kk) {
+                    uint32_t addr = isa::wgmma_operand_address(d, mn_major, eb, mn, kk);
+                    int64_t o = (static_cast<int64_t>(addr) - s.base) / eb;
                     if (o < 0 || o >= s.size) continue;
                     shared_read(s, o, lead, loc, op);
-                    for (uint32_t b = addr; b < addr + 2; ++b) {
+                    for (uint32_t b = addr; b < addr + uint32_t(eb); ++b) {
                         ++arena_.wgmma_reading[b];
                         inflight.push_back(b);
                         // PTX ISA, wgmma.mma_async (its shared-memory operands are read through

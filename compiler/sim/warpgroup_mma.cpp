@@ -70,13 +70,22 @@ MatCoord wgmma_d_coord(int thread, int i) {
     return {16 * warp + lane / 4 + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * (lane % 4) + i % 2};
 }
 
-WgmmaResult ptx_wgmma_m64nNk16_f32(int n, MmaAbType ab, uint64_t desc_a, uint64_t desc_b, bool scale_d,
-                                   bool trans_a, bool trans_b, std::span<const uint8_t> smem,
-                                   const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes) {
+int wgmma_ab_bytes(WgmmaAbType t) { return t == WgmmaAbType::F16 || t == WgmmaAbType::Bf16 ? 2 : 1; }
+
+int wgmma_k(WgmmaAbType t) { return 32 / wgmma_ab_bytes(t); }
+
+WgmmaResult ptx_wgmma_f32(int n, WgmmaAbType a_type, WgmmaAbType b_type, uint64_t desc_a, uint64_t desc_b,
+                          bool scale_d, bool trans_a, bool trans_b, std::span<const uint8_t> smem,
+                          const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes) {
     WgmmaResult res;
     res.d.assign(128, std::vector<float>(static_cast<size_t>(n / 2), 0.0f));
     if (n < 8 || n > 256 || n % 8 != 0) {
         res.issues.push_back({WgmmaProblem::BadN, -1});
+        return res;
+    }
+    const bool eight_bit = wgmma_ab_bytes(a_type) == 1;
+    if (eight_bit && (trans_a || trans_b)) {
+        res.issues.push_back({WgmmaProblem::TransposedEightBit, -1});
         return res;
     }
     for (int t = 0; t < 128; ++t)
@@ -86,22 +95,28 @@ WgmmaResult ptx_wgmma_m64nNk16_f32(int n, MmaAbType ab, uint64_t desc_a, uint64_
         res.issues.push_back({WgmmaProblem::BaseOffsetNotModelled, -1});
         return res;
     }
-    const int M = 64, K = 16;
+    const int M = 64, K = wgmma_k(a_type);
     bool oob = false;
-    auto element = [&](const WgmmaDescriptor& d, bool mn_major, int mn, int k) {
-        uint32_t addr = wgmma_operand_address(d, mn_major, 2, mn, k);
-        if (size_t(addr) + 2 > smem.size()) {
+    auto element = [&](WgmmaAbType type, const WgmmaDescriptor& d, bool mn_major, int mn, int k) {
+        const int bytes = wgmma_ab_bytes(type);
+        uint32_t addr = wgmma_operand_address(d, mn_major, bytes, mn, k);
+        if (size_t(addr) + size_t(bytes) > smem.size()) {
             oob = true;
             return 0.0f;
         }
+        switch (type) {
+        case WgmmaAbType::E4m3: return e4m3_to_float(smem[addr]);
+        case WgmmaAbType::E5m2: return e5m2_to_float(smem[addr]);
+        default: break;
+        }
         uint16_t bits = static_cast<uint16_t>(smem[addr] | (smem[addr + 1] << 8));
-        return ab == MmaAbType::Bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+        return type == WgmmaAbType::Bf16 ? bf16_to_float(bits) : f16_to_float(bits);
     };
     std::vector<float> A(static_cast<size_t>(M * K)), B(static_cast<size_t>(K * n));
     for (int m = 0; m < M; ++m)
-        for (int k = 0; k < K; ++k) A[static_cast<size_t>(m * K + k)] = element(da, trans_a, m, k);
+        for (int k = 0; k < K; ++k) A[static_cast<size_t>(m * K + k)] = element(a_type, da, trans_a, m, k);
     for (int k = 0; k < K; ++k)
-        for (int j = 0; j < n; ++j) B[static_cast<size_t>(k * n + j)] = element(db, trans_b, j, k);
+        for (int j = 0; j < n; ++j) B[static_cast<size_t>(k * n + j)] = element(b_type, db, trans_b, j, k);
     if (oob) res.issues.push_back({WgmmaProblem::OutOfBounds, -1});
     for (int t = 0; t < 128; ++t)
         for (int i = 0; i < n / 2; ++i) {
@@ -112,6 +127,13 @@ WgmmaResult ptx_wgmma_m64nNk16_f32(int n, MmaAbType ab, uint64_t desc_a, uint64_
             res.d[static_cast<size_t>(t)][static_cast<size_t>(i)] = acc;
         }
     return res;
+}
+
+WgmmaResult ptx_wgmma_m64nNk16_f32(int n, MmaAbType ab, uint64_t desc_a, uint64_t desc_b, bool scale_d,
+                                   bool trans_a, bool trans_b, std::span<const uint8_t> smem,
+                                   const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes) {
+    const WgmmaAbType t = ab == MmaAbType::Bf16 ? WgmmaAbType::Bf16 : WgmmaAbType::F16;
+    return ptx_wgmma_f32(n, t, t, desc_a, desc_b, scale_d, trans_a, trans_b, smem, c, executes);
 }
 
 }  // namespace tilec::sim::isa

@@ -37,8 +37,17 @@
 // the whole shared address, so the pattern repeats at the boundaries the base-offset
 // rule names; a descriptor with a non-zero base offset is reported as not modelled.
 //
+//  - 9.7.15.5 "wgmma.mma_async", its syntax: the .f16 / .bf16 forms take imm-trans-a and
+//    imm-trans-b (K-major or MN-major operands in shared memory) and K = 16; the 8-bit
+//    float form `wgmma.mma_async.sync.aligned.m64nNk32.dtype.atype.btype d, a-desc,
+//    b-desc, scale-d, imm-scale-a, imm-scale-b` (.atype / .btype each .e4m3 or .e5m2)
+//    has no transpose operands and K = 32: both operands K-major, the canonical layouts
+//    above with T = 128 / 8 = 16 elements a 16-byte core-matrix row. The accumulator
+//    fragment of the k32 shapes is the k16 one (Figure 149: D depends on M and N only).
+//
 // Arithmetic: as warp_mma.h's mma.sync model (each product exact in f32, accumulated in
-// f32 in k order); wgmma's D = A * B + D with scale-d = 1 (0: D = A * B).
+// f32 in k order); wgmma's D = A * B + D with scale-d = 1 (0: D = A * B). The 8-bit
+// formats as warp_mma.h decodes them (e4m3_to_float, e5m2_to_float).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -82,6 +91,7 @@ enum class WgmmaProblem : uint8_t {
     BaseOffsetNotModelled,
     OutOfBounds,        // an operand element outside the shared-memory view
     BadN,               // N not a multiple of 8 in 8..256
+    TransposedEightBit, // imm-trans on an 8-bit operand: the document's k32 form has none
 };
 struct WgmmaIssue {
     WgmmaProblem problem;
@@ -97,5 +107,18 @@ struct WgmmaResult {
 WgmmaResult ptx_wgmma_m64nNk16_f32(int n, MmaAbType ab, uint64_t desc_a, uint64_t desc_b, bool scale_d,
                                    bool trans_a, bool trans_b, std::span<const uint8_t> smem,
                                    const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes);
+
+// The operand types of wgmma's floating-point forms, each operand its own (the 8-bit
+// ones may mix: .e4m3.e5m2).
+enum class WgmmaAbType : uint8_t { F16, Bf16, E4m3, E5m2 };
+int wgmma_ab_bytes(WgmmaAbType t);  // 2 or 1
+// K of one instruction: 16 for the 16-bit types, 32 for the 8-bit ones.
+int wgmma_k(WgmmaAbType t);
+// wgmma.mma_async.sync.aligned.m64nNk{16,32}.f32.atype.btype: the k16 form above for
+// .f16 / .bf16 (a_type == b_type), the k32 form for .e4m3 / .e5m2 (trans_a / trans_b
+// must be false: reported as TransposedEightBit otherwise).
+WgmmaResult ptx_wgmma_f32(int n, WgmmaAbType a_type, WgmmaAbType b_type, uint64_t desc_a, uint64_t desc_b,
+                          bool scale_d, bool trans_a, bool trans_b, std::span<const uint8_t> smem,
+                          const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes);
 
 }  // namespace tilec::sim::isa

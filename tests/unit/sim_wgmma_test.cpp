@@ -247,3 +247,91 @@ TEST_CASE("wgmma m64nNk16: problems reported", "[sim][wgmma]") {
     based.base_offset = 3;
     CHECK(run(8, based, all).issues.at(0).problem == WgmmaProblem::BaseOffsetNotModelled);
 }
+
+TEST_CASE("wgmma m64nNk32 .e4m3 / .e5m2: D = A * B + C, K-major operands through every swizzle", "[sim][wgmma]") {
+    // The 8-bit form (9.7.15.5: `.m64nNk32.f32.atype.btype`, no imm-trans) reads both
+    // operands K-major. The canonical K-major layouts in bytes, with T = 128 / 8 = 16
+    // elements a core-matrix row, written out here from the document's table:
+    //   none:  (mn % 8) * 16 + (mn / 8) * SBO + (k % 16) + (k / 16) * LBO
+    //   W-byte swizzle (32 / 64 / 128): (mn % 8) * W + (mn / 8) * SBO + k, then
+    //          Swizzle<s,4,3> on the address: bits [4, 4 + s) ^= bits [7, 7 + s).
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> small(-6, 6);  // exact in e4m3 and e5m2
+    const int N = 16, K = 32;
+    struct Case {
+        WgmmaAbType ta, tb;
+        WgmmaSwizzle sa, sb;
+    };
+    auto place = [](WgmmaSwizzle s, int mn, int k, uint32_t start, uint32_t mn_extent) {
+        const uint32_t W = wgmma_swizzle_bytes(s);
+        if (s == WgmmaSwizzle::None) {
+            const uint32_t sbo = 128, lbo = 128 * ((mn_extent + 7) / 8);
+            return start + uint32_t(mn % 8) * 16 + uint32_t(mn / 8) * sbo + uint32_t(k % 16) + uint32_t(k / 16) * lbo;
+        }
+        const uint32_t bits = W == 32 ? 1 : W == 64 ? 2 : 3;
+        uint32_t addr = start + uint32_t(mn % 8) * W + uint32_t(mn / 8) * (8 * W) + uint32_t(k);
+        return addr ^ (((addr >> 7) & ((1u << bits) - 1)) << 4);
+    };
+    for (Case cs : {Case{WgmmaAbType::E4m3, WgmmaAbType::E4m3, WgmmaSwizzle::B64, WgmmaSwizzle::B32},
+                    Case{WgmmaAbType::E4m3, WgmmaAbType::E5m2, WgmmaSwizzle::B128, WgmmaSwizzle::B128},
+                    Case{WgmmaAbType::E5m2, WgmmaAbType::E4m3, WgmmaSwizzle::None, WgmmaSwizzle::B64},
+                    Case{WgmmaAbType::E5m2, WgmmaAbType::E5m2, WgmmaSwizzle::B32, WgmmaSwizzle::None}}) {
+        CAPTURE(int(cs.ta), int(cs.tb), int(cs.sa), int(cs.sb));
+        auto descriptor = [](WgmmaSwizzle s, uint32_t start, uint32_t mn_extent) {
+            const uint32_t W = wgmma_swizzle_bytes(s);
+            if (s == WgmmaSwizzle::None) return desc(128 * ((mn_extent + 7) / 8), 128, s, start);
+            return desc(16, 8 * W, s, start);
+        };
+        auto bits_of = [](WgmmaAbType t, double v) {
+            return t == WgmmaAbType::E4m3 ? tilec::scalar::f8e4m3_bits(v) : tilec::scalar::f8e5m2_bits(v);
+        };
+        std::vector<uint8_t> smem(64 * 1024, 0);
+        std::vector<double> A(64 * K), B(K * N);
+        std::set<uint32_t> used;
+        const uint32_t start_b = 32 * 1024;
+        for (int m = 0; m < 64; ++m)
+            for (int k = 0; k < K; ++k) {
+                double v = small(rng);
+                A[m * K + k] = v;
+                uint32_t at = place(cs.sa, m, k, 0, 64);
+                REQUIRE(used.insert(at).second);
+                smem[at] = bits_of(cs.ta, v);
+            }
+        for (int k = 0; k < K; ++k)
+            for (int n = 0; n < N; ++n) {
+                double v = small(rng);
+                B[k * N + n] = v;
+                uint32_t at = place(cs.sb, n, k, start_b, N);
+                REQUIRE(used.insert(at).second);
+                smem[at] = bits_of(cs.tb, v);
+            }
+        std::vector<std::vector<float>> c(128, std::vector<float>(N / 2));
+        for (auto& row : c)
+            for (auto& x : row) x = float(small(rng));
+        std::array<bool, 128> all{};
+        all.fill(true);
+        WgmmaDescriptor da = descriptor(cs.sa, 0, 64), db = descriptor(cs.sb, start_b, N);
+        WgmmaResult r = ptx_wgmma_f32(N, cs.ta, cs.tb, encode_wgmma_descriptor(da), encode_wgmma_descriptor(db), true,
+                                      false, false, smem, c, all);
+        REQUIRE(r.issues.empty());
+        for (int t = 0; t < 128; ++t)
+            for (int i = 0; i < N / 2; ++i) {
+                int warp = t / 32, lane = t % 32;  // Figure 149 (the k32 shapes share it)
+                int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+                double want = c[t][i];
+                for (int k = 0; k < K; ++k) want += A[row * K + k] * B[k * N + col];
+                REQUIRE(r.d[t][i] == want);
+            }
+    }
+    // No transposed 8-bit operand: the instruction has no imm-trans for them.
+    std::vector<uint8_t> smem(4096, 0);
+    std::vector<std::vector<float>> c(128, std::vector<float>(4));
+    std::array<bool, 128> all{};
+    all.fill(true);
+    uint64_t d = encode_wgmma_descriptor(desc(16, 128, WgmmaSwizzle::None));
+    CHECK(ptx_wgmma_f32(8, WgmmaAbType::E4m3, WgmmaAbType::E4m3, d, d, true, false, true, smem, c, all)
+              .issues.at(0)
+              .problem == WgmmaProblem::TransposedEightBit);
+    CHECK(wgmma_k(WgmmaAbType::E5m2) == 32);
+    CHECK(wgmma_k(WgmmaAbType::Bf16) == 16);
+}
