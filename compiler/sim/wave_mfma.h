@@ -35,6 +35,12 @@
 //     is signed, and the model reads signed bytes.
 //  (calculator, CDNA2 / CDNA3 / RDNA3, "Register to matrix element mapping with no
 //  modifiers"; C and D are int32 there.)
+//  CDNA3 v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} and v_mfma_f32_32x32x16_* (A: 2 GPRs,
+//  B: 2, C/D: 4 / 16, f32): the i8 forms' layouts, byte e % 4 of GPR e / 4 (calculator,
+//  CDNA3 V_MFMA_F32_16X16X32_FP8_FP8: "A k: 8 * floor(lane / 16) + 4 * GPR_num +
+//  floor(GPR_bits / 8)", "C or D i: 4 * floor(lane / 16) + (GPR_num % 4)"). A and B each
+//  take their own format, "fp8" = E4M3FNUZ, "bf8" = E5M2FNUZ ("FP8 (AMD 4-bit exponent,
+//  3-bit mantissa floating point)"), decoded by scalar/float_formats.h; 0x80 is NaN.
 //  v_wmma_f32_16x16x16 wave32 (A: 8 GPRs, B: 8, C/D: 8)
 //     A i = l % 16, k = 2g + h (lanes l and l + 16 hold the same A row); B likewise
 //     C/D i = 2g + l / 16, j = l % 16
@@ -70,10 +76,16 @@ enum class AmdMatrixShape : uint8_t {
     // RDNA3's v_wmma_i32_16x16x16_iu8 in wave32 with both operands signed: A and B 4 GPRs
     // (16 bytes, the whole K), lanes l and l + 16 the same row; C/D as the f32 WMMA's.
     Wmma16x16x16I8,
+    // CDNA3's fp8 / bf8 into f32: v_mfma_f32_32x32x16_* and 16x16x32_* (two GPRs: 8 bytes).
+    Mfma32x32x16F8,
+    Mfma16x16x32F8,
 };
-enum class AmdMatrixAb : uint8_t { F16, Bf16, I8 };
+// Fp8 / Bf8: CDNA3's FNUZ formats (E4M3FNUZ / E5M2FNUZ), not the OCP ones.
+enum class AmdMatrixAb : uint8_t { F16, Bf16, I8, Fp8, Bf8 };
 // The i8 shape of an M x N x K MFMA (M = 32 or 16), or nullopt.
 std::optional<AmdMatrixShape> amd_matrix_i8_shape(int m, int k);
+// The fp8 shape of an M x N x K MFMA (32x32x16 or 16x16x32), or nullopt.
+std::optional<AmdMatrixShape> amd_matrix_f8_shape(int m, int k);
 
 struct AmdMatrixInfo {
     int m, n, k, wave;
@@ -111,6 +123,8 @@ struct AmdMatrixResult {
 };
 // `lanes` holds the wave's lanes (amd_matrix_info(shape).wave of them).
 AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes);
+// A and B of their own types (the fp8 shapes take Fp8 / Bf8 each; the others one type).
+AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb a, AmdMatrixAb b, std::span<const AmdMatrixLane> lanes);
 // The i8 shapes: C and D are i32 bits; the sums wrap at 32 bits.
 AmdMatrixResult amd_matrix_i32(AmdMatrixShape shape, std::span<const AmdMatrixLane> lanes);
 
