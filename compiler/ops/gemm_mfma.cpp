@@ -219,9 +219,11 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
         // byte then reads as half its value and each product is a quarter of the true one.
         // So the accumulator runs at a quarter scale across this gemm's k-steps: C / 4 in,
         // D * 4 out. Powers of two: exact, and every rounding of the sums is that of the
-        // unscaled sums, except where C / 4 falls into f32's subnormals (|C| < 2^-124) or
-        // the quarter-scale sum times 4 overflows (|D| > 2^126 * (2 - 2^-23) becomes Inf).
-        // Two multiplies per accumulator register per gemm, not per instruction.
+        // unscaled sums, except where C / 4 falls into f32's subnormals (a non-zero |C| <
+        // 2^-124 loses low bits; no product gets there: the smallest, e5m2's 2^-16 squared,
+        // is 2^-34 at a quarter). A quarter-scale result beyond FLT_MAX / 4 becomes Inf at the last
+        // multiply, as the unscaled sums would. Two multiplies per accumulator register per
+        // gemm, not per instruction.
         const int64_t all = atoms_m * atoms_n * c_regs;
         auto scale = [&](double f) {
             Var r = make_loop_var("r", loc);
