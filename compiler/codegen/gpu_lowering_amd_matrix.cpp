@@ -10,6 +10,7 @@
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "codegen/gpu_lowering.h"
+#include "codegen/llvm_word.h"
 #include "scalar/fp8_fnuz.h"
 
 namespace tilec::codegen::gpu {
@@ -88,23 +89,6 @@ void GpuLowering::amd_matrix_i8(const ir::MachineOpNode& m, unsigned cd) {
     for (unsigned g = 0; g < cd; ++g) store_element(m.dst.at(g), b_.CreateExtractElement(d, uint64_t(g)));
 }
 
-namespace {
-
-// An i64 of the IR builder with the operators scalar::fp8_ocp_to_fnuz needs, so that the
-// lowering emits that formula and not a copy of it.
-struct Word {
-    llvm::IRBuilder<>* b;
-    llvm::Value* v;
-    Word operator&(Word o) const { return {b, b->CreateAnd(v, o.v)}; }
-    Word operator|(Word o) const { return {b, b->CreateOr(v, o.v)}; }
-    Word operator+(Word o) const { return {b, b->CreateAdd(v, o.v)}; }
-    Word operator-(Word o) const { return {b, b->CreateSub(v, o.v)}; }
-    Word operator~() const { return {b, b->CreateNot(v)}; }
-    Word operator>>(unsigned n) const { return {b, b->CreateLShr(v, n)}; }
-};
-
-}  // namespace
-
 // CDNA3's v_mfma_f32_{32x32x16,16x16x32}_{fp8,bf8}_{fp8,bf8} (LLVM 19:
 // llvm.amdgcn.mfma.f32.32x32x16.fp8.bf8 etc., i64 A and B, <16 / 4 x float> C; its tests
 // llvm/test/CodeGen/AMDGPU/llvm.amdgcn.mfma.gfx940.ll). The operands are the language's
@@ -123,9 +107,9 @@ void GpuLowering::amd_matrix_f8(const ir::MachineOpNode& m, unsigned cd) {
         const DataType t = m.src.at(first)->type;
         llvm::Value* v = llvm::PoisonValue::get(bytes);
         for (unsigned i = 0; i < per; ++i) v = b_.CreateInsertElement(v, storage_value(m.src.at(first + i), t), uint64_t(i));
-        Word w{&b_, b_.CreateBitCast(v, b_.getInt64Ty())};
+        LlvmWord w{&b_, b_.CreateBitCast(v, b_.getInt64Ty())};
         return scalar::fp8_ocp_to_fnuz(w, t.kind == ir::TypeKind::Float8E5M2,
-                                       [&](uint64_t c) { return Word{&b_, b_.getInt64(c)}; })
+                                       [&](uint64_t c) { return LlvmWord{&b_, b_.getInt64(c)}; })
             .v;
     };
     const bool a_bf8 = m.src.at(0)->type.kind == ir::TypeKind::Float8E5M2;
