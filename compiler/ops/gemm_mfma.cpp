@@ -213,6 +213,7 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     }
     Stmt body =
         make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, make_seq(step, loc), loc);
+    Stmt scale_down, scale_up;
     if (is_f8(t)) {
         // CDNA3's fp8 MFMA reads FNUZ bytes, which the lowering of the instruction makes of
         // the OCP ones by rewriting -0, NaN and Inf only (scalar/fp8_fnuz.h): every other
@@ -221,24 +222,27 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
         // D * 4 out. Powers of two: exact, and every rounding of the sums is that of the
         // unscaled sums, except where C / 4 falls into f32's subnormals (a non-zero |C| <
         // 2^-124 loses low bits; no product gets there: the smallest, e5m2's 2^-16 squared,
-        // is 2^-34 at a quarter). A quarter-scale result beyond FLT_MAX / 4 becomes Inf at the last
-        // multiply, as the unscaled sums would. Two multiplies per accumulator register per
-        // gemm, not per instruction.
+        // is 2^-34 at a quarter). A quarter-scale result beyond FLT_MAX / 4 becomes Inf at
+        // the last multiply, as the unscaled sums would. Two multiplies per accumulator
+        // register per gemm, not per instruction; and in a K loop whose only other uses of
+        // the accumulator are these MFMAs, once per loop: hoist-accumulator-scale moves the
+        // pair out (they sit outside the gemm's lets for that). Per k-tile, gemm_f8e4m3's
+        // 64 registers a lane took 64 v_pk_mul_f32 and 128 AGPR <-> VGPR moves beside 8 MFMAs.
         const int64_t all = atoms_m * atoms_n * c_regs;
         auto scale = [&](double f) {
-            Var r = make_loop_var("r", loc);
+            Var r = make_loop_var(kFp8ScaleVar, loc);
             Expr x = make_load(c.regs, {Expr(r)}, loc);
             return make_for(r, make_int(0), make_int(all), ForKind::Unroll,
                             make_store(c.regs, {Expr(r)}, mul(x, make_float(f, x->type, loc)), loc), loc);
         };
-        body = make_seq({scale(0.25), body, scale(4.0)}, loc);
+        scale_down = scale(0.25), scale_up = scale(4.0);
     }
     body = make_allocate(af, make_allocate(bf, body, loc), loc);
     body = make_let(lane_k, p.wmma ? make_int(0) : floordiv(lane, make_int(p.atom)), body, loc);
     body = make_let(lane_row, floormod(lane, make_int(p.atom)), body, loc);
     body = make_let(warp_n, floormod(wave, make_int(p.warps_n)), body, loc);
     body = make_let(warp_m, floordiv(wave, make_int(p.warps_n)), body, loc);
-    return body;
+    return scale_down ? make_seq({scale_down, body, scale_up}, loc) : body;
 }
 
 }  // namespace tilec::ops
