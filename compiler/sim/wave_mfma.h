@@ -1,6 +1,7 @@
 // AMD's matrix instructions (issue 13), modelled from AMD's documents and nothing else, in
 // the style of warp_mma.h: CDNA2/CDNA3 v_mfma_f32_{32x32x8,16x16x16}{f16,bf16} executed by
-// a wave of 64, and RDNA3 v_wmma_f32_16x16x16_{f16,bf16} by a wave of 32. Operands are
+// a wave of 64 (with their i8 forms, and CDNA3's fp8 / bf8 ones into f32), and RDNA3
+// v_wmma_f32_16x16x16_{f16,bf16} (and iu8) by a wave of 32. Operands are
 // what the documents say they are: 32-bit VGPRs per lane. The models know nothing of
 // tilec's IR; tests/unit/sim_wave_mfma_test.cpp checks them against the documents' own
 // register tables.
@@ -49,7 +50,10 @@
 // rounding; as warp_mma.h, each product of two f16 / bf16 values is exact in f32, formed
 // there and accumulated in f32 round-to-nearest-even in the order
 //     d = c;  for k = 0 .. K-1:  d = fl32(d + a[i][k] * b[k][j])
-// (exact, and so order-free, for inputs whose sums f32 holds exactly).
+// (exact, and so order-free, for inputs whose sums f32 holds exactly). fp8 / bf8 products
+// are exact in f32 too. Whether the hardware flushes FNUZ subnormal inputs is not in the
+// documents read; the model keeps them (OCP subnormals stay subnormal under the lowering's
+// rewrite, scalar/fp8_fnuz.h, so a flush would hit the same bytes either way).
 //
 // Problems, reported and never guessed (0 stands in the result): a lane of the wave that
 // does not execute the instruction or does not exist (the matrix is spread over all of
