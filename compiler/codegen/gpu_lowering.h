@@ -172,6 +172,7 @@ public:
     void machine_op(const ir::MachineOpNode& m);
     void amd_matrix_op(const ir::MachineOpNode& m);
     void amd_matrix_i8(const ir::MachineOpNode& m, unsigned cd);  // i8 into i32 MFMA
+    void amd_matrix_f8(const ir::MachineOpNode& m, unsigned cd);  // OCP fp8 on CDNA3's FNUZ MFMA
     void wgmma(const ir::MachineOpNode& m);
     void mma_f8(const ir::MachineOpNode& m);  // m16n8k32 on .e4m3 / .e5m2 operands
     // Inline PTX `text` whose outputs are m.dst, each tied to its m.src (none: no operands).

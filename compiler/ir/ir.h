@@ -641,6 +641,11 @@ struct FullWriteNode : StmtNode {
 //   Mfma      CDNA2/3 v_mfma_f32_{m}x{n}x{k}{f16|bf16} on wave64; imm {m, n, k}: {32, 32,
 //             8} or {16, 16, 16}; src: the lane's 4 A elements, 4 B elements (f16, or
 //             bf16, one type), then m*n/64 f32 C elements; dst: D's m*n/64 f32 elements.
+//             i8 (into i32) and CDNA3's fp8: m*k/64 bytes of A and of B a lane (byte e
+//             of GPR e / 4). fp8 A and B are f8e4m3 / f8e5m2 each (the language's OCP
+//             bytes): the instruction is lowered to CDNA3's FNUZ fp8 / bf8 MFMA with the
+//             bytes rewritten (scalar/fp8_fnuz.h), so D = C + A * B / 4; the gemm
+//             lowering scales C around it (ops/gemm_mfma.cpp).
 //   Wmma      RDNA3 v_wmma_f32_16x16x16_{f16|bf16} on wave32; imm {16, 16, 16}; src: 16
 //             A elements, 16 B elements, 8 f32 C; dst: 8 f32 D. Lanes l and l + 16 must
 //             hold the same A and B.

@@ -529,23 +529,32 @@ private:
             const bool wmma = op->op == MachineOp::Wmma;
             const std::vector<int64_t> mnk = op->imm;
             // f16 / bf16 into f32: 32x32x8, 16x16x16 (WMMA 16x16x16); i8 into i32 (MFMA):
-            // 32x32x8, 16x16x16 (CDNA2), 32x32x16, 16x16x32 (CDNA3).
+            // 32x32x8, 16x16x16 (CDNA2), 32x32x16, 16x16x32 (CDNA3); fp8 into f32 (MFMA,
+            // CDNA3): 32x32x16, 16x16x32 only, A and B each f8e4m3 or f8e5m2.
             const DataType t = op->src.empty() ? DataType::f32() : op->src[0]->type;
             const bool i8 = t == DataType::i8();
+            auto is_f8 = [](DataType x) { return x.kind == TypeKind::Float8E4M3 || x.kind == TypeKind::Float8E5M2; };
+            const bool f8 = is_f8(t) && !wmma;
+            const bool k_doubled = mnk == std::vector<int64_t>{32, 32, 16} || mnk == std::vector<int64_t>{16, 16, 32};
             const bool shape_ok =
                 wmma ? mnk == std::vector<int64_t>{16, 16, 16}
-                     : mnk == std::vector<int64_t>{32, 32, 8} || mnk == std::vector<int64_t>{16, 16, 16} ||
-                           (i8 && (mnk == std::vector<int64_t>{32, 32, 16} || mnk == std::vector<int64_t>{16, 16, 32}));
+                : f8 ? k_doubled
+                     : mnk == std::vector<int64_t>{32, 32, 8} || mnk == std::vector<int64_t>{16, 16, 16} || (i8 && k_doubled);
             if (!shape_ok)
-                return error(op->loc, name + ": only " + (wmma ? "16x16x16" : "32x32x8 and 16x16x16 (i8 also 32x32x16 and 16x16x32)") +
+                return error(op->loc, name + ": only " +
+                                          (wmma ? "16x16x16"
+                                                : "32x32x8 and 16x16x16 (i8 also 32x32x16 and 16x16x32; fp8 only those)") +
                                           " are modelled");
             const size_t ab = wmma ? 16 : static_cast<size_t>(mnk[0] * mnk[2] / 64),  // i8 WMMA: 16 too
                          cd = static_cast<size_t>(mnk[0] * mnk[1] / (wmma ? 32 : 64));
             if (!counts(3, cd, 2 * ab + cd)) return;
-            if (!((t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat || i8))
-                error(op->loc, name + ": A and B are f16, bf16 or i8");
+            if (!((t.kind == TypeKind::Float && t.bits == 16) || t.kind == TypeKind::BFloat || i8 || f8))
+                error(op->loc, name + ": A and B are f16, bf16, i8 or (MFMA) f8e4m3 / f8e5m2");
+            // fp8: A's elements one type, B's one type, either of the two.
+            const DataType tb = f8 ? op->src[ab]->type : t;
+            if (f8 && !is_f8(tb)) error(op->loc, name + ": B of fp8 A is f8e4m3 or f8e5m2");
             for (size_t i = 0; i < 2 * ab; ++i)
-                if (op->src[i]->type != t) error(op->loc, name + ": A and B elements of one type");
+                if (op->src[i]->type != (i < ab ? t : tb)) error(op->loc, name + ": A and B elements of one type");
             const DataType acc = i8 ? DataType::i32() : DataType::f32();
             for (size_t i = 0; i < cd; ++i)
                 if (op->src[2 * ab + i]->type != acc || op->dst[i]->type != acc ||

@@ -203,6 +203,7 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
     return {
         layout_inference(target),
         lower_tile_ops(target),
+        body_pass("hoist-accumulator-scale", hoist_accumulator_scale),
         body_pass("insert-async-waits", insert_async_waits),
         Pass{"software-pipeline",
              [](const PrimFunc& f, PassContext& ctx) {

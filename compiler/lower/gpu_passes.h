@@ -11,6 +11,8 @@
 //                        layouts (level thread; whole-buffer writes marked full_write;
 //                        gemm to ldmatrix + mma.sync, global->shared copies to cp.async
 //                        where the target has them; swizzled shared buffers flattened)
+//   hoist-accumulator-scale  gfx942 fp8 gemms' quarter-scale accumulator pair out of
+//                        K loops that use the accumulator only in the MFMAs
 //   insert-async-waits   cp.async.wait_group 0 before the first touch of bytes in flight
 //   software-pipeline    `pipelined` loops: their cp.async fills issued stages - 1
 //                        iterations ahead into multi-buffered shared buffers, with

@@ -63,6 +63,12 @@ std::optional<layout::Fragment> assign_fragment(const std::vector<int64_t>& shap
 // index, or a register that differs between threads).
 ir::Stmt place_barriers(const ir::Stmt& body, int64_t threads);
 
+// hoist-accumulator-scale (accumulator_scale.cpp, right after lower-tile-ops): the
+// quarter-scale pair `acc *= 0.25` ... `acc *= 4` of gfx942's fp8 gemm lowering
+// (ops/gemm_mfma.h, kFp8ScaleVar) out of each serial / pipelined loop whose body holds
+// one such pair and touches acc otherwise only as MFMA accumulators.
+ir::Stmt hoist_accumulator_scale(const ir::Stmt& body);
+
 // insert-async-waits (async_waits.cpp, right after lower-tile-ops): a
 // cp.async.wait_group 0 before the first access of shared bytes a cp.async issued
 // before it may still be writing.

@@ -18,8 +18,14 @@ std::optional<target::ElemType> matrix_elem(DataType t) {
     if (t.kind == TypeKind::Float && t.bits == 16) return target::ElemType::F16;
     if (t.kind == TypeKind::BFloat) return target::ElemType::BF16;
     if (t == DataType::i8()) return target::ElemType::S8;
+    // The language's OCP fp8 runs on CDNA3's FNUZ fp8 / bf8 instructions, rewritten on the
+    // way in and scaled (scalar/fp8_fnuz.h, lower_gemm_amd_matrix).
+    if (t.kind == TypeKind::Float8E4M3) return target::ElemType::E4M3Fnuz;
+    if (t.kind == TypeKind::Float8E5M2) return target::ElemType::E5M2Fnuz;
     return std::nullopt;
 }
+
+bool is_f8(DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; }
 
 }  // namespace
 
@@ -28,11 +34,13 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const Buffer &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
     const int64_t wave = t.warp_size;
     if (!t.is_amd() || threads % wave != 0) return std::nullopt;
-    auto ab = matrix_elem(A->dtype);
-    if (!ab) return std::nullopt;
-    // f16 / bf16 into f32; i8 into i32 (RDNA3: iu8 WMMA with both operands signed).
-    const bool i8 = *ab == target::ElemType::S8;
-    if (A->dtype != B->dtype || C->scope != Scope::Fragment || C->dtype != (i8 ? DataType::i32() : DataType::f32()))
+    auto ab = matrix_elem(A->dtype), bb = matrix_elem(B->dtype);
+    if (!ab || !bb) return std::nullopt;
+    // f16 / bf16 into f32; i8 into i32 (RDNA3: iu8 WMMA with both operands signed); fp8
+    // into f32, A and B each e4m3 or e5m2 (CDNA3 has all four pairs).
+    const bool i8 = *ab == target::ElemType::S8, f8 = is_f8(A->dtype) && is_f8(B->dtype);
+    if ((A->dtype != B->dtype && !f8) || C->scope != Scope::Fragment ||
+        C->dtype != (i8 ? DataType::i32() : DataType::f32()))
         return std::nullopt;
     for (const Buffer& X : {A, B})
         if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
@@ -48,15 +56,17 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     // atom but 4 of each 16x16 one, so the small atom comes first. With 32x32x8,
     // attn_fwd_causal_d64 held 2 x 32 rows of m and l across its loop and spilled 784
     // bytes on gfx942 (656 on gfx90a, attn_fwd_d64 336).
-    std::vector<const target::MmaShape*> shapes = target::mma_shapes(t, *ab, *ab, acc);
+    std::vector<const target::MmaShape*> shapes = target::mma_shapes(t, *ab, *bb, acc);
     if (policy == "full_row")
         std::stable_sort(shapes.begin(), shapes.end(),
                          [](const target::MmaShape* x, const target::MmaShape* y) { return x->m < y->m; });
     for (const target::MmaShape* s : shapes) {
         const bool wmma = s->op == target::MatrixOp::Wmma;
         if (s->op != target::MatrixOp::Mfma && !wmma) continue;
-        // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a lane).
-        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16
+        // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a
+        // lane); fp8: CDNA3's 32x32x16 / 16x16x32 (8 bytes).
+        const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16 && !f8
+                              : f8 ? wave == 64 && s->m * s->k == 512
                               : i8 ? wave == 64 && s->m * s->k >= 256 && s->m * s->k <= 512
                                    : wave == 64 && ((s->m == 32 && s->k == 8) || (s->m == 16 && s->k == 16));
         if (!modelled || !s->has_n(s->m) || k % s->k != 0) continue;
@@ -149,7 +159,7 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     Expr lane = floormod(tx, make_int(p.wave));
 
     Buffer af = make_buffer(g.c.buffer->name + "_a", t, {make_int(atoms_m * run)}, Scope::Register, loc);
-    Buffer bf = make_buffer(g.c.buffer->name + "_b", t, {make_int(atoms_n * run)}, Scope::Register, loc);
+    Buffer bf = make_buffer(g.c.buffer->name + "_b", b->dtype, {make_int(atoms_n * run)}, Scope::Register, loc);
     auto regs = [&](const Buffer& r, int64_t first, int64_t count) { return register_elements(r, first, count, loc); };
     auto element = [&](const Buffer& s, bool trans_x, Expr r, Expr col) {
         return trans_x ? make_load(s, {col, r}, loc) : make_load(s, {r, col}, loc);
@@ -203,12 +213,36 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     }
     Stmt body =
         make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, make_seq(step, loc), loc);
+    Stmt scale_down, scale_up;
+    if (is_f8(t)) {
+        // CDNA3's fp8 MFMA reads FNUZ bytes, which the lowering of the instruction makes of
+        // the OCP ones by rewriting -0, NaN and Inf only (scalar/fp8_fnuz.h): every other
+        // byte then reads as half its value and each product is a quarter of the true one.
+        // So the accumulator runs at a quarter scale across this gemm's k-steps: C / 4 in,
+        // D * 4 out. Powers of two: exact, and every rounding of the sums is that of the
+        // unscaled sums, except where C / 4 falls into f32's subnormals (a non-zero |C| <
+        // 2^-124 loses low bits; no product gets there: the smallest, e5m2's 2^-16 squared,
+        // is 2^-34 at a quarter). A quarter-scale result beyond FLT_MAX / 4 becomes Inf at
+        // the last multiply, as the unscaled sums would. Two multiplies per accumulator
+        // register per gemm, not per instruction; and in a K loop whose only other uses of
+        // the accumulator are these MFMAs, once per loop: hoist-accumulator-scale moves the
+        // pair out (they sit outside the gemm's lets for that). Per k-tile, gemm_f8e4m3's
+        // 64 registers a lane took 64 v_pk_mul_f32 and 128 AGPR <-> VGPR moves beside 8 MFMAs.
+        const int64_t all = atoms_m * atoms_n * c_regs;
+        auto scale = [&](double f) {
+            Var r = make_loop_var(kFp8ScaleVar, loc);
+            Expr x = make_load(c.regs, {Expr(r)}, loc);
+            return make_for(r, make_int(0), make_int(all), ForKind::Unroll,
+                            make_store(c.regs, {Expr(r)}, mul(x, make_float(f, x->type, loc)), loc), loc);
+        };
+        scale_down = scale(0.25), scale_up = scale(4.0);
+    }
     body = make_allocate(af, make_allocate(bf, body, loc), loc);
     body = make_let(lane_k, p.wmma ? make_int(0) : floordiv(lane, make_int(p.atom)), body, loc);
     body = make_let(lane_row, floormod(lane, make_int(p.atom)), body, loc);
     body = make_let(warp_n, floormod(wave, make_int(p.warps_n)), body, loc);
     body = make_let(warp_m, floordiv(wave, make_int(p.warps_n)), body, loc);
-    return body;
+    return scale_down ? make_seq({scale_down, body, scale_up}, loc) : body;
 }
 
 }  // namespace tilec::ops

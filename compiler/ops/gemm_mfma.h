@@ -66,6 +66,11 @@ int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan&
 // bytes: one ds_read_b128 from a K-major tile), step g of the pack taking elements
 // [g * per, (g + 1) * per) of it; A and B use the same map, so every product pairs the
 // same K.
+// fp8 on CDNA3 wraps its k-steps in `acc *= 0.25` and `acc *= 4` (see the lowering), each
+// an unrolled loop over the accumulator's registers whose variable has this name:
+// hoist-accumulator-scale (lower/accumulator_scale.cpp) moves the pair out of a K loop.
+inline constexpr const char* kFp8ScaleVar = "fp8_scale";
+
 ir::Stmt lower_gemm_amd_matrix(const ir::GemmNode& g, const AmdMatrixPlan& plan, const ir::Buffer& a,
                                const ir::Buffer& b, LowerContext& lc);
 

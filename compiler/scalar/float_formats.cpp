@@ -127,6 +127,22 @@ double f8e5m2_value(uint8_t bits) {
     return decode(bits, kE5M2);
 }
 
+namespace {
+
+// A FNUZ byte with `man` mantissa bits and exponent bias `bias` (float_formats.h).
+double fnuz_value(uint8_t bits, int man, int bias) {
+    if (bits == 0x80) return std::numeric_limits<double>::quiet_NaN();
+    const int e = (bits & 0x7f) >> man, m = bits & ((1 << man) - 1);
+    // Subnormal: 0.m * 2^(1 - bias); normal: 1.m * 2^(e - bias).
+    const double v = e == 0 ? std::ldexp(m, 1 - bias - man) : std::ldexp((1 << man) + m, e - bias - man);
+    return bits & 0x80 ? -v : v;
+}
+
+}  // namespace
+
+double f8e4m3fnuz_value(uint8_t bits) { return fnuz_value(bits, 3, 8); }
+double f8e5m2fnuz_value(uint8_t bits) { return fnuz_value(bits, 2, 16); }
+
 double round_to_float_type_slow(double v, ir::DataType t) {
     switch (t.kind) {
     case ir::TypeKind::Float:

@@ -35,6 +35,19 @@ double f8e4m3_value(uint8_t bits);
 uint8_t f8e5m2_bits(double v, bool saturate = false);
 double f8e5m2_value(uint8_t bits);
 
+// AMD CDNA3's "FNUZ" fp8 formats (MI300's MFMA operands: "fp8" and "bf8"), decoders only:
+// the simulator reads what the instruction reads. Finite, unsigned zero: 0x80 (what
+// would be -0) is the one NaN, there is no -0 and no infinity; exponent 0 is subnormal.
+//  e4m3fnuz: bias 8, max S.1111.111 = 240, min normal 2^-7, min subnormal 2^-10.
+//  e5m2fnuz: bias 16, max S.11111.11 = 57344, min normal 2^-15, min subnormal 2^-17.
+// (LLVM's APFloat Float8E4M3FNUZ / Float8E5M2FNUZ, reviews.llvm.org/D141863 and the RFC
+// "Adding the AMD/GraphCore float8 formats to APFloat": "all NaN values are represented
+// by 0x80"; "minimum exponents one smaller than ... the existing Float8 formats"; AMD's
+// Matrix Instruction Calculator, CDNA3 V_MFMA_F32_16X16X32_FP8_FP8 "Register data types":
+// "FP8 (AMD 4-bit exponent, 3-bit mantissa floating point)".)
+double f8e4m3fnuz_value(uint8_t bits);
+double f8e5m2fnuz_value(uint8_t bits);
+
 // `v` rounded to the float type `t` (f64: unchanged; f32: the nearest float, overflow
 // to +-inf). `t` must be a float type. Inline for f64 and in-range f32, which the
 // simulator meets on every float operation.

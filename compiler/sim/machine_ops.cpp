@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "scalar/float_formats.h"
+#include "scalar/fp8_fnuz.h"
 #include "sim/executor.h"
 #include "sim/warp_mma.h"
 #include "sim/warpgroup_mma.h"
@@ -598,15 +599,27 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
 }
 
 // MFMA / WMMA: each lane's A and B elements packed two to a 32-bit GPR (element e in
-// half e % 2 of GPR e / 2; i8: four, byte e % 4 of GPR e / 4), C's f32 (i32) elements one per GPR, the wave's GPRs run through the
-// model of the instruction, D's GPRs written to the destination elements.
+// half e % 2 of GPR e / 2; i8 and fp8: four, byte e % 4 of GPR e / 4), C's f32 (i32) elements one per GPR, the wave's GPRs run through the
+// model of the instruction, D's GPRs written to the destination elements. fp8 operands
+// are the language's OCP bytes; the AMDGPU lowering rewrites each lane's 8 bytes to the
+// instruction's FNUZ ones (scalar/fp8_fnuz.h), and so does this, with the same formula,
+// before the model reads them as FNUZ (each product then a quarter of the true one:
+// ops/gemm_mfma.cpp scales the accumulator around the instructions).
 void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
+    // The FNUZ format gfx942's instruction reads for an OCP operand type.
+    auto fnuz = [](DataType t) {
+        return t.kind == TypeKind::Float8E5M2 ? isa::AmdMatrixAb::Bf8 : isa::AmdMatrixAb::Fp8;
+    };
     SourceLoc loc = at(op->loc);
     const bool wmma = op->op == MachineOp::Wmma;
     const DataType ab = op->src.at(0)->type;
     const bool i8 = ab.kind == TypeKind::Int && ab.bits == 8;
+    const bool f8 = ab.kind == TypeKind::Float8E4M3 || ab.kind == TypeKind::Float8E5M2;
     std::optional<isa::AmdMatrixShape> i8_shape =
-        i8 ? isa::amd_matrix_i8_shape(static_cast<int>(op->imm.at(0)), static_cast<int>(op->imm.at(2))) : std::nullopt;
+        i8 ? isa::amd_matrix_i8_shape(static_cast<int>(op->imm.at(0)), static_cast<int>(op->imm.at(2)))
+        : f8 && !wmma ? isa::amd_matrix_f8_shape(static_cast<int>(op->imm.at(0)), static_cast<int>(op->imm.at(2)))
+                      : std::nullopt;
+    if (f8 && !i8_shape) fatal(loc, std::string(machine_op_name(op->op)) + " of fp8 in this shape is not simulated");
     if (i8 && wmma) i8_shape = op->imm == std::vector<int64_t>{16, 16, 16} ? std::optional(isa::AmdMatrixShape::Wmma16x16x16I8)
                                                                           : std::nullopt;
     if (i8 && !i8_shape) fatal(loc, std::string(machine_op_name(op->op)) + " of i8 in this shape is not simulated");
@@ -615,8 +628,8 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
                                       : op->imm.at(0) == 32 ? isa::AmdMatrixShape::Mfma32x32x8
                                                             : isa::AmdMatrixShape::Mfma16x16x16;
     const isa::AmdMatrixInfo info = isa::amd_matrix_info(shape);
-    // Elements per GPR: two 16-bit halves, or four i8 bytes.
-    const size_t per_gpr = i8 ? 4 : 2, bits = 32 / per_gpr;
+    // Elements per GPR: two 16-bit halves, or four i8 / fp8 bytes.
+    const size_t per_gpr = i8 || f8 ? 4 : 2, bits = 32 / per_gpr;
     const size_t ab_elems = per_gpr * static_cast<size_t>(info.a_regs), cd = static_cast<size_t>(info.c_regs);
     if (info.wave != warp_) fatal(loc, std::string(machine_op_name(op->op)) + " on a wave of " + std::to_string(warp_));
     begin_statement();
@@ -626,12 +639,18 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
         auto& r = regs[static_cast<size_t>(t)];
         for (size_t e = 0; e < 2 * ab_elems; ++e) {
             uint8_t b[2] = {0, 0};
-            encode(b, eval(op->src[e], t), ab);
-            uint32_t part = i8 ? uint32_t(b[0]) : uint32_t(b[0]) | uint32_t(b[1]) << 8;
+            encode(b, eval(op->src[e], t), op->src[e]->type);  // fp8: A and B each its own format
+            uint32_t part = per_gpr == 4 ? uint32_t(b[0]) : uint32_t(b[0]) | uint32_t(b[1]) << 8;
             auto& gprs = e < ab_elems ? r.a : r.b;
             size_t i = e % ab_elems;
             gprs[i / per_gpr] |= part << (bits * (i % per_gpr));
         }
+        if (f8)
+            for (auto* gprs : {&r.a, &r.b}) {
+                const bool e5m2 = op->src[gprs == &r.a ? 0 : ab_elems]->type.kind == TypeKind::Float8E5M2;
+                const uint64_t fnuz = scalar::fp8_ocp_to_fnuz(uint64_t((*gprs)[0]) | uint64_t((*gprs)[1]) << 32, e5m2);
+                (*gprs)[0] = uint32_t(fnuz), (*gprs)[1] = uint32_t(fnuz >> 32);
+            }
         for (size_t g = 0; g < cd; ++g) {
             Value c = eval(op->src[2 * ab_elems + g], t);
             if (i8) {
@@ -653,6 +672,7 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
         for (size_t a = k0; a < end; ++a) lanes[static_cast<size_t>(act[a] - first)] = regs[static_cast<size_t>(act[a])];
         isa::AmdMatrixResult res =
             i8 ? isa::amd_matrix_i32(shape, lanes)
+            : f8 ? isa::amd_matrix_f32(shape, fnuz(ab), fnuz(op->src.at(ab_elems)->type), lanes)
                : isa::amd_matrix_f32(shape, ab.kind == TypeKind::BFloat ? isa::AmdMatrixAb::Bf16 : isa::AmdMatrixAb::F16,
                                      lanes);
         for (const auto& is : res.issues)

@@ -4,7 +4,8 @@
 
 #include <cstring>
 
-#include "sim/warp_mma.h"  // f16_to_float, bf16_to_float
+#include "scalar/float_formats.h"  // the FNUZ decoders
+#include "sim/warp_mma.h"          // f16_to_float, bf16_to_float
 
 namespace tilec::sim::isa {
 
@@ -18,6 +19,8 @@ AmdMatrixInfo amd_matrix_info(AmdMatrixShape shape) {
     case AmdMatrixShape::Mfma32x32x16I8: return {32, 32, 16, 64, 2, 2, 16};
     case AmdMatrixShape::Mfma16x16x32I8: return {16, 16, 32, 64, 2, 2, 4};
     case AmdMatrixShape::Wmma16x16x16I8: return {16, 16, 16, 32, 4, 4, 8};
+    case AmdMatrixShape::Mfma32x32x16F8: return {32, 32, 16, 64, 2, 2, 16};
+    case AmdMatrixShape::Mfma16x16x32F8: return {16, 16, 32, 64, 2, 2, 4};
     }
     return {};
 }
@@ -30,7 +33,17 @@ std::optional<AmdMatrixShape> amd_matrix_i8_shape(int m, int k) {
     return std::nullopt;
 }
 
+std::optional<AmdMatrixShape> amd_matrix_f8_shape(int m, int k) {
+    if (m == 32 && k == 16) return AmdMatrixShape::Mfma32x32x16F8;
+    if (m == 16 && k == 32) return AmdMatrixShape::Mfma16x16x32F8;
+    return std::nullopt;
+}
+
 namespace {
+
+bool is_f8(AmdMatrixShape shape) {
+    return shape == AmdMatrixShape::Mfma32x32x16F8 || shape == AmdMatrixShape::Mfma16x16x32F8;
+}
 
 bool is_i8(AmdMatrixShape shape) {
     return shape == AmdMatrixShape::Mfma32x32x8I8 || shape == AmdMatrixShape::Mfma16x16x16I8 ||
@@ -38,9 +51,9 @@ bool is_i8(AmdMatrixShape shape) {
            shape == AmdMatrixShape::Wmma16x16x16I8;
 }
 
-// Elements of A (and of B) per lane: 2 per GPR for 16-bit types, 4 for i8.
+// Elements of A (and of B) per lane: 2 per GPR for 16-bit types, 4 for i8 and fp8.
 int ab_elements(AmdMatrixShape shape) {
-    return amd_matrix_info(shape).a_regs * (is_i8(shape) ? 4 : 2);
+    return amd_matrix_info(shape).a_regs * (is_i8(shape) || is_f8(shape) ? 4 : 2);
 }
 
 }  // namespace
@@ -53,9 +66,11 @@ AmdMatCoord amd_matrix_a_coord(AmdMatrixShape shape, int lane, int e) {
     case AmdMatrixShape::Wmma16x16x16:
     case AmdMatrixShape::Wmma16x16x16I8: return {lane % 16, e};
     case AmdMatrixShape::Mfma32x32x8I8:
-    case AmdMatrixShape::Mfma32x32x16I8: return {lane % 32, ab_elements(shape) * (lane / 32) + e};
+    case AmdMatrixShape::Mfma32x32x16I8:
+    case AmdMatrixShape::Mfma32x32x16F8: return {lane % 32, ab_elements(shape) * (lane / 32) + e};
     case AmdMatrixShape::Mfma16x16x16I8:
-    case AmdMatrixShape::Mfma16x16x32I8: return {lane % 16, ab_elements(shape) * (lane / 16) + e};
+    case AmdMatrixShape::Mfma16x16x32I8:
+    case AmdMatrixShape::Mfma16x16x32F8: return {lane % 16, ab_elements(shape) * (lane / 16) + e};
     }
     return {};
 }
@@ -72,9 +87,11 @@ AmdMatCoord amd_matrix_c_coord(AmdMatrixShape shape, int lane, int g) {
     case AmdMatrixShape::Wmma16x16x16:
     case AmdMatrixShape::Wmma16x16x16I8: return {2 * g + lane / 16, lane % 16};
     case AmdMatrixShape::Mfma32x32x8I8:
-    case AmdMatrixShape::Mfma32x32x16I8: return amd_matrix_c_coord(AmdMatrixShape::Mfma32x32x8, lane, g);
+    case AmdMatrixShape::Mfma32x32x16I8:
+    case AmdMatrixShape::Mfma32x32x16F8: return amd_matrix_c_coord(AmdMatrixShape::Mfma32x32x8, lane, g);
     case AmdMatrixShape::Mfma16x16x16I8:
-    case AmdMatrixShape::Mfma16x16x32I8: return amd_matrix_c_coord(AmdMatrixShape::Mfma16x16x16, lane, g);
+    case AmdMatrixShape::Mfma16x16x32I8:
+    case AmdMatrixShape::Mfma16x16x32F8: return amd_matrix_c_coord(AmdMatrixShape::Mfma16x16x16, lane, g);
     }
     return {};
 }
@@ -130,22 +147,37 @@ AmdMatrixResult amd_matrix_i32(AmdMatrixShape shape, std::span<const AmdMatrixLa
 }
 
 AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes) {
+    return amd_matrix_f32(shape, ab, ab, lanes);
+}
+
+AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb at, AmdMatrixAb bt,
+                               std::span<const AmdMatrixLane> lanes) {
     const AmdMatrixInfo info = amd_matrix_info(shape);
     AmdMatrixResult r = check_lanes(shape, lanes);
     if (!r.issues.empty()) return r;
-    auto value = [&](uint32_t reg, int half) {
-        uint16_t bits = static_cast<uint16_t>(reg >> (16 * half));
-        return ab == AmdMatrixAb::F16 ? f16_to_float(bits) : bf16_to_float(bits);
+    // Element e of a lane's GPRs: half e % 2 of GPR e / 2, or for fp8 byte e % 4 of GPR
+    // e / 4. Every fp8 value is exact in f32 (at most 4 significant bits, exponents
+    // -17..15), and so is each product of two.
+    const int per_gpr = is_f8(shape) ? 4 : 2;
+    auto value = [&](AmdMatrixAb t, const std::array<uint32_t, 8>& gprs, int e) {
+        const uint32_t reg = gprs[static_cast<size_t>(e / per_gpr)];
+        if (per_gpr == 4) {
+            const auto byte = static_cast<uint8_t>(reg >> (8 * (e % 4)));
+            return static_cast<float>(t == AmdMatrixAb::Fp8 ? scalar::f8e4m3fnuz_value(byte)
+                                                            : scalar::f8e5m2fnuz_value(byte));
+        }
+        uint16_t bits = static_cast<uint16_t>(reg >> (16 * (e % 2)));
+        return t == AmdMatrixAb::F16 ? f16_to_float(bits) : bf16_to_float(bits);
     };
     // Gather A and B from the lanes that hold them (for WMMA, the lower copy).
     std::vector<float> A(static_cast<size_t>(info.m * info.k)), B(static_cast<size_t>(info.k * info.n));
-    const int elems = 2 * info.a_regs;
+    const int elems = per_gpr * info.a_regs;
     for (int l = 0; l < info.wave; ++l)
         for (int e = 0; e < elems; ++e) {
             const AmdMatrixLane& lane = lanes[static_cast<size_t>(l)];
             AmdMatCoord a = amd_matrix_a_coord(shape, l, e), b = amd_matrix_b_coord(shape, l, e);
-            A[static_cast<size_t>(a.row * info.k + a.col)] = value(lane.a[static_cast<size_t>(e / 2)], e % 2);
-            B[static_cast<size_t>(b.row * info.n + b.col)] = value(lane.b[static_cast<size_t>(e / 2)], e % 2);
+            A[static_cast<size_t>(a.row * info.k + a.col)] = value(at, lane.a, e);
+            B[static_cast<size_t>(b.row * info.n + b.col)] = value(bt, lane.b, e);
         }
     for (int l = 0; l < info.wave; ++l)
         for (int g = 0; g < info.c_regs; ++g) {

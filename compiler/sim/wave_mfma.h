@@ -1,6 +1,7 @@
 // AMD's matrix instructions (issue 13), modelled from AMD's documents and nothing else, in
 // the style of warp_mma.h: CDNA2/CDNA3 v_mfma_f32_{32x32x8,16x16x16}{f16,bf16} executed by
-// a wave of 64, and RDNA3 v_wmma_f32_16x16x16_{f16,bf16} by a wave of 32. Operands are
+// a wave of 64 (with their i8 forms, and CDNA3's fp8 / bf8 ones into f32), and RDNA3
+// v_wmma_f32_16x16x16_{f16,bf16} (and iu8) by a wave of 32. Operands are
 // what the documents say they are: 32-bit VGPRs per lane. The models know nothing of
 // tilec's IR; tests/unit/sim_wave_mfma_test.cpp checks them against the documents' own
 // register tables.
@@ -35,6 +36,12 @@
 //     is signed, and the model reads signed bytes.
 //  (calculator, CDNA2 / CDNA3 / RDNA3, "Register to matrix element mapping with no
 //  modifiers"; C and D are int32 there.)
+//  CDNA3 v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} and v_mfma_f32_32x32x16_* (A: 2 GPRs,
+//  B: 2, C/D: 4 / 16, f32): the i8 forms' layouts, byte e % 4 of GPR e / 4 (calculator,
+//  CDNA3 V_MFMA_F32_16X16X32_FP8_FP8: "A k: 8 * floor(lane / 16) + 4 * GPR_num +
+//  floor(GPR_bits / 8)", "C or D i: 4 * floor(lane / 16) + (GPR_num % 4)"). A and B each
+//  take their own format, "fp8" = E4M3FNUZ, "bf8" = E5M2FNUZ ("FP8 (AMD 4-bit exponent,
+//  3-bit mantissa floating point)"), decoded by scalar/float_formats.h; 0x80 is NaN.
 //  v_wmma_f32_16x16x16 wave32 (A: 8 GPRs, B: 8, C/D: 8)
 //     A i = l % 16, k = 2g + h (lanes l and l + 16 hold the same A row); B likewise
 //     C/D i = 2g + l / 16, j = l % 16
@@ -43,7 +50,10 @@
 // rounding; as warp_mma.h, each product of two f16 / bf16 values is exact in f32, formed
 // there and accumulated in f32 round-to-nearest-even in the order
 //     d = c;  for k = 0 .. K-1:  d = fl32(d + a[i][k] * b[k][j])
-// (exact, and so order-free, for inputs whose sums f32 holds exactly).
+// (exact, and so order-free, for inputs whose sums f32 holds exactly). fp8 / bf8 products
+// are exact in f32 too. Whether the hardware flushes FNUZ subnormal inputs is not in the
+// documents read; the model keeps them (OCP subnormals stay subnormal under the lowering's
+// rewrite, scalar/fp8_fnuz.h, so a flush would hit the same bytes either way).
 //
 // Problems, reported and never guessed (0 stands in the result): a lane of the wave that
 // does not execute the instruction or does not exist (the matrix is spread over all of
@@ -70,10 +80,16 @@ enum class AmdMatrixShape : uint8_t {
     // RDNA3's v_wmma_i32_16x16x16_iu8 in wave32 with both operands signed: A and B 4 GPRs
     // (16 bytes, the whole K), lanes l and l + 16 the same row; C/D as the f32 WMMA's.
     Wmma16x16x16I8,
+    // CDNA3's fp8 / bf8 into f32: v_mfma_f32_32x32x16_* and 16x16x32_* (two GPRs: 8 bytes).
+    Mfma32x32x16F8,
+    Mfma16x16x32F8,
 };
-enum class AmdMatrixAb : uint8_t { F16, Bf16, I8 };
+// Fp8 / Bf8: CDNA3's FNUZ formats (E4M3FNUZ / E5M2FNUZ), not the OCP ones.
+enum class AmdMatrixAb : uint8_t { F16, Bf16, I8, Fp8, Bf8 };
 // The i8 shape of an M x N x K MFMA (M = 32 or 16), or nullopt.
 std::optional<AmdMatrixShape> amd_matrix_i8_shape(int m, int k);
+// The fp8 shape of an M x N x K MFMA (32x32x16 or 16x16x32), or nullopt.
+std::optional<AmdMatrixShape> amd_matrix_f8_shape(int m, int k);
 
 struct AmdMatrixInfo {
     int m, n, k, wave;
@@ -111,6 +127,8 @@ struct AmdMatrixResult {
 };
 // `lanes` holds the wave's lanes (amd_matrix_info(shape).wave of them).
 AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<const AmdMatrixLane> lanes);
+// A and B of their own types (the fp8 shapes take Fp8 / Bf8 each; the others one type).
+AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb a, AmdMatrixAb b, std::span<const AmdMatrixLane> lanes);
 // The i8 shapes: C and D are i32 bits; the sums wrap at 32 bits.
 AmdMatrixResult amd_matrix_i32(AmdMatrixShape shape, std::span<const AmdMatrixLane> lanes);
 

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "scalar/float_formats.h"
+#include "scalar/fp8_fnuz.h"
 
 using namespace tilec::scalar;
 using tilec::ir::DataType;
@@ -160,4 +162,60 @@ TEST_CASE("narrow float conversions are exact round-to-nearest-even everywhere",
         8, [](double v) { return uint32_t(f8e4m3_bits(v)); }, [](uint32_t b) { return f8e4m3_value(b); });
     check_exhaustive(
         8, [](double v) { return uint32_t(f8e5m2_bits(v)); }, [](uint32_t b) { return f8e5m2_value(b); });
+}
+
+// AMD CDNA3's FNUZ formats, from their definitions (float_formats.h: bias 8 / 16, 0x80
+// the one NaN, no -0, no infinity), never from the OCP decoders.
+TEST_CASE("f8 FNUZ decoders: the formats' special and extreme values", "[interp][float][fp8]") {
+    CHECK(std::isnan(f8e4m3fnuz_value(0x80)));
+    CHECK(std::isnan(f8e5m2fnuz_value(0x80)));
+    CHECK(f8e4m3fnuz_value(0x00) == 0.0);
+    CHECK(!std::signbit(f8e4m3fnuz_value(0x00)));
+    CHECK(f8e4m3fnuz_value(0x7f) == 240.0);  // S.1111.111: the largest, finite
+    CHECK(f8e4m3fnuz_value(0xff) == -240.0);
+    CHECK(f8e4m3fnuz_value(0x40) == 1.0);                      // 0.1000.000: 2^(8 - 8)
+    CHECK(f8e4m3fnuz_value(0x08) == std::ldexp(1.0, -7));      // smallest normal
+    CHECK(f8e4m3fnuz_value(0x07) == 7 * std::ldexp(1.0, -10));  // largest subnormal
+    CHECK(f8e4m3fnuz_value(0x01) == std::ldexp(1.0, -10));     // smallest subnormal
+    CHECK(f8e5m2fnuz_value(0x7f) == 57344.0);                  // S.11111.11
+    CHECK(f8e5m2fnuz_value(0xfc) == -32768.0);
+    CHECK(f8e5m2fnuz_value(0x40) == 1.0);  // 0.10000.00: 2^(16 - 16)
+    CHECK(f8e5m2fnuz_value(0x04) == std::ldexp(1.0, -15));
+    CHECK(f8e5m2fnuz_value(0x01) == std::ldexp(1.0, -17));
+    CHECK(f8e5m2fnuz_value(0x83) == -3 * std::ldexp(1.0, -17));
+}
+
+// scalar/fp8_fnuz.h: every OCP byte, at every byte of a word of other random bytes, against
+// the two formats' decoders: -0 -> 0, NaN (and e5m2 Inf) -> the FNUZ NaN, every other byte
+// kept and worth half its OCP value as FNUZ; the other bytes of the word as they would be
+// alone (no carry or borrow leaks across bytes).
+TEST_CASE("fp8 OCP -> FNUZ word rewrite: byte by byte against the decoders", "[interp][float][fp8]") {
+    std::mt19937_64 rng(942);
+    for (bool e5m2 : {false, true}) {
+        auto ocp = [&](uint8_t b) { return e5m2 ? f8e5m2_value(b) : f8e4m3_value(b); };
+        auto fnuz = [&](uint8_t b) { return e5m2 ? f8e5m2fnuz_value(b) : f8e4m3fnuz_value(b); };
+        auto one = [&](uint8_t b) { return uint8_t(fp8_ocp_to_fnuz(uint64_t(b), e5m2)); };
+        int nans = 0;
+        for (int b = 0; b < 256; ++b) {
+            const uint8_t x = uint8_t(b), y = one(x);
+            const double v = ocp(x);
+            if (std::isnan(v) || std::isinf(v)) {
+                CHECK(y == 0x80);
+                ++nans;
+            } else if (v == 0) {
+                CHECK(y == 0x00);  // +0 and -0
+            } else {
+                CHECK(y == x);
+                CHECK(fnuz(y) == v / 2);
+            }
+            for (int pos = 0; pos < 8; ++pos) {
+                uint64_t w = rng();
+                w = (w & ~(uint64_t(0xff) << (8 * pos))) | uint64_t(x) << (8 * pos);
+                const uint64_t r = fp8_ocp_to_fnuz(w, e5m2);
+                for (int q = 0; q < 8; ++q) REQUIRE(uint8_t(r >> (8 * q)) == one(uint8_t(w >> (8 * q))));
+            }
+        }
+        // E4M3FN: 0x7f / 0xff; E5M2: +-Inf and 3 NaNs a sign.
+        CHECK(nans == (e5m2 ? 8 : 2));
+    }
 }

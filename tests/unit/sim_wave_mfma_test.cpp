@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -48,6 +49,11 @@ std::vector<Place> table_ab(AmdMatrixShape s, int i, int k) {
     // RDNA3 V_WMMA_I32_16X16X16_IU8 wave32 A[i][k] GPR: floor(k / 4).[8*(k % 4)+7 : 8*(k % 4)],
     // Lane: i and i+16
     case AmdMatrixShape::Wmma16x16x16I8: return {{k / 4, k % 4, i}, {k / 4, k % 4, i + 16}};
+    // CDNA3 V_MFMA_F32_16X16X32_FP8_FP8 (and the other three type pairs) A[i][k] GPR:
+    // (floor(k / 4) % 2).[8*(k % 4)+7 : 8*(k % 4)], Lane: 16 * floor(k / 8) + i
+    case AmdMatrixShape::Mfma16x16x32F8: return {{(k / 4) % 2, k % 4, 16 * (k / 8) + i}};
+    // CDNA3 V_MFMA_F32_32X32X16_FP8_FP8: as V_MFMA_I32_32X32X16_I8, Lane: 32 * floor(k / 8) + i
+    case AmdMatrixShape::Mfma32x32x16F8: return {{(k / 4) % 2, k % 4, 32 * (k / 8) + i}};
     }
     return {};
 }
@@ -55,7 +61,8 @@ std::vector<Place> table_ab(AmdMatrixShape s, int i, int k) {
 int per_gpr(AmdMatrixShape s) {
     return s == AmdMatrixShape::Mfma32x32x8I8 || s == AmdMatrixShape::Mfma16x16x16I8 ||
                    s == AmdMatrixShape::Mfma32x32x16I8 || s == AmdMatrixShape::Mfma16x16x32I8 ||
-                   s == AmdMatrixShape::Wmma16x16x16I8
+                   s == AmdMatrixShape::Wmma16x16x16I8 || s == AmdMatrixShape::Mfma16x16x32F8 ||
+                   s == AmdMatrixShape::Mfma32x32x16F8
                ? 4
                : 2;
 }
@@ -73,9 +80,12 @@ Place table_cd(AmdMatrixShape s, int i, int j) {
     // (i % 4), Lane: (32 * floor(i / 4)) % 64 + j"; _16X16X16I8 and _16X16X32_I8 "GPR: (i % 4),
     // Lane: 16 * floor(i / 4) + j".
     case AmdMatrixShape::Mfma32x32x8I8:
-    case AmdMatrixShape::Mfma32x32x16I8: return {4 * (i / 8) + i % 4, 0, (32 * (i / 4)) % 64 + j};
+    case AmdMatrixShape::Mfma32x32x16I8:
+    case AmdMatrixShape::Mfma32x32x16F8: return {4 * (i / 8) + i % 4, 0, (32 * (i / 4)) % 64 + j};
     case AmdMatrixShape::Mfma16x16x16I8:
-    case AmdMatrixShape::Mfma16x16x32I8: return {i % 4, 0, 16 * (i / 4) + j};
+    case AmdMatrixShape::Mfma16x16x32I8:
+    // V_MFMA_F32_16X16X32_FP8_FP8: "C or D[i][j] GPR: (i % 4)", "Lane: 16 * floor(i / 4) + j".
+    case AmdMatrixShape::Mfma16x16x32F8: return {i % 4, 0, 16 * (i / 4) + j};
     }
     return {};
 }
@@ -83,6 +93,8 @@ Place table_cd(AmdMatrixShape s, int i, int j) {
 const AmdMatrixShape kI8Shapes[] = {AmdMatrixShape::Mfma32x32x8I8, AmdMatrixShape::Mfma16x16x16I8,
                                     AmdMatrixShape::Mfma32x32x16I8, AmdMatrixShape::Mfma16x16x32I8,
                                     AmdMatrixShape::Wmma16x16x16I8};
+
+const AmdMatrixShape kF8Shapes[] = {AmdMatrixShape::Mfma32x32x16F8, AmdMatrixShape::Mfma16x16x32F8};
 
 const AmdMatrixShape kShapes[] = {AmdMatrixShape::Mfma32x32x8, AmdMatrixShape::Mfma16x16x16,
                                   AmdMatrixShape::Wmma16x16x16};
@@ -104,6 +116,7 @@ TEST_CASE("wave mfma: the model's coordinates invert the calculator's element-to
           "[sim][mfma]") {
     std::vector<AmdMatrixShape> all(std::begin(kShapes), std::end(kShapes));
     all.insert(all.end(), std::begin(kI8Shapes), std::end(kI8Shapes));
+    all.insert(all.end(), std::begin(kF8Shapes), std::end(kF8Shapes));
     for (AmdMatrixShape s : all) {
         auto info = amd_matrix_info(s);
         for (int i = 0; i < info.m; ++i)
@@ -266,4 +279,114 @@ TEST_CASE("wave mfma i8: D = A * B + C in int32 (signed bytes, the calculator's 
     auto q = amd_matrix_i32(AmdMatrixShape::Mfma32x32x16I8, wave);
     REQUIRE(q.issues.size() == 1);
     CHECK((q.issues[0].problem == AmdMatrixProblem::LaneNotExecuting && q.issues[0].lane == 9));
+}
+
+// CDNA3's fp8 / bf8 into f32 (issue 13): V_MFMA_F32_32X32X16_{FP8,BF8}_{FP8,BF8} and
+// 16X16X32_*, the FNUZ formats ("FP8 (AMD 4-bit exponent, 3-bit mantissa floating point)";
+// bias 8 / 16, 0x80 NaN: scalar/float_formats.h). The values below are the formats'
+// own (240, 57344, 2^-10, 2^-17), written here, not computed by the decoders.
+namespace {
+
+const AmdMatrixAb kF8Types[] = {AmdMatrixAb::Fp8, AmdMatrixAb::Bf8};
+
+// Lanes holding A (m x k) and B (k x n) as the calculator's table places them, C = 0.
+std::vector<AmdMatrixLane> pack_f8(AmdMatrixShape s, const std::vector<uint8_t>& A, const std::vector<uint8_t>& B) {
+    auto info = amd_matrix_info(s);
+    std::vector<AmdMatrixLane> lanes(static_cast<size_t>(info.wave));
+    for (int i = 0; i < info.m; ++i)
+        for (int k = 0; k < info.k; ++k)
+            for (const Place& p : table_ab(s, i, k)) {
+                lanes[p.lane].a[p.gpr] |= uint32_t(A[i * info.k + k]) << (8 * p.half);
+                lanes[p.lane].b[p.gpr] |= uint32_t(B[k * info.n + i]) << (8 * p.half);
+            }
+    return lanes;
+}
+
+float d_at(AmdMatrixShape s, const AmdMatrixResult& r, int i, int j) {
+    Place p = table_cd(s, i, j);
+    return std::bit_cast<float>(r.d[p.lane][p.gpr]);
+}
+
+}  // namespace
+
+TEST_CASE("wave mfma fp8: register counts of the calculator's 'Register usage'", "[sim][mfma][fp8]") {
+    // V_MFMA_F32_16X16X32_FP8_FP8: "GPRs required for A: 2, B: 2, C: 4"; 32X32X16: 2, 2, 16.
+    auto a = amd_matrix_info(AmdMatrixShape::Mfma16x16x32F8);
+    CHECK((a.m == 16 && a.k == 32 && a.a_regs == 2 && a.b_regs == 2 && a.c_regs == 4 && a.wave == 64));
+    auto b = amd_matrix_info(AmdMatrixShape::Mfma32x32x16F8);
+    CHECK((b.m == 32 && b.k == 16 && b.a_regs == 2 && b.b_regs == 2 && b.c_regs == 16 && b.wave == 64));
+    CHECK(amd_matrix_f8_shape(16, 32) == AmdMatrixShape::Mfma16x16x32F8);
+    CHECK(amd_matrix_f8_shape(32, 16) == AmdMatrixShape::Mfma32x32x16F8);
+    CHECK(!amd_matrix_f8_shape(32, 8));
+    // The calculator's formula for 16X16X32_FP8_FP8, lane 37, GPR 1, bits [15:8]:
+    // "A i: (lane % 16)" = 5, "A k: 8 * floor(lane / 16) + 4 * GPR_num + floor(GPR_bits / 8)" = 21.
+    auto e = amd_matrix_a_coord(AmdMatrixShape::Mfma16x16x32F8, 37, 4 * 1 + 1);
+    CHECK((e.row == 5 && e.col == 21));
+}
+
+TEST_CASE("wave mfma fp8: D = A * B + C against a float64 product, all four type pairs", "[sim][mfma][fp8]") {
+    std::mt19937 rng(942);
+    // Bytes of a narrow exponent range (e4m3fnuz: exponent fields 7..10, 0.5 .. 7.5;
+    // e5m2fnuz: 15..18, 0.5 .. 7), so every sum of 32 products is exact in f32 and the
+    // order of the additions cannot matter; their values from the fields, here.
+    auto random_byte = [&](AmdMatrixAb t, double& value) {
+        const int sign = int(rng() % 2), man_bits = t == AmdMatrixAb::Fp8 ? 3 : 2, bias = t == AmdMatrixAb::Fp8 ? 8 : 16;
+        const int e = (bias - 1) + int(rng() % 4), m = int(rng() % (1u << man_bits));
+        value = (sign ? -1 : 1) * std::ldexp(1.0 + double(m) / (1 << man_bits), e - bias);
+        return uint8_t(sign << 7 | e << man_bits | m);
+    };
+    for (AmdMatrixShape s : kF8Shapes)
+        for (AmdMatrixAb at : kF8Types)
+            for (AmdMatrixAb bt : kF8Types) {
+                auto info = amd_matrix_info(s);
+                std::vector<uint8_t> A(info.m * info.k), B(info.k * info.n);
+                std::vector<double> Av(A.size()), Bv(B.size());
+                for (size_t x = 0; x < A.size(); ++x) A[x] = random_byte(at, Av[x]);
+                for (size_t x = 0; x < B.size(); ++x) B[x] = random_byte(bt, Bv[x]);
+                std::vector<AmdMatrixLane> lanes = pack_f8(s, A, B);
+                std::vector<double> C(info.m * info.n);
+                for (int i = 0; i < info.m; ++i)
+                    for (int j = 0; j < info.n; ++j) {
+                        C[i * info.n + j] = double(int(rng() % 17) - 8);
+                        Place p = table_cd(s, i, j);
+                        lanes[p.lane].c[p.gpr] = std::bit_cast<uint32_t>(float(C[i * info.n + j]));
+                    }
+                AmdMatrixResult r = amd_matrix_f32(s, at, bt, lanes);
+                REQUIRE(r.issues.empty());
+                for (int i = 0; i < info.m; ++i)
+                    for (int j = 0; j < info.n; ++j) {
+                        double want = C[i * info.n + j];
+                        for (int k = 0; k < info.k; ++k) want += Av[i * info.k + k] * Bv[k * info.n + j];
+                        REQUIRE(d_at(s, r, i, j) == want);
+                    }
+            }
+}
+
+TEST_CASE("wave mfma fp8: FNUZ specials: 0x80 is NaN, the largest values, subnormals", "[sim][mfma][fp8]") {
+    for (AmdMatrixShape s : kF8Shapes)
+        for (AmdMatrixAb at : kF8Types)
+            for (AmdMatrixAb bt : kF8Types) {
+                auto info = amd_matrix_info(s);
+                const double max_a = at == AmdMatrixAb::Fp8 ? 240.0 : 57344.0, max_b = bt == AmdMatrixAb::Fp8 ? 240.0 : 57344.0;
+                const double min_a = std::ldexp(1.0, at == AmdMatrixAb::Fp8 ? -10 : -17);
+                const double min_b = std::ldexp(1.0, bt == AmdMatrixAb::Fp8 ? -10 : -17);
+                std::vector<uint8_t> A(info.m * info.k, 0), B(info.k * info.n, 0);
+                // K = 3 (the last k of the first lane group's run and a GPR's top byte).
+                const int k = 3;
+                A[0 * info.k + k] = 0x7f;  // +max
+                A[1 * info.k + k] = 0x81;  // -(smallest subnormal)
+                A[2 * info.k + k] = 0x80;  // NaN
+                A[3 * info.k + k] = 0x00;
+                B[k * info.n + 0] = 0xff;  // -max
+                B[k * info.n + 1] = 0x01;  // +(smallest subnormal)
+                AmdMatrixResult r = amd_matrix_f32(s, at, bt, pack_f8(s, A, B));
+                REQUIRE(r.issues.empty());
+                CHECK(d_at(s, r, 0, 0) == -max_a * max_b);
+                CHECK(d_at(s, r, 0, 1) == max_a * min_b);
+                CHECK(d_at(s, r, 1, 0) == min_a * max_b);
+                CHECK(d_at(s, r, 1, 1) == -min_a * min_b);
+                for (int j = 0; j < info.n; ++j) CHECK(std::isnan(d_at(s, r, 2, j)));  // NaN * 0 too
+                CHECK(d_at(s, r, 3, 0) == 0.0f);
+                CHECK(d_at(s, r, 0, 2) == 0.0f);
+            }
 }
