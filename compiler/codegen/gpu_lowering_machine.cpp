@@ -151,6 +151,9 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     case ir::MachineOp::MbarrierArrive:
     case ir::MachineOp::MbarrierWait:
     case ir::MachineOp::TmaLoad:
+    case ir::MachineOp::TmaStore:
+    case ir::MachineOp::BulkCommit:
+    case ir::MachineOp::BulkWaitRead:
     case ir::MachineOp::SetMaxNReg:
     case ir::MachineOp::NamedBarrier: mbarrier_or_tma(m); return;
     case ir::MachineOp::Mfma:
@@ -266,6 +269,31 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
              cons, ins);
         return;
     }
+    case ir::MachineOp::TmaStore: {
+        int64_t k = tma_func_ ? ir::tma_map_index(tma_maps_, *tma_func_, m) : -1;
+        if (k < 0) TILEC_ICE(who_ + ": a tma_store whose tensor map is not a kernel parameter");
+        auto* g = m.dst.at(0)->as<ir::LoadNode>();
+        const size_t rank = g->indices.size();
+        const std::vector<size_t> dims = ir::tma_map_dims(m.imm, rank);
+        if (dims.size() != rank) TILEC_ICE(who_ + ": a tma_store whose map dimensions are not the tensor's");
+        std::string coords, cons = "l,";
+        std::vector<llvm::Value*> ins{tma_addrs_.at(static_cast<size_t>(k))};
+        for (size_t i = 0; i < rank; ++i) {  // the map's innermost dimension first
+            ins.push_back(b_.CreateTrunc(expr(g->indices[dims[i]]), b_.getInt32Ty()));
+            coords += (i ? ", $" : "$") + std::to_string(1 + i);
+            cons += "r,";
+        }
+        ins.push_back(shared_address(m.src.at(0)));
+        cons += "r,";
+        emit("cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta.tile.bulk_group [$0, {" + coords +
+                 "}], [$" + std::to_string(1 + rank) + "];",
+             cons, ins);
+        return;
+    }
+    case ir::MachineOp::BulkCommit: emit("cp.async.bulk.commit_group;", "", {}); return;
+    case ir::MachineOp::BulkWaitRead:
+        emit("cp.async.bulk.wait_group.read " + std::to_string(m.imm.at(0)) + ";", "", {});
+        return;
     case ir::MachineOp::SetMaxNReg:
         emit(std::string("setmaxnreg.") + (m.imm.at(0) ? "inc" : "dec") + ".sync.aligned.u32 " +
                  std::to_string(m.imm.at(1)) + ";",

@@ -93,9 +93,9 @@ const char* kTargetHelp =
     "(all are checked; host, the default, generates CPU code (NAME_cpu); in an\n"
     "object (-o k.o), sm_XX adds a cubin each plus the lowest one's PTX\n"
     "(NAME_cuda) and gfxNNN an HSACO each (NAME_hip); sm_XX also gives\n"
-    "--emit=ptx|cubin and gfxNNN --emit=amdgcn|hsaco. GPU targets take the\n"
-    "kernels the GPU path covers: element-wise ones, row reductions and\n"
-    "CUDA-core gemm today)";
+    "--emit=ptx|cubin and gfxNNN --emit=amdgcn|hsaco. GPU targets take every\n"
+    "stdlib kernel: gemm on tensor cores (mma.sync, wgmma and TMA on sm_90a,\n"
+    "MFMA / WMMA on AMD), attention, reductions; print / assert are host only)";
 #else
 const char* kDescription = R"(tilec: the tile language compiler.
 

@@ -628,6 +628,9 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::MbarrierArrive: return "mbarrier_arrive";
     case MachineOp::MbarrierWait: return "mbarrier_wait";
     case MachineOp::TmaLoad: return "tma_load";
+    case MachineOp::TmaStore: return "tma_store";
+    case MachineOp::BulkCommit: return "bulk_commit";
+    case MachineOp::BulkWaitRead: return "bulk_wait_read";
     case MachineOp::Mfma: return "mfma";
     case MachineOp::Wmma: return "wmma";
     case MachineOp::VectorCopy: return "vector_copy";

@@ -603,7 +603,8 @@ struct FullWriteNode : StmtNode {
 //   WgmmaWait      wgmma.wait_group.sync.aligned n; imm {n}; dst = src: the
 //             accumulators it makes readable (so that nothing moves their reads above it).
 //   FenceProxyAsync  fence.proxy.async.shared::cta: the thread's shared-memory writes
-//             become visible to the async proxy that wgmma reads through.
+//             become visible to the async proxy that wgmma and TMA stores read through
+//             (for another thread's read, the fence must precede a barrier between).
 // sm_90 mbarriers and TMA (issue 12; ops/copy_tma.cpp and software-pipeline emit them in
 // the pipelined loops of sm_90a): `bar` is an element of a shared u64 buffer, the mbarrier
 // object.
@@ -624,6 +625,17 @@ struct FullWriteNode : StmtNode {
 //             element in the tensor's coordinates (they may lie outside: those
 //             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
 //             complete. The bytes land when a wait on the barrier sees the phase complete.
+//   TmaStore  cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group; imm as
+//             TmaLoad's (the map's swizzle and box, [dims]); dst {G[..]}: the global
+//             tensor (its tensor map) at the box's first element in the tensor's
+//             coordinates (elements of the box outside the tensor are not written); src
+//             {s[..]}: the shared element where the box starts. Reads shared memory
+//             through the async proxy (its writers fence first: FenceProxyAsync) until a
+//             BulkWaitRead covers its group.
+//   BulkCommit     cp.async.bulk.commit_group: the thread's uncommitted TMA stores form a
+//             bulk async-group.
+//   BulkWaitRead   cp.async.bulk.wait_group.read n; imm {n}: wait until at most n of the
+//             thread's bulk groups still read their shared sources.
 // sm_90a warp specialization (software-pipeline and split-warp-roles emit them):
 //   SetMaxNReg  setmaxnreg.{inc|dec}.sync.aligned.u32 regs; imm {inc, regs}: inc 1 raises
 //             the executing warpgroup's per-thread register count to regs, 0 lowers it
@@ -671,6 +683,9 @@ enum class MachineOp : uint8_t {
     MbarrierArrive,
     MbarrierWait,
     TmaLoad,
+    TmaStore,
+    BulkCommit,
+    BulkWaitRead,
     SetMaxNReg,
     NamedBarrier,
     Mfma,
@@ -679,7 +694,8 @@ enum class MachineOp : uint8_t {
 };
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
-// "mbarrier_arrive", "mbarrier_wait", "tma_load", "setmaxnreg", "named_barrier", "mfma",
+// "mbarrier_arrive", "mbarrier_wait", "tma_load", "tma_store", "bulk_commit", "bulk_wait_read",
+// "setmaxnreg", "named_barrier", "mfma",
 // "wmma", "vector_copy"
 const char* machine_op_name(MachineOp op);
 // Whether `op` is a warp-role split (SetMaxNReg above): its then branch starts with a

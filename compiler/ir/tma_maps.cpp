@@ -1,4 +1,4 @@
-// tma_map_uses (tma_maps.h): a walk over the tma_load instructions.
+// tma_map_uses (tma_maps.h): a walk over the tma_load and tma_store instructions.
 #include "ir/tma_maps.h"
 
 #include "ir/visitor.h"
@@ -8,7 +8,8 @@ namespace tilec::ir {
 namespace {
 
 int64_t param_of(const PrimFunc& f, const MachineOpNode& op) {
-    const BufferNode* t = op.src.at(0)->as<LoadNode>()->buffer.get();
+    const Expr& g = op.op == MachineOp::TmaStore ? op.dst.at(0) : op.src.at(0);
+    const BufferNode* t = g->as<LoadNode>()->buffer.get();
     for (size_t i = 0; i < f.params.size(); ++i)
         if (f.params[i].kind == ParamKind::Tensor && f.params[i].buffer.get() == t) return static_cast<int64_t>(i);
     return -1;
@@ -45,7 +46,7 @@ std::vector<TmaMapUse> tma_map_uses(const PrimFunc& f) {
         const PrimFunc* f;
         std::vector<TmaMapUse> maps;
         void visit_machine_op(const MachineOpNode* op) override {
-            if (op->op == MachineOp::TmaLoad && tma_map_index(maps, *f, *op) < 0) {
+            if ((op->op == MachineOp::TmaLoad || op->op == MachineOp::TmaStore) && tma_map_index(maps, *f, *op) < 0) {
                 int64_t p = param_of(*f, *op);
                 if (p >= 0) maps.push_back({static_cast<size_t>(p), op->imm});
             }

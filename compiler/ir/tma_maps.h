@@ -1,5 +1,6 @@
 // The tensor maps of a thread-level function (issue 12): one per distinct (tensor
-// parameter, swizzle, box) its tma_load instructions name, in order of first appearance.
+// parameter, swizzle, box) its tma_load and tma_store instructions name, in order of first
+// appearance (a load and a store of one tensor with one box share the map).
 // The NVIDIA kernel takes them as __grid_constant__ parameters after its own, the entry
 // point encodes them (cuTensorMapEncodeTiled), the simulator derives the same maps.
 #pragma once
@@ -12,7 +13,7 @@ namespace tilec::ir {
 
 struct TmaMapUse {
     size_t param = 0;          // index into f.params
-    std::vector<int64_t> imm;  // the tma_load's immediates: swizzle, box_0 (innermost), box_1, ... [, dims]
+    std::vector<int64_t> imm;  // the instruction's immediates: swizzle, box_0 (innermost), box_1, ... [, dims]
 };
 
 // The tensor dimension each dimension of a rank-`rank` tma_load's map stands for,
@@ -23,7 +24,7 @@ struct TmaMapUse {
 std::vector<size_t> tma_map_dims(const std::vector<int64_t>& imm, size_t rank);
 
 std::vector<TmaMapUse> tma_map_uses(const PrimFunc& f);
-// The index into tma_map_uses(f) of a tma_load, or -1 if none matches.
+// The index into tma_map_uses(f) of a tma_load or tma_store, or -1 if none matches.
 int64_t tma_map_index(const std::vector<TmaMapUse>& maps, const PrimFunc& f, const MachineOpNode& op);
 
 }  // namespace tilec::ir

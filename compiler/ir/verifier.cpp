@@ -494,26 +494,37 @@ private:
             if (!is_mbarrier(op->src[0])) error(op->loc, name + " names an element of a shared u64 buffer");
             if (!op->src[1]->type.is_integer()) error(op->loc, name + ": the phase parity is an integer");
             return;
-        case MachineOp::TmaLoad: {
-            auto g = op->src.empty() ? nullptr : expr_as<LoadNode>(op->src[0]);
+        case MachineOp::TmaLoad:
+        case MachineOp::TmaStore: {
+            // The global side: a load's first operand, a store's destination.
+            const bool store = op->op == MachineOp::TmaStore;
+            const std::vector<Expr>& global_side = store ? op->dst : op->src;
+            auto g = global_side.empty() ? nullptr : expr_as<LoadNode>(global_side[0]);
             size_t rank = g ? g->indices.size() : 0;
-            if (!g) return error(op->loc, name + "'s first operand is a load of the global tensor");
-            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, 2)) return;
-            if (op->dst.size() != 1 || op->src.size() != 2) return error(op->loc, name + " takes one destination and two operands");
+            if (!g) return error(op->loc, name + (store ? "'s destination" : "'s first operand") + " is a load of the global tensor");
+            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, store ? 1 : 2)) return;
+            if (op->dst.size() != 1 || op->src.size() != (store ? 1u : 2u))
+                return error(op->loc, name + (store ? " takes one destination and one operand" : " takes one destination and two operands"));
             const std::vector<size_t> dims = tma_map_dims(op->imm, rank);
             if (dims.empty()) return error(op->loc, name + "'s map dimensions are not a permutation of the tensor's");
             const Buffer& t = g->buffer;
-            if (scope_of(op->dst[0]) != Scope::Shared || t->scope != Scope::Global ||
+            const Expr& shared_side = store ? op->src[0] : op->dst[0];
+            if (scope_of(shared_side) != Scope::Shared || t->scope != Scope::Global ||
                 !(t->strides.empty() ? dims[0] + 1 == rank : is_const_int(t->strides[dims[0]], 1)))
-                error(op->loc, name + " copies a global tensor whose innermost map dimension is contiguous to shared memory");
+                error(op->loc, store ? name + " copies shared memory to a global tensor whose innermost map dimension is contiguous"
+                                     : name + " copies a global tensor whose innermost map dimension is contiguous to shared memory");
             if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
             if (rank < 1 || rank > 5) error(op->loc, name + " of a rank-" + std::to_string(rank) + " tensor (1..5)");
             if (op->imm[0] < 0 || op->imm[0] > 3) error(op->loc, name + " swizzle mode " + std::to_string(op->imm[0]));
             for (size_t i = 1; i <= rank; ++i)
                 if (op->imm[i] < 1 || op->imm[i] > 256) error(op->loc, name + " box dimension outside 1..256");
-            if (!is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
+            if (!store && !is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
             return;
         }
+        case MachineOp::BulkCommit: counts(0, 0, 0); return;
+        case MachineOp::BulkWaitRead:
+            if (counts(1, 0, 0) && op->imm[0] < 0) error(op->loc, name + " of a negative group count");
+            return;
         case MachineOp::SetMaxNReg:
             if (!counts(2, 0, 0)) return;
             if ((op->imm[0] != 0 && op->imm[0] != 1) || op->imm[1] < 24 || op->imm[1] > 256 || op->imm[1] % 8 != 0)

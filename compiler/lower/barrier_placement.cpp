@@ -104,6 +104,14 @@ public:
 
     Stmt run(const Stmt& body) {
         find_thread_dependent(body);
+        struct AsyncProxyReads : IRVisitor {
+            bool found = false;
+            void visit_machine_op(const MachineOpNode* op) override {
+                found |= op->op == MachineOp::Wgmma || op->op == MachineOp::TmaStore;
+            }
+        } reads;
+        reads.visit(body);
+        fence_before_barriers_ = reads.found;
         Pending p;
         walk(body, p);
         return rewrite(body, true);
@@ -679,16 +687,38 @@ private:
     // ---- the result ------------------------------------------------------------------
     Stmt rewrite(const Stmt& s, bool uniform) {
         if (!s) return s;
+        const bool fenced = after_fence_;
         Stmt out = rewrite_inner(s, uniform && !indivisible(s));
-        if (uniform && barrier_before_.count(s.get())) out = make_seq({make_barrier(s->loc), out}, s->loc);
+        if (uniform && barrier_before_.count(s.get())) {
+            // Where wgmma or TMA stores read shared memory through the async proxy, the
+            // stores before a barrier are fenced for it first: a thread's
+            // fence.proxy.async orders its own stores, so another thread's later wgmma
+            // or TMA store sees them only if the fence precedes the barrier between
+            // (MLA decode's q tiles, written by every warpgroup before the loop, were
+            // fenced only inside it, after the barrier).
+            // (Not again right after the gemm lowering's own fence.proxy.async and
+            // wgmma.fence before a wgmma.)
+            std::vector<Stmt> seq;
+            if (fence_before_barriers_ && !fenced)
+                seq.push_back(make_machine_op(MachineOp::FenceProxyAsync, {}, {}, {}, s->loc));
+            seq.push_back(make_barrier(s->loc));
+            seq.push_back(out);
+            out = make_seq(seq, s->loc);
+        }
         return out;
     }
     Stmt rewrite_inner(const Stmt& s, bool uniform) {
         switch (s->kind) {
         case StmtKind::Seq: {
             std::vector<Stmt> out;
-            for (auto& c : s->as<SeqNode>()->stmts)
-                if (c->kind != StmtKind::Barrier) out.push_back(rewrite(c, uniform));
+            const MachineOpNode* prev = nullptr;
+            for (auto& c : s->as<SeqNode>()->stmts) {
+                if (c->kind == StmtKind::Barrier) continue;
+                after_fence_ = prev && (prev->op == MachineOp::FenceProxyAsync || prev->op == MachineOp::WgmmaFence);
+                out.push_back(rewrite(c, uniform));
+                after_fence_ = false;
+                prev = c->as<MachineOpNode>();
+            }
             return make_seq(out, s->loc);
         }
         case StmtKind::Barrier: return make_seq({}, s->loc);
@@ -722,6 +752,8 @@ private:
     std::unordered_map<const BufferNode*, int64_t> unplanned_base_;
     std::map<std::pair<const MemAccess*, const MemAccess*>, bool> conflicts_;
     std::unordered_set<const StmtNode*> barrier_before_;
+    bool fence_before_barriers_ = false;
+    bool after_fence_ = false;  // the statement being rewritten follows a fence in its sequence
 };
 
 }  // namespace

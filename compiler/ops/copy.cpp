@@ -393,15 +393,32 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
     };
     Expr aligned = chunks_aligned(g, last, V);
     Stmt fast = chunk_loop(ForKind::Unroll, vector);
-    Stmt slow = chunk_loop(ForKind::Serial, [&](const Expr& i, const Expr& j) {
-        std::vector<Expr> gi = global_indices(g, *tile, {i, j});
-        Expr inside = logical_and(in_bounds(t, gi), lt(add(gi[last], make_int(V - 1)), t->shape[last]));
+    // A chunk element by element, each under its mask.
+    auto elements = [&](const Expr& i, const Expr& j) {
         Var e = make_loop_var("e", loc);
         Expr je = add(j, Expr(e));
         std::vector<Expr> ge = global_indices(g, *tile, {i, je});
         Stmt element = make_if(in_bounds(t, ge), make_store(t, ge, make_load(st, {at(i, je)}, loc), loc), nullptr, loc);
-        Stmt tail = make_for(e, make_int(0), make_int(V), ForKind::Serial, element, loc);
-        return make_if(logical_and(aligned, inside), vector(i, j), tail, loc);
+        return make_for(e, make_int(0), make_int(V), ForKind::Serial, element, loc);
+    };
+    // On sm_90a, one thread stores the tile through TMA where the tensor map encodes: the
+    // unit clips the ragged edge, so no masked path, and the threads' stores end at the
+    // staging tile (place-barriers fences them for the async proxy before the barrier
+    // it puts before the issue). Where it
+    // does not, the rows are not 16-byte multiples (or the tensor is beyond 2^31 rows or
+    // columns), so the chunks are not aligned either: the other form is the masked
+    // element loop alone (with the vector paths beside the TMA issue, ptxas spilled 8-16
+    // bytes in the warp-specialized gemms).
+    if (auto tma = lower_store_tma(g, st, L, {rows, cols}, lc, loc))
+        return make_allocate(st,
+                             make_seq({writes, make_if(tma->condition, tma->issue,
+                                                       chunk_loop(ForKind::Serial, elements), loc)},
+                                      loc),
+                             loc);
+    Stmt slow = chunk_loop(ForKind::Serial, [&](const Expr& i, const Expr& j) {
+        std::vector<Expr> gi = global_indices(g, *tile, {i, j});
+        Expr inside = logical_and(in_bounds(t, gi), lt(add(gi[last], make_int(V - 1)), t->shape[last]));
+        return make_if(logical_and(aligned, inside), vector(i, j), elements(i, j), loc);
     });
     Stmt stores = make_if(logical_and(aligned, region_in_bounds(g)), fast, slow, loc);
     return make_allocate(st, make_seq({writes, stores}, loc), loc);

@@ -85,6 +85,9 @@ struct SharedArena {
     // Per byte: how many issued TMA box copies to it have not landed yet (their mbarrier
     // phase has not been seen complete by a wait).
     std::vector<int32_t> tma_pending;
+    // Per byte: how many issued TMA stores read it and are not yet waited for
+    // (cp.async.bulk.wait_group.read of the issuing thread).
+    std::vector<int32_t> bulk_reading;
     // Per byte: the thread whose generic-proxy store (st.shared, a landed cp.async) wrote
     // it last (-1: none, or the async proxy: a TMA), and that thread's fence.proxy.async
     // count then: the async proxy (wgmma) sees the store only after the writer fences.
@@ -266,6 +269,20 @@ private:
     void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
     void exec_mbarrier(const ir::MachineOpNode* op, const Active& act);
     void exec_tma_load(const ir::MachineOpNode* op, const Active& act);
+    // The tensor map a tma_load / tma_store of `g` (the Load `gl`) names, and thread t's
+    // box coordinates, innermost first (map dimension i is tensor dimension dims[i]).
+    isa::TensorMapDesc tensor_map(const Storage& g, const ir::LoadNode* gl, const ir::MachineOpNode& op,
+                                  const std::vector<size_t>& dims, int t, std::vector<int32_t>& coords);
+    // TMA stores: the box is read from shared memory and written to the tensor at the
+    // issue; its shared bytes stay "being read" (a write to them is reported) until a
+    // bulk_wait_read of the issuing thread covers its bulk group.
+    void exec_tma_store(const ir::MachineOpNode* op, const Active& act);
+    struct BulkGroups {
+        std::vector<uint32_t> open;                    // uncommitted stores' shared bytes
+        std::vector<std::vector<uint32_t>> committed;  // per committed group, oldest first
+    };
+    std::vector<BulkGroups> bulk_groups_;  // per thread
+    BulkGroups& bulk_groups_of(int t);
     // The mbarrier objects of the block, by shared byte address (mbarrier_tma.h's model),
     // and the TMA box copies in flight: their bytes, read from global memory at the issue,
     // land when a wait on their barrier finds the transaction pending (the hardware may
@@ -312,8 +329,17 @@ private:
     isa::CpAsyncThread& async_thread(int t);
     void report_async(const isa::CpAsyncThread& m, size_t& seen, int t, SourceLoc loc);
     std::vector<size_t> async_seen_;
-    // Per thread: fence.proxy.async executed so far in the block.
+    // Per thread: fence.proxy.async executed so far in the block; the barrier epoch of its
+    // last one, and how many it had executed before that epoch.
     std::vector<uint32_t> fences_;
+    std::vector<int32_t> fence_epoch_;
+    std::vector<uint32_t> fences_before_epoch_;
+    // Whether a generic-proxy store to shared byte `addr` is visible to an async-proxy
+    // read (wgmma, a TMA store) issued by threads [lo, hi): its writer fenced since the
+    // store, and, unless it is one of those threads, in an earlier barrier epoch (a fence
+    // orders the writer's own stores; another thread's issue must come after a barrier
+    // the fence precedes).
+    bool proxy_visible(uint32_t addr, int lo, int hi) const;
     // A read or write of shared bytes whose cp.async has not completed: reported.
     void check_pending(const Storage& s, int64_t off, int t, SourceLoc loc, bool write);
     // Calls fn(first, end) for each warp's part act[first..end).

@@ -66,12 +66,37 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
         return;
     case MachineOp::WgmmaFence: return;
     case MachineOp::FenceProxyAsync:
-        for (int32_t t : act) ++fences_[static_cast<size_t>(t)];
+        for (int32_t t : act) {
+            auto k = static_cast<size_t>(t);
+            if (fence_epoch_[k] != epoch_) {
+                fences_before_epoch_[k] = fences_[k];
+                fence_epoch_[k] = epoch_;
+            }
+            ++fences_[k];
+        }
         return;
     case MachineOp::MbarrierInit:
     case MachineOp::MbarrierArrive:
     case MachineOp::MbarrierWait: exec_mbarrier(op, act); return;
     case MachineOp::TmaLoad: exec_tma_load(op, act); return;
+    case MachineOp::TmaStore: exec_tma_store(op, act); return;
+    case MachineOp::BulkCommit:
+        for (int32_t t : act) {
+            auto& g = bulk_groups_of(t);
+            g.committed.push_back(std::move(g.open));
+            g.open.clear();
+        }
+        return;
+    case MachineOp::BulkWaitRead:
+        for (int32_t t : act) {
+            auto& g = bulk_groups_of(t);
+            while (g.committed.size() > static_cast<size_t>(op->imm.at(0))) {
+                for (uint32_t b : g.committed.front()) --arena_.bulk_reading[b];
+                g.committed.erase(g.committed.begin());
+                ++sync_progress_;
+            }
+        }
+        return;
     case MachineOp::SetMaxNReg:
         // Warpgroup-collective (.sync.aligned): whole warpgroups, no lane left out.
         for (size_t k = 0; k < act.size(); k += 128)
@@ -273,6 +298,16 @@ void Executor::exec_mma(const MachineOpNode* op, const Active& act) {
     });
 }
 
+bool Executor::proxy_visible(uint32_t addr, int lo, int hi) const {
+    const int32_t w = arena_.proxy_writer[addr];
+    if (w < 0) return true;
+    const auto k = static_cast<size_t>(w);
+    const uint32_t at_store = arena_.proxy_fence[addr];
+    if (w >= lo && w < hi) return fences_[k] != at_store;
+    const uint32_t ordered = fence_epoch_[k] == epoch_ ? fences_before_epoch_[k] : fences_[k];
+    return ordered != at_store;
+}
+
 Executor::WgmmaGroups& Executor::wgmma_group_of(int t) {
     size_t g = static_cast<size_t>(t / 128);
     if (wgmma_groups_.size() <= g) wgmma_groups_.resize(g + 1);
@@ -399,12 +434,12 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                         // membar / fence.proxy.async: a generic-proxy store becomes visible to
                         // the async proxy only after a proxy fence.
                         int32_t w = arena_.proxy_writer[b];
-                        if (w >= 0 && fences_[static_cast<size_t>(w)] == arena_.proxy_fence[b]) {
+                        if (w >= 0 && !proxy_visible(b, lead, lead + 128)) {
                             issue(IssueKind::ProxyFence, loc, lead, [&] {
                                 return "wgmma reads '" + s.name() + "' element " + std::to_string(o) +
                                        ", which thread " + std::to_string(w) +
-                                       " stored (generic proxy) with no fence.proxy.async since: the async proxy "
-                                       "may not see the store";
+                                       " stored (generic proxy) with no fence.proxy.async since that a barrier "
+                                       "orders before this wgmma: the async proxy may not see the store";
                             });
                             arena_.proxy_writer[b] = -1;  // once per store
                         }

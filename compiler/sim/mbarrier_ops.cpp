@@ -1,4 +1,4 @@
-// mbarrier and TMA instructions (ir.h: MbarrierInit / Arrive / Wait, TmaLoad) run through
+// mbarrier and TMA instructions (ir.h: MbarrierInit / Arrive / Wait, TmaLoad, TmaStore) run through
 // the document models of mbarrier_tma.h. A TMA reads global memory at its issue and
 // writes the shadow as its issuing thread (so an access by another thread in the same
 // barrier epoch, before the copy, is a race: the refill of a stage others still read);
@@ -115,6 +115,26 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
     }
 }
 
+isa::TensorMapDesc Executor::tensor_map(const Storage& g, const LoadNode* gl, const MachineOpNode& op,
+                                        const std::vector<size_t>& dims, int t, std::vector<int32_t>& coords) {
+    const int eb = g.elem_bytes;
+    const int rank = static_cast<int>(gl->indices.size());
+    isa::TensorMapDesc map;
+    map.elem_bytes = eb;
+    map.rank = rank;
+    map.global_address = 0;  // the tensor's own byte 0 (the entry point checks the pointer's alignment)
+    coords.assign(static_cast<size_t>(rank), 0);
+    for (int i = 0; i < rank; ++i) {
+        size_t dim = dims.at(static_cast<size_t>(i));
+        map.dims[i] = static_cast<uint64_t>(g.shape.at(dim));
+        if (i > 0) map.strides[i - 1] = static_cast<uint64_t>(g.strides.at(dim) * eb);
+        map.box[i] = static_cast<uint32_t>(op.imm.at(static_cast<size_t>(1 + i)));
+        coords[static_cast<size_t>(i)] = static_cast<int32_t>(eval_int(gl->indices[dim], t));
+    }
+    map.swizzle = static_cast<isa::TmaSwizzle>(op.imm.at(0));
+    return map;
+}
+
 void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     auto* dl = static_cast<const LoadNode*>(op->dst.at(0).get());
@@ -128,7 +148,6 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
     for (const auto& i : gl->indices) prepare(i, act);
     for (const auto& i : static_cast<const LoadNode*>(op->src.at(1).get())->indices) prepare(i, act);
     const int eb = d.elem_bytes;
-    const int rank = static_cast<int>(gl->indices.size());
     const std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
     if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
         fatal(loc, "tma_load of '" + g.name() + "': its map's innermost dimension is not the tensor's contiguous one");
@@ -137,19 +156,8 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
         auto bar = mbarrier_address(op->src.at(1), t, loc);
         if (doff < 0 || !bar) continue;
         // The tensor map of the tensor: map dimension i is tensor dimension dims[i].
-        isa::TensorMapDesc map;
-        map.elem_bytes = eb;
-        map.rank = rank;
-        map.global_address = 0;  // the tensor's own byte 0 (the entry point checks the pointer's alignment)
-        std::vector<int32_t> coords(static_cast<size_t>(rank));
-        for (int i = 0; i < rank; ++i) {
-            size_t dim = dims.at(static_cast<size_t>(i));
-            map.dims[i] = static_cast<uint64_t>(g.shape.at(dim));
-            if (i > 0) map.strides[i - 1] = static_cast<uint64_t>(g.strides.at(dim) * eb);
-            map.box[i] = static_cast<uint32_t>(op->imm.at(static_cast<size_t>(1 + i)));
-            coords[static_cast<size_t>(i)] = static_cast<int32_t>(eval_int(gl->indices[dim], t));
-        }
-        map.swizzle = static_cast<isa::TmaSwizzle>(op->imm.at(0));
+        std::vector<int32_t> coords;
+        isa::TensorMapDesc map = tensor_map(g, gl, *op, dims, t, coords);
         isa::TmaBoxCopy copy = isa::tma_load_tile(map, coords, static_cast<uint32_t>(d.base + doff * eb));
         if (!copy.problem.empty()) {
             issue(IssueKind::Tma, loc, t, [&] { return "tma_load of '" + g.name() + "' refused: " + copy.problem; });
@@ -186,6 +194,80 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
             }
         }
         if (!f.bytes.empty()) tma_in_flight_.push_back(std::move(f));
+        ++sync_progress_;
+    }
+    flush();
+}
+
+Executor::BulkGroups& Executor::bulk_groups_of(int t) {
+    if (bulk_groups_.size() <= static_cast<size_t>(t)) bulk_groups_.resize(static_cast<size_t>(t) + 1);
+    return bulk_groups_[static_cast<size_t>(t)];
+}
+
+void Executor::exec_tma_store(const MachineOpNode* op, const Active& act) {
+    SourceLoc loc = at(op->loc);
+    auto* gl = static_cast<const LoadNode*>(op->dst.at(0).get());
+    auto* sl = static_cast<const LoadNode*>(op->src.at(0).get());
+    Storage& g = storage(gl->buffer, loc);
+    Storage& s = storage(sl->buffer, loc);
+    if (s.scope != Scope::Shared || !s.arena || g.scope != Scope::Global || s.dtype != g.dtype)
+        fatal(loc, "tma_store from '" + s.name() + "' into '" + g.name() + "': shared to global of one type only");
+    if (!g.writable) fatal(loc, "tma_store into '" + g.name() + "', which is not an out / inout tensor");
+    begin_statement();
+    for (const auto& i : sl->indices) prepare(i, act);
+    for (const auto& i : gl->indices) prepare(i, act);
+    const int eb = s.elem_bytes;
+    const std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
+    if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
+        fatal(loc, "tma_store into '" + g.name() + "': its map's innermost dimension is not the tensor's contiguous one");
+    for (int32_t t : act) {
+        int64_t soff = offset_of(s, sl->indices, loc, t, false);
+        if (soff < 0) continue;
+        std::vector<int32_t> coords;
+        isa::TensorMapDesc map = tensor_map(g, gl, *op, dims, t, coords);
+        isa::TmaBoxCopy copy = isa::tma_store_tile(map, coords, static_cast<uint32_t>(s.base + soff * eb));
+        if (!copy.problem.empty()) {
+            issue(IssueKind::Tma, loc, t, [&] { return "tma_store into '" + g.name() + "' refused: " + copy.problem; });
+            continue;
+        }
+        auto& open = bulk_groups_of(t).open;
+        bool first_access = true;
+        for (const auto& w : copy.writes) {
+            if (w.smem_addr + static_cast<uint32_t>(eb) > static_cast<uint32_t>(s.base + s.size * eb) ||
+                w.smem_addr < static_cast<uint32_t>(s.base)) {
+                issue(IssueKind::Tma, loc, t, [&] {
+                    return "tma_store box into '" + g.name() + "' reads past the end of '" + s.name() + "'";
+                });
+                break;
+            }
+            int64_t elem = (static_cast<int64_t>(w.smem_addr) - s.base) / eb;
+            // Read through the async proxy: every byte's generic-proxy writer must have
+            // fenced since its store (the memory consistency model's proxy rule).
+            for (int b = 0; b < eb; ++b) {
+                uint32_t addr = w.smem_addr + static_cast<uint32_t>(b);
+                int32_t writer = arena_.proxy_writer[addr];
+                if (writer >= 0 && !proxy_visible(addr, t, t + 1)) {
+                    issue(IssueKind::ProxyFence, loc, t, [&] {
+                        return "tma_store reads '" + s.name() + "' element " + std::to_string(elem) + ", which thread " +
+                               std::to_string(writer) +
+                               " stored (generic proxy) with no fence.proxy.async since that a barrier orders "
+                               "before this store: the async proxy may not see the store";
+                    });
+                    arena_.proxy_writer[addr] = -1;  // once per store
+                }
+                ++arena_.bulk_reading[addr];
+                open.push_back(addr);
+            }
+            shared_read(s, elem, t, loc, op);
+            if (w.fill) continue;  // outside the tensor: not written
+            int64_t goff = static_cast<int64_t>(w.global_addr) / eb;
+            g.set(goff, s.get(elem));
+            if (g.written) (*g.written)[static_cast<size_t>(goff)] = 1;
+            // The box is one instruction of the issuing thread.
+            accesses_.push_back({gl, loc, false, true, t, g.base + goff * eb, eb, 0,
+                                 first_access ? MemAccess::Form::Instruction : MemAccess::Form::Continued});
+            first_access = false;
+        }
         ++sync_progress_;
     }
     flush();

@@ -117,12 +117,17 @@ std::string tensor_map_problem(const TensorMapDesc& d) {
     return {};
 }
 
-TmaBoxCopy tma_load_tile(const TensorMapDesc& d, std::span<const int32_t> coords, uint32_t dst) {
+namespace {
+
+// The box of `d` at `coords` against shared address `smem` (a load's destination, a
+// store's source): per element its swizzled shared address and its global address, or
+// `fill` where it lies outside the tensor.
+TmaBoxCopy box_elements(const TensorMapDesc& d, std::span<const int32_t> coords, uint32_t smem, const char* side) {
     TmaBoxCopy r;
     r.problem = tensor_map_problem(d);
     if (r.problem.empty() && static_cast<int>(coords.size()) != d.rank)
         r.problem = std::to_string(coords.size()) + " coordinates for a rank-" + std::to_string(d.rank) + " map";
-    if (r.problem.empty() && dst % 128 != 0) r.problem = "shared destination not 128-byte aligned";
+    if (r.problem.empty() && smem % 128 != 0) r.problem = std::string("shared ") + side + " not 128-byte aligned";
     if (!r.problem.empty()) return r;
     uint64_t count = 1;
     for (int i = 0; i < d.rank; ++i) count *= d.box[i];
@@ -138,12 +143,24 @@ TmaBoxCopy tma_load_tile(const TensorMapDesc& d, std::span<const int32_t> coords
             if (inside) global += static_cast<uint64_t>(c) * (i == 0 ? eb : d.strides[i - 1]);
         }
         TmaElementWrite w;
-        w.smem_addr = tma_swizzle_address(d.swizzle, dst + static_cast<uint32_t>(n * eb));
+        w.smem_addr = tma_swizzle_address(d.swizzle, smem + static_cast<uint32_t>(n * eb));
         w.global_addr = inside ? global : 0;
         w.fill = !inside;
         r.writes.push_back(w);
     }
     r.tx_bytes = static_cast<uint32_t>(count * eb);
+    return r;
+}
+
+}  // namespace
+
+TmaBoxCopy tma_load_tile(const TensorMapDesc& d, std::span<const int32_t> coords, uint32_t dst) {
+    return box_elements(d, coords, dst, "destination");
+}
+
+TmaBoxCopy tma_store_tile(const TensorMapDesc& d, std::span<const int32_t> coords, uint32_t src) {
+    TmaBoxCopy r = box_elements(d, coords, src, "source");
+    r.tx_bytes = 0;  // a store completes through its bulk async-group, not an mbarrier
     return r;
 }
 

@@ -34,6 +34,18 @@
 //    the shared address: Swizzle<s,4,3> with 2^s = span / 16, the function the wgmma model
 //    applies to the same addresses (warpgroup_mma.h).
 //
+//  - cp.async.bulk.tensor's .global.shared::cta direction (the same section, the
+//    .bulk_group completion): the same box read from shared memory, dense and swizzled as
+//    a load writes it (the source 128-byte aligned), and written to the tensor; elements
+//    of the box outside the tensor are not written (the tensor's bounds clip the box, as
+//    a load's are zero-filled). cp.async.bulk.commit_group closes the thread's
+//    uncommitted bulk copies into a bulk async-group; cp.async.bulk.wait_group.read n
+//    waits until at most n of its groups are pending their reads of the source, after
+//    which the source may be written again (the sections cp.async.bulk.commit_group and
+//    cp.async.bulk.wait_group, whose .read qualifier waits for the reads only). The source is read
+//    through the async proxy, so the generic-proxy stores that wrote it must be followed
+//    by fence.proxy.async first (the memory consistency model's proxy rules, as for wgmma).
+//
 // Modelled subset: tiled mode, no interleave, element strides 1, no multicast, boxes whose
 // inner dimension with a swizzle is exactly the swizzle span (a narrower one is refused as
 // not modelled rather than guessed).
@@ -100,8 +112,9 @@ struct TensorMapDesc {
 // why the model does not cover it; empty if it encodes.
 std::string tensor_map_problem(const TensorMapDesc& d);
 
-// One byte run written by a box copy: `bytes` bytes (one element) at shared address
-// `smem_addr`, from global address `global_addr`, or zeros (out of bounds: `fill`).
+// One element of a box copy: its bytes at shared address `smem_addr`, from (a load) or to
+// (a store) global address `global_addr`; `fill`: out of bounds (a load writes zeros, a
+// store writes nothing).
 struct TmaElementWrite {
     uint32_t smem_addr = 0;
     uint64_t global_addr = 0;
@@ -115,5 +128,9 @@ struct TmaBoxCopy {
 // cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // [dst], [map, {coords}], [mbar] for the map `d`: where each element of the box lands.
 TmaBoxCopy tma_load_tile(const TensorMapDesc& d, std::span<const int32_t> coords, uint32_t dst);
+// cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [map, {coords}], [src]:
+// where each element of the box is read (smem_addr) and written (global_addr; `fill`: outside
+// the tensor, not written). tx_bytes is 0.
+TmaBoxCopy tma_store_tile(const TensorMapDesc& d, std::span<const int32_t> coords, uint32_t src);
 
 }  // namespace tilec::sim::isa

@@ -78,7 +78,8 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
             bool match = (kind == SyncKind::AsyncWait && op->op == ir::MachineOp::CpAsyncWait) ||
                          (kind == SyncKind::WgmmaWait && op->op == ir::MachineOp::WgmmaWait) ||
                          (kind == SyncKind::MbarrierWait && op->op == ir::MachineOp::MbarrierWait) ||
-                         (kind == SyncKind::ProxyFence && op->op == ir::MachineOp::FenceProxyAsync);
+                         (kind == SyncKind::ProxyFence && op->op == ir::MachineOp::FenceProxyAsync) ||
+                         (kind == SyncKind::BulkWaitRead && op->op == ir::MachineOp::BulkWaitRead);
             return match ? hit(self) : self;
         }
     } drop;

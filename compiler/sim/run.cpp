@@ -155,8 +155,11 @@ void Executor::run(interp::RunArgs& args) {
         async_copies_.assign(static_cast<size_t>(threads_), {});
         mbarriers_.clear();
         tma_in_flight_.clear();
+        bulk_groups_.clear();
         released_.clear();
         fences_.assign(static_cast<size_t>(threads_), 0);
+        fence_epoch_.assign(static_cast<size_t>(threads_), 0);
+        fences_before_epoch_.assign(static_cast<size_t>(threads_), 0);
         async_seen_.assign(static_cast<size_t>(threads_), 0);
         wgmma_groups_.assign(static_cast<size_t>((threads_ + 127) / 128), {});
         instances_.assign(1, Instance{nullptr, 0, 1});

@@ -57,6 +57,15 @@ void Executor::check_pending(const Storage& s, int64_t off, int t, SourceLoc loc
         }
     if (!write) return;
     for (int b = 0; b < s.elem_bytes; ++b)
+        if (arena_.bulk_reading[static_cast<size_t>(first + b)] > 0) {
+            issue(IssueKind::AsyncRead, loc, t, [&] {
+                return "write of '" + s.name() + "' element " + std::to_string(off) +
+                       " while a TMA store that reads it is in flight (no cp.async.bulk.wait_group.read of "
+                       "the issuing thread covered its group before this write)";
+            });
+            return;
+        }
+    for (int b = 0; b < s.elem_bytes; ++b)
         if (arena_.wgmma_reading[static_cast<size_t>(first + b)] > 0) {
             issue(IssueKind::AsyncRead, loc, t, [&] {
                 return "write of '" + s.name() + "' element " + std::to_string(off) +

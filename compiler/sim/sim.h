@@ -131,10 +131,10 @@ enum class IssueKind : uint8_t {
     WarpCollective,  // ldmatrix / mma not executed by every lane of the warp
     MatrixAddress,   // an ldmatrix row address misaligned or outside shared memory
     AsyncCopy,       // cp.async: a read or write of its destination before the wait that completes it, a bad size
-    AsyncRead,       // wgmma: a write of shared bytes it reads before the wgmma.wait_group that completes it
+    AsyncRead,       // wgmma / TMA store: a write of shared bytes it reads before the wait that completes it
     Mbarrier,        // an mbarrier used outside its rules, or a wait on a phase nothing can complete (a hang)
     Tma,             // a TMA copy the tensor map or destination rules refuse
-    ProxyFence,      // wgmma reads shared bytes a thread stored (generic proxy) with no fence.proxy.async since
+    ProxyFence,      // wgmma / TMA store reads shared bytes a thread stored (generic proxy) with no fence.proxy.async since
     Misaligned,      // a vector access (vector_copy) whose address is not aligned to its size
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
@@ -194,7 +194,7 @@ ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
 // IR prints) barrier() or cp_async_wait; nullopt if `f` has no such one. For tests that
 // the simulator catches a dropped barrier (a race) or wait (a read of bytes in flight):
 // tilec run --sim-drop-sync=barrier:N / wait:N.
-enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence };
+enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence, BulkWaitRead };
 std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index);
 
 // The counters as a table, one line per source line and kind (--profile).

@@ -110,6 +110,7 @@ void SharedArena::ensure(int64_t n) {
     pending.resize(static_cast<size_t>(n), 0);
     wgmma_reading.resize(static_cast<size_t>(n), 0);
     tma_pending.resize(static_cast<size_t>(n), 0);
+    bulk_reading.resize(static_cast<size_t>(n), 0);
     proxy_writer.resize(static_cast<size_t>(n), -1);
     proxy_fence.resize(static_cast<size_t>(n), 0);
 }
@@ -120,6 +121,7 @@ void SharedArena::reset() {
     std::fill(pending.begin(), pending.end(), 0);
     std::fill(wgmma_reading.begin(), wgmma_reading.end(), 0);
     std::fill(tma_pending.begin(), tma_pending.end(), 0);
+    std::fill(bulk_reading.begin(), bulk_reading.end(), 0);
     std::fill(proxy_writer.begin(), proxy_writer.end(), -1);
 }
 

@@ -146,6 +146,32 @@ TEST_CASE("TMA tiled box copy: dense box, dimension 0 fastest, out-of-bounds zer
     }
 }
 
+TEST_CASE("TMA tiled box store: the same box read from shared memory, clipped at the tensor's edge", "[sim][tma]") {
+    // The f16 tensor and box above, stored from shared memory: element (x, y) of
+    // the box is read where a load would have written it and written to the tensor where
+    // a load would have read it, or not at all outside the tensor.
+    TensorMapDesc d = map2d(2, 10, 3, 32, 8, 4);
+    int32_t at[2] = {4, 1};
+    TmaBoxCopy load = tma_load_tile(d, at, 0x400);
+    TmaBoxCopy store = tma_store_tile(d, at, 0x400);
+    REQUIRE(store.problem.empty());
+    REQUIRE(store.writes.size() == load.writes.size());
+    CHECK(store.tx_bytes == 0);  // completes through its bulk group, not an mbarrier
+    int written = 0;
+    for (size_t n = 0; n < store.writes.size(); ++n) {
+        CHECK(store.writes[n].smem_addr == load.writes[n].smem_addr);
+        CHECK(store.writes[n].fill == load.writes[n].fill);
+        if (!store.writes[n].fill) {
+            CHECK(store.writes[n].global_addr == load.writes[n].global_addr);
+            ++written;
+        }
+    }
+    CHECK(written == 6 * 2);  // columns 4..9, rows 1..2
+    SECTION("a source not 128-byte aligned is refused") {
+        CHECK_FALSE(tma_store_tile(d, at, 0x440).problem.empty());
+    }
+}
+
 TEST_CASE("TMA swizzles: what the box writes is where wgmma reads the operand", "[sim][tma][wgmma]") {
     const uint32_t dst = 0x2000;  // 1024-byte aligned: the patterns start here
     SECTION("K-major A, 64 x 64 f16, 128B swizzle (SBO 1024)") {
