@@ -208,50 +208,8 @@ llvm::Value* FunctionLowering::expr(const ir::Expr& e) {
     TILEC_ICE("CPU backend: unknown expression kind");
 }
 
-// A comparison of a 64-bit integer `a` in a known small range [lo, hi] (a loop index)
-// with any `b` of its type, done in 32 bits: b clamped to [lo - 1, hi + 1] compares with
-// every value of the range as b does, and the clamp is loop-invariant where b is. So a
-// vectorised `c < n` (layernorm's mask of the valid columns) compares 16 i32 lanes per
-// AVX-512 register instead of two registers of i64 lanes plus their index vectors.
-static bool narrow_compare(BinaryOp op) {
-    switch (op) {
-    case BinaryOp::EQ:
-    case BinaryOp::NE:
-    case BinaryOp::LT:
-    case BinaryOp::LE:
-    case BinaryOp::GT:
-    case BinaryOp::GE: return true;
-    default: return false;
-    }
-}
-
 llvm::Value* FunctionLowering::lower_binary(const ir::BinaryNode& e) {
     DataType t = e.a->type;
-    if (narrow_compare(e.op) && t == DataType::i64() && e.b->type == t) {
-        int64_t lo, hi;
-        bool a_known = range_of(e.a, lo, hi);
-        bool b_known = false;
-        if (!a_known) b_known = range_of(e.b, lo, hi);
-        constexpr int64_t kNarrow = int64_t{1} << 30;
-        if ((a_known || b_known) && lo > -kNarrow && hi < kNarrow) {
-            llvm::Value* known = expr(a_known ? e.a : e.b);
-            llvm::Value* other = expr(a_known ? e.b : e.a);
-            other = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, other, b_.getInt64(lo - 1));
-            other = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, other, b_.getInt64(hi + 1));
-            llvm::Value* x = b_.CreateTrunc(known, b_.getInt32Ty());
-            llvm::Value* y = b_.CreateTrunc(other, b_.getInt32Ty());
-            llvm::Value* a = a_known ? x : y;
-            llvm::Value* b = a_known ? y : x;
-            switch (e.op) {
-            case BinaryOp::EQ: return b_.CreateICmpEQ(a, b);
-            case BinaryOp::NE: return b_.CreateICmpNE(a, b);
-            case BinaryOp::LT: return b_.CreateICmpSLT(a, b);
-            case BinaryOp::LE: return b_.CreateICmpSLE(a, b);
-            case BinaryOp::GT: return b_.CreateICmpSGT(a, b);
-            default: return b_.CreateICmpSGE(a, b);
-            }
-        }
-    }
     llvm::Value* a = expr(e.a);
     llvm::Value* b = expr(e.b);
     if (e.b->type != t) b = convert(b, e.b->type, t);
