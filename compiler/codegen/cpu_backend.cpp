@@ -94,6 +94,8 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     ModuleState ms(m, options.sources);
     const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
     if (sti->checkFeatures("+avx512f")) {
+        ms.avx512f = true;
+        ms.avx512vl = sti->checkFeatures("+avx512vl");
         ms.vector_bytes = 64;
         ms.vector_registers = 32;
     } else if (sti->checkFeatures("+avx")) {
@@ -116,6 +118,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         StageTimer::Scope timed("host", "llvm-opt");
         optimize_module(m, *tm);
     }
+    inline_math_functions(m);
     check_llvm_errors(backend_module.llvm_errors, "optimise", "CPU");
     std::optional<llvm::CodeGenFileType> kind;
     if (what != CpuOutput::LlvmIr)

@@ -10,6 +10,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include "codegen/cpu_lowering.h"
 #include "support/diagnostics.h"
@@ -111,6 +112,12 @@ llvm::APFloat round_constant(double v, DataType t) {
 
 ModuleState::ModuleState(llvm::Module& m, const SourceManager* src)
     : module(m), ctx(m.getContext()), sources(src) {}
+
+void ModuleState::keep_until_inlined(const std::vector<llvm::Constant*>& fns) {
+    std::vector<llvm::GlobalValue*> list;
+    for (auto* f : fns) list.push_back(llvm::cast<llvm::GlobalValue>(f));
+    llvm::appendToCompilerUsed(module, list);
+}
 
 std::string ModuleState::describe(SourceLoc loc) const {
     if (!loc.valid()) return "<unknown>";

@@ -1,9 +1,11 @@
 // Expressions of the CPU backend: operators with the IR's integer semantics (wrapping,
 // floor division), math calls, selects that never evaluate a side that could trap.
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 
 #include "codegen/cpu_lowering.h"
@@ -353,10 +355,17 @@ llvm::Value* FunctionLowering::lower_select(const ir::SelectNode& e) {
 // roundeven), whose bits also hold n as an integer: no float-to-int conversion, which
 // would be poison for NaN. The clamps keep NaN (x < lo is false for it), and NaN then
 // flows through the polynomial into the result; no select at the end.
-static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool base2) {
+//
+// The same code serves a scalar and a vector of f32 (x's type). With `scalef` (AVX-512:
+// vscalefps, for vectors of 16, or of 4 and 8 with AVX512VL) the last step is
+// p * 2^n in one instruction, rounded once as the two exact multiplies are: the same
+// bits, 9 fewer vector operations per exp.
+static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool base2, bool scalef = false) {
     llvm::Type* f32 = x->getType();
     llvm::Type* i32 = b.getInt32Ty();
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(f32)) i32 = llvm::FixedVectorType::get(i32, vt->getNumElements());
     auto k = [&](double v) { return llvm::ConstantFP::get(f32, v); };
+    auto ki = [&](int64_t v) { return llvm::ConstantInt::get(i32, uint64_t(v), true); };
     // fmuladd, not fma: fused where the CPU has FMA, a multiply and an add where it does
     // not (an fma there is a libm call). Both are accurate enough here: n * ln2_hi is
     // exact in f32 (ln2_hi has 15 significant bits, |n| <= 152 has 8).
@@ -383,14 +392,108 @@ static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool ba
     }
     llvm::Value* p = k(coef[7]);
     for (int i = 6; i >= 0; --i) p = fma(p, r, k(coef[i]));
+    if (scalef) {
+        auto* vt = llvm::cast<llvm::FixedVectorType>(f32);
+        unsigned lanes = vt->getNumElements();
+        llvm::Value* all = llvm::ConstantInt::get(lanes == 16 ? b.getInt16Ty() : b.getInt8Ty(), uint64_t(-1), true);
+        llvm::Value* pass = llvm::Constant::getNullValue(f32);
+        if (lanes == 16)  // rounding: the current mode (4)
+            return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {}, {p, n, pass, all, b.getInt32(4)});
+        return b.CreateIntrinsic(lanes == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
+                                            : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128,
+                                 {}, {p, n, pass, all});
+    }
     // 2^n = 2^n1 * 2^n2 with n1 = n >> 1: each factor is a normal float.
-    llvm::Value* ni = b.CreateSub(b.CreateBitCast(shifted, i32), b.getInt32(0x4b400000));  // bits of 1.5 * 2^23
-    llvm::Value* n1 = b.CreateAShr(ni, 1);
+    llvm::Value* ni = b.CreateSub(b.CreateBitCast(shifted, i32), ki(0x4b400000));  // bits of 1.5 * 2^23
+    llvm::Value* n1 = b.CreateAShr(ni, ki(1));
     llvm::Value* n2 = b.CreateSub(ni, n1);
     auto pow2 = [&](llvm::Value* e) {
-        return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, b.getInt32(127)), 23), f32);
+        return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, ki(127)), ki(23)), f32);
     };
     return b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
+}
+
+// exp / exp2 of an f32 as a call of an internal function `tilec.vf.exp.f32` /
+// `tilec.vf.exp2.f32` whose vector variants (4, 8, 16 and 32 lanes, the same code on
+// vectors; vscalefps where the CPU has it) LLVM's loop vectoriser calls, by the call's
+// "vector-function-abi-variant" attribute. inline_math_functions inlines them all
+// after the optimisation pipeline, so the loops end up as branch-free vector code.
+static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm::Value* x, bool base2) {
+    const std::string name = base2 ? "tilec.vf.exp2.f32" : "tilec.vf.exp.f32";
+    static const unsigned kLanes[] = {4, 8, 16, 32};
+    llvm::Module& m = ms.module;
+    llvm::Function* fn = m.getFunction(name);
+    llvm::Type* f32 = b.getFloatTy();
+    auto make = [&](const std::string& fname, llvm::Type* t, bool scalef) {
+        auto* f = llvm::Function::Create(llvm::FunctionType::get(t, {t}, false), llvm::GlobalValue::InternalLinkage,
+                                         fname, m);
+        f->setDoesNotThrow();
+        f->setDoesNotAccessMemory();
+        f->setWillReturn();
+        f->addFnAttr(llvm::Attribute::NoInline);  // until inline_math_functions
+        llvm::IRBuilder<> fb(llvm::BasicBlock::Create(ms.ctx, "entry", f));
+        fb.CreateRet(emit_exp_f32(fb, f->getArg(0), base2, scalef));
+        return f;
+    };
+    std::string variants;
+    if (!fn) {
+        fn = make(name, f32, false);
+        std::vector<llvm::Constant*> keep;
+        for (unsigned lanes : kLanes) {
+            bool scalef = ms.avx512f && (lanes == 16 || (ms.avx512vl && lanes < 16));
+            keep.push_back(make(name + ".v" + std::to_string(lanes), llvm::FixedVectorType::get(f32, lanes), scalef));
+        }
+        ms.keep_until_inlined(keep);
+    }
+    for (unsigned lanes : kLanes)
+        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + "v_" + name +
+                    "(" + name + ".v" + std::to_string(lanes) + ")";
+    llvm::CallInst* call = b.CreateCall(fn, {x});
+    call->setDoesNotThrow();
+    call->setDoesNotAccessMemory();
+    call->addFnAttr(llvm::Attribute::get(ms.ctx, "vector-function-abi-variant", variants));
+    return call;
+}
+
+// A prefetch (into L2 and closer: locality 2) of element `index` of an array of
+// `elem_bytes`-byte elements at `base`, in a loop over `index` that LLVM's vectoriser may
+// widen: a bare llvm.prefetch would keep the loop scalar, so this is a call of the
+// internal `tilec.vf.prefetch.eN(base, index)`, whose variants for 4 to 32 lanes take
+// the uniform base and the first lane's index (linear, step 1) and fetch one line, once
+// per vector. Inlined like the math functions after the optimisation pipeline.
+void FunctionLowering::emit_prefetch(llvm::Value* base, llvm::Value* index, unsigned elem_bytes) {
+    static const unsigned kLanes[] = {4, 8, 16, 32};
+    const std::string name = "tilec.vf.prefetch.e" + std::to_string(elem_bytes);
+    llvm::Module& m = ms_.module;
+    llvm::Function* fn = m.getFunction(name);
+    if (!fn) {
+        auto* ptr = b_.getPtrTy();
+        auto make = [&](const std::string& fname) {
+            auto* f = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty()}, false),
+                                             llvm::GlobalValue::InternalLinkage, fname, m);
+            f->setDoesNotThrow();
+            f->setWillReturn();
+            f->setOnlyAccessesInaccessibleMemory();
+            f->addFnAttr(llvm::Attribute::NoInline);  // until inline_math_functions
+            llvm::IRBuilder<> fb(llvm::BasicBlock::Create(ms_.ctx, "entry", f));
+            llvm::Value* p = fb.CreateGEP(fb.getIntNTy(8 * elem_bytes), f->getArg(0), f->getArg(1));
+            fb.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {p, fb.getInt32(0), fb.getInt32(2), fb.getInt32(1)});
+            fb.CreateRetVoid();
+            return f;
+        };
+        fn = make(name);
+        std::vector<llvm::Constant*> keep;
+        for (unsigned lanes : kLanes) keep.push_back(make(name + ".v" + std::to_string(lanes)));
+        ms_.keep_until_inlined(keep);
+    }
+    std::string variants;
+    for (unsigned lanes : kLanes)
+        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + "ul_" + name +
+                    "(" + name + ".v" + std::to_string(lanes) + ")";
+    llvm::CallInst* call = b_.CreateCall(fn, {base, index});
+    call->setDoesNotThrow();
+    call->setOnlyAccessesInaccessibleMemory();
+    call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", variants));
 }
 
 llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
@@ -415,8 +518,8 @@ llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
     llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
     const bool f32 = x->getType()->isFloatTy();
     switch (e.op) {
-    case ir::CallOp::Exp: return f32 ? emit_exp_f32(b_, x, false) : unary(llvm::Intrinsic::exp);
-    case ir::CallOp::Exp2: return f32 ? emit_exp_f32(b_, x, true) : unary(llvm::Intrinsic::exp2);
+    case ir::CallOp::Exp: return f32 ? emit_exp_call(ms_, b_, x, false) : unary(llvm::Intrinsic::exp);
+    case ir::CallOp::Exp2: return f32 ? emit_exp_call(ms_, b_, x, true) : unary(llvm::Intrinsic::exp2);
     case ir::CallOp::Log: return unary(llvm::Intrinsic::log);
     case ir::CallOp::Log2: return unary(llvm::Intrinsic::log2);
     case ir::CallOp::Sqrt: return unary(llvm::Intrinsic::sqrt);
@@ -424,7 +527,7 @@ llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {
     case ir::CallOp::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args.at(0), args.at(1));
     case ir::CallOp::Sigmoid: {
         llvm::Value* nx = b_.CreateFNeg(x);
-        llvm::Value* e_nx = f32 ? emit_exp_f32(b_, nx, false) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, nx);
+        llvm::Value* e_nx = f32 ? emit_exp_call(ms_, b_, nx, false) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, nx);
         return b_.CreateFDiv(one, b_.CreateFAdd(one, e_nx));
     }
     case ir::CallOp::Tanh: {

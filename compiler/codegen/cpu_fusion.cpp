@@ -430,6 +430,7 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
         llvm::Value* src_col = nullptr;
         llvm::Value* value = nullptr;
         llvm::Value* slot = nullptr;
+        llvm::Value* next_row = nullptr;  // a copy: its source row R rows further down
         std::vector<llvm::Value*> dst_index;
     };
     std::vector<Prep> prep(seg.size());
@@ -444,6 +445,14 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
         fast = b_.CreateAnd(fast, b_.CreateICmpULT(prep[k].src_row, info.shape[0]));
         fast = b_.CreateAnd(fast, b_.CreateICmpSGE(prep[k].src_col, b_.getInt64(0)));
         fast = b_.CreateAnd(fast, b_.CreateICmpSLE(end, info.shape[1]));
+        // Where this row's columns start R rows further down (a pointer past the tensor
+        // is harmless: a prefetch never faults); for consecutive columns only.
+        auto* inner = llvm::dyn_cast<llvm::ConstantInt>(info.strides[1]);
+        if (!info.packed && inner && inner->isOne()) {
+            llvm::Value* row_ahead = b_.CreateAdd(prep[k].src_row, b_.getInt64(seg[k]->rows));
+            llvm::Value* off = b_.CreateAdd(b_.CreateMul(row_ahead, info.strides[0]), prep[k].src_col);
+            prep[k].next_row = b_.CreateGEP(storage_type(ms_.ctx, c->src.buffer->dtype), info.base, off);
+        }
     }
     auto fused = [&] {
         for (size_t k = 0; k < seg.size(); ++k) {
@@ -479,7 +488,15 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                     }
                     case RowKind::Copy: {
                         auto* cp = rs.stmt->as<ir::CopyNode>();
-                        llvm::Value* v = load_element(cp->src.buffer, {prep[k].src_row, b_.CreateAdd(prep[k].src_col, c)});
+                        llvm::Value* col = b_.CreateAdd(prep[k].src_col, c);
+                        llvm::Value* v = load_element(cp->src.buffer, {prep[k].src_row, col});
+                        if (prep[k].next_row) {
+                            // The same columns R rows further down: what the next block of
+                            // the grid reads here (a thread runs consecutive blocks), on its
+                            // way from memory while this block computes and writes.
+                            llvm::Type* et = storage_type(ms_.ctx, cp->src.buffer->dtype);
+                            emit_prefetch(prep[k].next_row, c, unsigned(et->getPrimitiveSizeInBits() / 8));
+                        }
                         store_element(cp->dst.buffer, {i, c},
                                       convert_for_store(v, cp->src.buffer->dtype, cp->dst.buffer->dtype));
                         break;

@@ -59,6 +59,12 @@ public:
     unsigned vector_registers = 16;
     // x86: stores may bypass the caches (non-temporal, made visible by an sfence).
     bool streaming_stores = false;
+    // x86 AVX-512 foundation and vector-length extensions (vscalefps on 16, 8, 4 lanes).
+    bool avx512f = false;
+    bool avx512vl = false;
+    // Keeps functions (the vector variants of the math functions, cpu_expr.cpp) alive
+    // through the optimisation pipeline, until inline_math_functions.
+    void keep_until_inlined(const std::vector<llvm::Constant*>& fns);
 
     // "file:line:col" of a source location ("<unknown>" without one).
     std::string describe(SourceLoc loc) const;
@@ -168,6 +174,9 @@ public:
     // if (cond) then_fn(); else else_fn() (else_fn may be empty).
     void emit_if(llvm::Value* cond, const std::function<void()>& then_fn,
                  const std::function<void()>& else_fn = nullptr);
+    // A prefetch of element `index` (i64) of the array at `base`, in a loop over index
+    // that the vectoriser may widen (cpu_expr.cpp).
+    void emit_prefetch(llvm::Value* base, llvm::Value* index, unsigned elem_bytes);
     // A stack slot in the function's entry block.
     llvm::Value* entry_alloca(llvm::Type* t, uint64_t count, const std::string& name);
 
@@ -248,6 +257,10 @@ void emit_cpu_function(ModuleState& ms, const ir::PrimFunc& f, const std::string
 
 // Runs LLVM's O3 pipeline for the host (cpu_optimize.cpp).
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm);
+// Inlines the functions with vector variants (tilec.vf.*: exp, exp2, prefetch, between
+// whose variants the loop vectoriser chose) into their callers and deletes them
+// (cpu_optimize.cpp). Runs after optimize_module, or in its place.
+void inline_math_functions(llvm::Module& m);
 
 // The constant value of an index expression, or an internal error naming `what`.
 int64_t const_extent(const ir::Expr& e, const char* what);

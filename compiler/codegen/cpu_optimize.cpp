@@ -6,6 +6,8 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include "codegen/cpu_lowering.h"
 
@@ -28,6 +30,31 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     mpm.run(m, mam);
+}
+
+void inline_math_functions(llvm::Module& m) {
+    auto is_math = [](const llvm::Function* f) {
+        return f && f->hasInternalLinkage() && f->getName().starts_with("tilec.vf.");
+    };
+    llvm::removeFromUsedLists(m, [&](llvm::Constant* c) { return is_math(llvm::dyn_cast<llvm::Function>(c)); });
+    std::vector<llvm::Function*> math;
+    for (auto& f : m)
+        if (is_math(&f)) math.push_back(&f);
+    // Inside out: a variant calls nothing, so one sweep over the callers suffices.
+    std::vector<llvm::CallBase*> calls;
+    for (auto& f : m)
+        for (auto& bb : f)
+            for (auto& inst : bb)
+                if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst); call && is_math(call->getCalledFunction()))
+                    calls.push_back(call);
+    for (auto* call : calls) {
+        llvm::InlineFunctionInfo info;
+        llvm::InlineFunction(*call, info);
+    }
+    for (auto* f : math) {
+        f->removeDeadConstantUsers();  // the old llvm.compiler.used array
+        if (f->use_empty()) f->eraseFromParent();
+    }
 }
 
 }  // namespace tilec::codegen
