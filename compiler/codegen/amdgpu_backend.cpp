@@ -161,6 +161,14 @@ void emit_kernels(llvm::Module& m, const std::vector<const ir::PrimFunc*>& funcs
         // entry point fills without knowing the hidden layout.
         fn->addFnAttr("amdgpu-no-implicitarg-ptr");
         fn->addFnAttr("amdgpu-implicitarg-num-bytes", "0");
+        // The minimum occupancy LLVM must keep: at or below it the GCN scheduler reverts
+        // a schedule that raises the pressure of a region already over the register
+        // budget (GCNSchedStage::mayCauseSpilling). With LLVM's default of 1 it keeps
+        // such schedules whenever the kernel runs 2 or more waves (by its LDS: flash
+        // attention's D = 64 exports on gfx1100), and they spilled 48 and 80 bytes. Up to
+        // full_register_waves the register budget is the same 256.
+        if (target.full_register_waves > 1)
+            fn->addFnAttr("amdgpu-waves-per-eu", std::to_string(target.full_register_waves));
     }
 }
 

@@ -210,6 +210,10 @@ Target gfx942() {
 // type; iu8 takes each operand's signedness separately.
 Target gfx1100() {
     Target t = amd("gfx1100", 110000, 32, 64 * 1024);
+    // 1536 VGPRs a SIMD in wave32, allocated 24 at a time (RDNA3 ISA 3.3; LLVM's
+    // AMDGPUUsage, "gfx1100 ... 1536 VGPRs"): 5 waves of 256 (264 allocated). CDNA's 512
+    // VGPRs + AGPRs a SIMD give one wave its 512 (the default, 1).
+    t.full_register_waves = 5;
     auto wmma = [&](E a, E b, E acc, std::string_view insn) {
         t.mma.push_back(shape(MatrixOp::Wmma, 16, 16, 16, a, b, acc, 0, insn));
     };

@@ -96,6 +96,10 @@ struct Target {
     // width (half waves up to 8 bytes per lane, AMD's 8-lane groups for 16), rather than
     // the whole warp at once; the simulator's bank counters follow (sim/lds_banks.h).
     bool lds_lane_groups = false;
+    // AMD: the most waves a SIMD runs with each still given all max_registers_per_thread
+    // VGPRs (and AGPRs); at this occupancy or below, fewer registers buy no more waves.
+    // The AMDGPU backend gives it to LLVM as the kernel's minimum waves per EU.
+    int full_register_waves = 1;
 
     // Asynchronous copies, barriers and register control (PTX ISA, each instruction's
     // "Target ISA Notes"); all unavailable on AMD and the host.

@@ -254,14 +254,18 @@ TEST_CASE("target table: AMD wave width and LDS (Matrix Instruction Calculator -
     struct Amd {
         const char* name;
         int wave;
+        int full_register_waves;
     };
     // CDNA2 / CDNA3 (gfx9): wave64 only. RDNA3 (gfx11): wave32 or wave64; the backend uses
-    // wave32 (+wavefrontsize32).
-    for (const Amd& a : {Amd{"gfx90a", 64}, Amd{"gfx942", 64}, Amd{"gfx1100", 32}}) {
+    // wave32 (+wavefrontsize32). Waves a SIMD runs with all 256 VGPRs each: CDNA's 512
+    // VGPRs + AGPRs a lane go to one wave; gfx1100's 1536 VGPRs in wave32 (allocated 24 at
+    // a time) to 5 waves of 264.
+    for (const Amd& a : {Amd{"gfx90a", 64, 1}, Amd{"gfx942", 64, 1}, Amd{"gfx1100", 32, 5}}) {
         INFO(a.name);
         const auto& t = row(a.name);
         CHECK(t.is_amd());
         CHECK(t.warp_size == a.wave);
+        CHECK(t.full_register_waves == a.full_register_waves);
         CHECK(t.max_shared_bytes == 65536);  // 64 KiB of LDS per work-group
         CHECK(t.static_shared_bytes == 65536);
         CHECK(t.max_threads_per_block == 1024);
