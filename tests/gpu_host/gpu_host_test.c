@@ -422,44 +422,46 @@ static void test_hip_launch(void) {
 
 /* The sm_90a kernel of gemm_f16 copies its tiles through TMA: the entry point encodes one
  * tensor map per operand (A: box 32 x 128, 64-byte swizzle; B: two 64 x 32 boxes across
- * its tile, 128-byte swizzle) and the runtime passes them after the six parameters. */
+ * its tile, 128-byte swizzle) and one for C (the epilogue's TMA stores: two 64 x 128
+ * boxes, 128-byte swizzle), and the runtime passes them after the six parameters. */
 static void test_tma_launch(void) {
-    static const unsigned eight_params[8] = {8, 8, 8, 8, 8, 8, 8, 8};
+    static const unsigned nine_params[9] = {8, 8, 8, 8, 8, 8, 8, 8, 8};
     int encodes;
     open_fake();
-    record_params(8, eight_params);
+    record_params(9, nine_params);
     set_device(0, 9, 0, 232448);
     set_device(1, 8, 0, 167936);
     make_current(0);
     CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 256), TILE_SUCCESS);
     CHECK(strcmp(last_image_arch(), "sm_90") == 0);
     CHECK(strcmp(stats->last_kernel, "gemm_f16") == 0);
-    CHECK(stats->tensor_map_encodes == 2);
-    /* The last map is B's: f16 [K = 128, N = 256] as UINT16, innermost first. */
+    CHECK(stats->tensor_map_encodes == 3);
+    /* The last map is C's: f16 [M = 256, N = 256] as UINT16, innermost first. */
     CHECK(stats->last_map_type == 1);
     CHECK(stats->last_map_rank == 2);
-    CHECK(stats->last_map_address == (void*)0x20000);
-    CHECK(stats->last_map_dims[0] == 256 && stats->last_map_dims[1] == 128);
+    CHECK(stats->last_map_address == (void*)0x30000);
+    CHECK(stats->last_map_dims[0] == 256 && stats->last_map_dims[1] == 256);
     CHECK(stats->last_map_strides[0] == 512);
-    CHECK(stats->last_map_box[0] == 64 && stats->last_map_box[1] == 32);
+    CHECK(stats->last_map_box[0] == 64 && stats->last_map_box[1] == 128);
     CHECK(stats->last_map_swizzle == 3);
     CHECK(param_ptr(0) == (void*)0x10000);
     CHECK(param_i64(3) == 256 && param_i64(4) == 128 && param_i64(5) == 256);
     CHECK(param_ptr(6) == (void*)0x10000); /* map A (the fake wrote the address first) */
     CHECK(param_ptr(7) == (void*)0x20000); /* map B */
+    CHECK(param_ptr(8) == (void*)0x30000); /* map C */
 
     /* K = 170: A's rows are 340 bytes, no tensor map: A's map is zeroed (the kernel copies
-     * A with cp.async), B's is encoded. */
+     * A with cp.async), B's and C's are encoded. */
     encodes = stats->tensor_map_encodes;
     CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 170, 256), TILE_SUCCESS);
-    CHECK(stats->tensor_map_encodes == encodes + 1);
+    CHECK(stats->tensor_map_encodes == encodes + 2);
     CHECK(param_ptr(6) == NULL);
     CHECK(param_ptr(7) == (void*)0x20000);
-    CHECK(stats->last_map_dims[1] == 170);
+    CHECK(param_ptr(8) == (void*)0x30000);
 
     /* An 8.0 device runs the sm_80 kernel: its six parameters, no maps. */
     encodes = stats->tensor_map_encodes;
-    record_params(6, eight_params);
+    record_params(6, nine_params);
     make_current(1);
     CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 256), TILE_SUCCESS);
     CHECK(strcmp(last_image_arch(), "sm_80") == 0);
@@ -488,7 +490,7 @@ static void launch_gemm_hip(int ordinal, const char* want_arch) {
 
 static void test_fat_launch(void) {
     static const unsigned six_params[6] = {8, 8, 8, 8, 8, 8};
-    static const unsigned eight_params[8] = {8, 8, 8, 8, 8, 8, 8, 8};
+    static const unsigned nine_params[9] = {8, 8, 8, 8, 8, 8, 8, 8, 8};
     /* C = A @ B on the CPU with A all 1.0 and B all 2.0 (f16 bits): every sum is 2 K. */
     enum { M = 3, K = 16, N = 5 };
     uint16_t A[M * K], B[K * N], C[M * N];
@@ -507,11 +509,11 @@ static void test_fat_launch(void) {
     CHECK(strcmp(last_image_arch(), "sm_80") == 0);
     CHECK(strcmp(stats->last_kernel, "gemm_f16") == 0);
     CHECK(stats->last_grid[0] == 3 && stats->last_grid[1] == 2 && stats->last_block[0] == 128);
-    record_params(8, eight_params); /* the sm_90a kernel: six parameters and two tensor maps */
+    record_params(9, nine_params); /* the sm_90a kernel: six parameters and three tensor maps */
     make_current(1);
     CHECK_STATUS(gemm_f16_cuda(NULL, (void*)0x10000, (void*)0x20000, (void*)0x30000, 256, 128, 384), TILE_SUCCESS);
     CHECK(strcmp(last_image_arch(), "sm_90") == 0); /* the sm_90a cubin (ELF arch 90) */
-    CHECK(stats->tensor_map_encodes == 2);
+    CHECK(stats->tensor_map_encodes == 3);
 
     open_fake_hip();
     hip_record_params(6, six_params);
