@@ -30,14 +30,24 @@ void install_llvm_fatal_error_handler();
 // source (`name`), with `triple` and tm's data layout; LLVM's error diagnostics go to
 // llvm_errors (on_llvm_diagnostic). Never copied or moved: the context's handler holds
 // the address of llvm_errors.
+//
+// No two modules of one process ever share an address: each is built in storage that is
+// never reused (a few hundred bytes a module). LLVM 19's NVPTX backend caches every
+// module's nvvm.annotations (maxntid, kernel) in a process-wide map keyed by the
+// module's and the function's addresses, and drops an entry only when its AsmPrinter
+// finishes that module. The NVIDIA tasks optimise a module and hand it on as bitcode, so
+// the entry stayed, and a later module built at the same address read another kernel's
+// block size: under -j, the O3 run of a 256-thread gemm assumed tid.x < 128 (wrong code,
+// found as PTX that differed between runs). Hidden symbols only clear the cache.
 struct BackendModule {
     BackendModule(const std::string& name, const std::string& triple, const llvm::TargetMachine& tm);
+    ~BackendModule();
     BackendModule(const BackendModule&) = delete;
     BackendModule& operator=(const BackendModule&) = delete;
 
     llvm::LLVMContext context;
     std::string llvm_errors;
-    llvm::Module module;
+    llvm::Module& module;  // destroyed before the context, its storage kept (above)
 };
 
 // `m` as bitcode, its use-list order kept (a module read back from it optimises to the
