@@ -247,46 +247,41 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
              "r,r,", {shared_address(m.src.at(0)), parity});
         return;
     }
-    case ir::MachineOp::TmaLoad: {
-        int64_t k = tma_func_ ? ir::tma_map_index(tma_maps_, *tma_func_, m) : -1;
-        if (k < 0) TILEC_ICE(who_ + ": a tma_load whose tensor map is not a kernel parameter");
-        auto* g = m.src.at(0)->as<ir::LoadNode>();
-        const size_t rank = g->indices.size();
-        const std::vector<size_t> dims = ir::tma_map_dims(m.imm, rank);
-        if (dims.size() != rank) TILEC_ICE(who_ + ": a tma_load whose map dimensions are not the tensor's");
-        std::string coords, cons = "r,l,";
-        std::vector<llvm::Value*> ins{shared_address(m.dst.at(0)), tma_addrs_.at(static_cast<size_t>(k))};
-        for (size_t i = 0; i < rank; ++i) {  // the map's innermost dimension first
-            ins.push_back(b_.CreateTrunc(expr(g->indices[dims[i]]), b_.getInt32Ty()));
-            coords += (i ? ", $" : "$") + std::to_string(2 + i);
-            cons += "r,";
-        }
-        ins.push_back(shared_address(m.src.at(1)));
-        cons += "r,";
-        emit("cp.async.bulk.tensor." + std::to_string(rank) +
-                 "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {" + coords + "}], [$" +
-                 std::to_string(2 + rank) + "];",
-             cons, ins);
-        return;
-    }
+    case ir::MachineOp::TmaLoad:
     case ir::MachineOp::TmaStore: {
+        // Both name the tensor map and the box's coordinates, the map's innermost dimension
+        // first, from the global Load (a load's source, a store's destination); the shared
+        // side and the load's mbarrier around them.
+        const bool load = m.op == ir::MachineOp::TmaLoad;
+        const std::string what = load ? "a tma_load" : "a tma_store";
         int64_t k = tma_func_ ? ir::tma_map_index(tma_maps_, *tma_func_, m) : -1;
-        if (k < 0) TILEC_ICE(who_ + ": a tma_store whose tensor map is not a kernel parameter");
-        auto* g = m.dst.at(0)->as<ir::LoadNode>();
+        if (k < 0) TILEC_ICE(who_ + ": " + what + " whose tensor map is not a kernel parameter");
+        auto* g = (load ? m.src.at(0) : m.dst.at(0))->as<ir::LoadNode>();
         const size_t rank = g->indices.size();
         const std::vector<size_t> dims = ir::tma_map_dims(m.imm, rank);
-        if (dims.size() != rank) TILEC_ICE(who_ + ": a tma_store whose map dimensions are not the tensor's");
-        std::string coords, cons = "l,";
-        std::vector<llvm::Value*> ins{tma_addrs_.at(static_cast<size_t>(k))};
-        for (size_t i = 0; i < rank; ++i) {  // the map's innermost dimension first
-            ins.push_back(b_.CreateTrunc(expr(g->indices[dims[i]]), b_.getInt32Ty()));
-            coords += (i ? ", $" : "$") + std::to_string(1 + i);
+        if (dims.size() != rank) TILEC_ICE(who_ + ": " + what + " whose map dimensions are not the tensor's");
+        std::vector<llvm::Value*> ins;
+        std::string cons;
+        if (load) {
+            ins.push_back(shared_address(m.dst.at(0)));
             cons += "r,";
         }
-        ins.push_back(shared_address(m.src.at(0)));
+        const size_t map = ins.size();  // the map's operand number; the coordinates follow
+        ins.push_back(tma_addrs_.at(static_cast<size_t>(k)));
+        cons += "l,";
+        std::string coords;
+        for (size_t i = 0; i < rank; ++i) {
+            ins.push_back(b_.CreateTrunc(expr(g->indices[dims[i]]), b_.getInt32Ty()));
+            coords += (i ? ", $" : "$") + std::to_string(map + 1 + i);
+            cons += "r,";
+        }
+        ins.push_back(shared_address(m.src.at(load ? 1 : 0)));  // the load's mbarrier, the store's tile
         cons += "r,";
-        emit("cp.async.bulk.tensor." + std::to_string(rank) + "d.global.shared::cta.tile.bulk_group [$0, {" + coords +
-                 "}], [$" + std::to_string(1 + rank) + "];",
+        const std::string box = "[$" + std::to_string(map) + ", {" + coords + "}]";
+        const std::string last = "[$" + std::to_string(map + 1 + rank) + "]";
+        const std::string dim = "cp.async.bulk.tensor." + std::to_string(rank) + "d.";
+        emit(load ? dim + "shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], " + box + ", " + last + ";"
+                  : dim + "global.shared::cta.tile.bulk_group " + box + ", " + last + ";",
              cons, ins);
         return;
     }

@@ -269,6 +269,17 @@ private:
     void exec_wgmma(const ir::MachineOpNode* op, const Active& act);
     void exec_mbarrier(const ir::MachineOpNode* op, const Active& act);
     void exec_tma_load(const ir::MachineOpNode* op, const Active& act);
+    // A tma_load's or tma_store's tensor and shared tile, checked (one element type; a
+    // store's tensor out / inout; the map's innermost dimension the tensor's contiguous
+    // one) and their indices (a load's mbarrier's too) prepared for the active threads.
+    struct TmaOperands {
+        Storage& global;
+        Storage& shared;
+        const ir::LoadNode* global_load;
+        const ir::LoadNode* shared_load;
+        std::vector<size_t> dims;  // map dimension i is tensor dimension dims[i]
+    };
+    TmaOperands tma_operands(const ir::MachineOpNode* op, const Active& act, SourceLoc loc);
     // The tensor map a tma_load / tma_store of `g` (the Load `gl`) names, and thread t's
     // box coordinates, innermost first (map dimension i is tensor dimension dims[i]).
     isa::TensorMapDesc tensor_map(const Storage& g, const ir::LoadNode* gl, const ir::MachineOpNode& op,

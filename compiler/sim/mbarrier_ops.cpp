@@ -135,22 +135,32 @@ isa::TensorMapDesc Executor::tensor_map(const Storage& g, const LoadNode* gl, co
     return map;
 }
 
+Executor::TmaOperands Executor::tma_operands(const MachineOpNode* op, const Active& act, SourceLoc loc) {
+    const bool load = op->op == MachineOp::TmaLoad;
+    auto* gl = static_cast<const LoadNode*>((load ? op->src : op->dst).at(0).get());
+    auto* sl = static_cast<const LoadNode*>((load ? op->dst : op->src).at(0).get());
+    Storage& g = storage(gl->buffer, loc);
+    Storage& s = storage(sl->buffer, loc);
+    if (s.scope != Scope::Shared || !s.arena || g.scope != Scope::Global || s.dtype != g.dtype)
+        fatal(loc, load ? "tma_load from '" + g.name() + "' into '" + s.name() + "': global to shared of one type only"
+                        : "tma_store from '" + s.name() + "' into '" + g.name() + "': shared to global of one type only");
+    if (!load && !g.writable) fatal(loc, "tma_store into '" + g.name() + "', which is not an out / inout tensor");
+    begin_statement();
+    for (const auto& i : sl->indices) prepare(i, act);
+    for (const auto& i : gl->indices) prepare(i, act);
+    if (load)
+        for (const auto& i : static_cast<const LoadNode*>(op->src.at(1).get())->indices) prepare(i, act);
+    std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
+    if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
+        fatal(loc, std::string(load ? "tma_load of '" : "tma_store into '") + g.name() +
+                       "': its map's innermost dimension is not the tensor's contiguous one");
+    return {g, s, gl, sl, std::move(dims)};
+}
+
 void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
-    auto* dl = static_cast<const LoadNode*>(op->dst.at(0).get());
-    auto* gl = static_cast<const LoadNode*>(op->src.at(0).get());
-    Storage& d = storage(dl->buffer, loc);
-    Storage& g = storage(gl->buffer, loc);
-    if (d.scope != Scope::Shared || !d.arena || g.scope != Scope::Global || d.dtype != g.dtype)
-        fatal(loc, "tma_load from '" + g.name() + "' into '" + d.name() + "': global to shared of one type only");
-    begin_statement();
-    for (const auto& i : dl->indices) prepare(i, act);
-    for (const auto& i : gl->indices) prepare(i, act);
-    for (const auto& i : static_cast<const LoadNode*>(op->src.at(1).get())->indices) prepare(i, act);
+    auto [g, d, gl, dl, dims] = tma_operands(op, act, loc);
     const int eb = d.elem_bytes;
-    const std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
-    if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
-        fatal(loc, "tma_load of '" + g.name() + "': its map's innermost dimension is not the tensor's contiguous one");
     for (int32_t t : act) {
         int64_t doff = offset_of(d, dl->indices, loc, t, true);
         auto bar = mbarrier_address(op->src.at(1), t, loc);
@@ -206,20 +216,8 @@ Executor::BulkGroups& Executor::bulk_groups_of(int t) {
 
 void Executor::exec_tma_store(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
-    auto* gl = static_cast<const LoadNode*>(op->dst.at(0).get());
-    auto* sl = static_cast<const LoadNode*>(op->src.at(0).get());
-    Storage& g = storage(gl->buffer, loc);
-    Storage& s = storage(sl->buffer, loc);
-    if (s.scope != Scope::Shared || !s.arena || g.scope != Scope::Global || s.dtype != g.dtype)
-        fatal(loc, "tma_store from '" + s.name() + "' into '" + g.name() + "': shared to global of one type only");
-    if (!g.writable) fatal(loc, "tma_store into '" + g.name() + "', which is not an out / inout tensor");
-    begin_statement();
-    for (const auto& i : sl->indices) prepare(i, act);
-    for (const auto& i : gl->indices) prepare(i, act);
+    auto [g, s, gl, sl, dims] = tma_operands(op, act, loc);
     const int eb = s.elem_bytes;
-    const std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
-    if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
-        fatal(loc, "tma_store into '" + g.name() + "': its map's innermost dimension is not the tensor's contiguous one");
     for (int32_t t : act) {
         int64_t soff = offset_of(s, sl->indices, loc, t, false);
         if (soff < 0) continue;

@@ -34,46 +34,39 @@ std::string Executor::element_at(int32_t inst, int64_t byte) const {
 // through a reused slot, or, where this buffer had stored the byte before, a clobber of
 // a live buffer by another the plan put on the same bytes).
 void Executor::check_pending(const Storage& s, int64_t off, int t, SourceLoc loc, bool write) {
+    // The async operations in flight on shared bytes, per byte a count: copies into them
+    // (no access may touch the bytes before their wait) and reads of them (no write may).
+    struct InFlight {
+        const std::vector<int32_t>& count;
+        bool writes_only;
+        IssueKind kind;
+        const char* what;
+    };
+    const InFlight checks[] = {
+        {arena_.pending, false, IssueKind::AsyncCopy,
+         " while a cp.async into it is in flight (no cp.async.wait_group completed its copy before this access)"},
+        {arena_.tma_pending, false, IssueKind::AsyncCopy,
+         " while a TMA copy into it is in flight (no mbarrier wait saw the phase its bytes complete before this "
+         "access)"},
+        {arena_.bulk_reading, true, IssueKind::AsyncRead,
+         " while a TMA store that reads it is in flight (no cp.async.bulk.wait_group.read of the issuing thread "
+         "covered its group before this write)"},
+        {arena_.wgmma_reading, true, IssueKind::AsyncRead,
+         " while a wgmma that reads it is in flight (no wgmma.wait_group of its warpgroup completed it before this "
+         "write)"},
+    };
     const int64_t first = s.base + off * s.elem_bytes;
-    for (int b = 0; b < s.elem_bytes; ++b)
-        if (arena_.pending[static_cast<size_t>(first + b)] > 0) {
-            issue(IssueKind::AsyncCopy, loc, t, [&] {
-                return std::string(write ? "write of '" : "read of '") + s.name() + "' element " +
-                       std::to_string(off) +
-                       " while a cp.async into it is in flight (no cp.async.wait_group completed its copy"
-                       " before this access)";
-            });
-            return;
-        }
-    for (int b = 0; b < s.elem_bytes; ++b)
-        if (arena_.tma_pending[static_cast<size_t>(first + b)] > 0) {
-            issue(IssueKind::AsyncCopy, loc, t, [&] {
-                return std::string(write ? "write of '" : "read of '") + s.name() + "' element " +
-                       std::to_string(off) +
-                       " while a TMA copy into it is in flight (no mbarrier wait saw the phase its bytes "
-                       "complete before this access)";
-            });
-            return;
-        }
-    if (!write) return;
-    for (int b = 0; b < s.elem_bytes; ++b)
-        if (arena_.bulk_reading[static_cast<size_t>(first + b)] > 0) {
-            issue(IssueKind::AsyncRead, loc, t, [&] {
-                return "write of '" + s.name() + "' element " + std::to_string(off) +
-                       " while a TMA store that reads it is in flight (no cp.async.bulk.wait_group.read of "
-                       "the issuing thread covered its group before this write)";
-            });
-            return;
-        }
-    for (int b = 0; b < s.elem_bytes; ++b)
-        if (arena_.wgmma_reading[static_cast<size_t>(first + b)] > 0) {
-            issue(IssueKind::AsyncRead, loc, t, [&] {
-                return "write of '" + s.name() + "' element " + std::to_string(off) +
-                       " while a wgmma that reads it is in flight (no wgmma.wait_group of its warpgroup "
-                       "completed it before this write)";
-            });
-            return;
-        }
+    for (const InFlight& c : checks) {
+        if (c.writes_only && !write) continue;
+        for (int b = 0; b < s.elem_bytes; ++b)
+            if (c.count[static_cast<size_t>(first + b)] > 0) {
+                issue(c.kind, loc, t, [&] {
+                    return std::string(write ? "write of '" : "read of '") + s.name() + "' element " +
+                           std::to_string(off) + c.what;
+                });
+                return;
+            }
+    }
 }
 
 void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {
