@@ -547,21 +547,39 @@ private:
             // first element: their shared operands count as the whole buffer, touched by
             // every thread (no footprint), but for a cp.async's or vector_copy's own
             // chunk. Registers are no memory here.
+            // An mbarrier is one 8-byte element: its init a plain store (ordered before
+            // other threads' use by a barrier), its arrivals, waits and a TMA's
+            // complete-tx atomic operations on it, which the mbarrier orders itself
+            // (consumers arriving on a stage's empty barrier each k-step need no block
+            // barrier between them).
             auto* m = s->as<MachineOpNode>();
+            auto is_mbarrier = [&](const Expr& e, bool write) {
+                switch (m->op) {
+                case MachineOp::MbarrierInit:
+                case MachineOp::MbarrierArrive: return write;
+                case MachineOp::MbarrierWait: return !write && e == m->src.at(0);
+                case MachineOp::TmaLoad: return !write && e == m->src.at(1);
+                default: return false;
+                }
+            };
             auto whole = [&](const Expr& e, bool write) {
                 auto l = expr_as<LoadNode>(e);
                 if (!l) return collect(e, out);
                 for (auto& i : l->indices) collect(i, out);
                 bool exact = l->buffer->scope == Scope::Global;
+                bool atomic = false;
                 // A cp.async writes its chunk only, from its own thread.
                 int64_t span = 1;
                 // A vector_copy reads and writes its own chunk likewise.
                 if ((m->op == MachineOp::CpAsync && write) || m->op == MachineOp::VectorCopy) {
                     exact = true;
                     span = m->imm.at(0) / ((l->buffer->dtype.bits + 7) / 8);
+                } else if (is_mbarrier(e, write)) {
+                    exact = true;
+                    atomic = m->op != MachineOp::MbarrierInit;
                 }
-                if (auto* a =
-                        access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, false, l.get(), span))
+                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write || atomic, atomic,
+                                     l.get(), span))
                     out.push_back(a);
             };
             for (auto& e : m->src) whole(e, false);

@@ -296,3 +296,44 @@ TEST_CASE("barriers: inside a uniform unrolled loop where its iterations meet", 
     CHECK(count_barriers(loop->body) == 2);
     CHECK(k.clean(placed));
 }
+
+TEST_CASE("barriers: mbarriers: one after the inits, none between arrivals", "[lower][barriers]") {
+    // The set-up of a pipeline's rings (thread 0 initialises each mbarrier under its own
+    // guard), then a loop in which every thread waits on one ring and arrives on the
+    // other, as a warp-specialized gemm's consumers do each k-step. The inits are plain
+    // stores another thread's use must follow through a barrier; arrivals and waits are
+    // atomic operations the mbarrier orders itself, so none between them.
+    Kernel k;
+    auto bars = [&](const std::string& name, int64_t offset) {
+        ir::BufferNode b = *ir::make_buffer(name, ir::DataType::u64(), {ir::make_int(2)}, ir::Scope::Shared);
+        b.shared_offset = offset;
+        return ir::make_buffer(std::move(b));
+    };
+    ir::Buffer full = bars("full", 0), empty = bars("empty", 16);
+    auto at = [](const ir::Buffer& b, Expr i) { return ir::make_load(b, {std::move(i)}); };
+    auto on_thread0 = [&](Stmt s) { return ir::make_if(ir::eq(k.tx, ir::make_int(0)), std::move(s)); };
+    std::vector<Stmt> setup;
+    for (int64_t i = 0; i < 2; ++i) {
+        setup.push_back(on_thread0(ir::make_machine_op(ir::MachineOp::MbarrierInit, {kThreads}, {at(full, ir::make_int(i))}, {})));
+        setup.push_back(on_thread0(ir::make_machine_op(ir::MachineOp::MbarrierInit, {kThreads}, {at(empty, ir::make_int(i))}, {})));
+    }
+    ir::Var it = ir::make_loop_var("it");
+    Expr stage = ir::floormod(it, ir::make_int(2));
+    // Every thread arrives on full[stage] and waits for its phase, then arrives on
+    // empty[stage] (released for a next round no one waits for here).
+    Stmt step = ir::make_seq(
+        {ir::make_machine_op(ir::MachineOp::MbarrierArrive, {0}, {at(full, stage)}, {}),
+         ir::make_machine_op(ir::MachineOp::MbarrierWait, {}, {}, {at(full, stage), ir::floormod(ir::floordiv(it, ir::make_int(2)), ir::make_int(2))}),
+         ir::make_machine_op(ir::MachineOp::MbarrierArrive, {0}, {at(empty, stage)}, {}),
+         ir::make_store(k.y, {ir::add(ir::mul(it, ir::make_int(kThreads)), k.tx)}, ir::make_load(k.x, {k.tx}))});
+    setup.push_back(ir::make_for(it, ir::make_int(0), ir::make_int(4), ir::ForKind::Serial, step));
+    Stmt body = ir::make_allocate(full, ir::make_allocate(empty, ir::make_seq(setup)));
+    Stmt placed = lower::place_barriers(body, kThreads);
+    INFO(ir::print(placed));
+    auto stmts = top(placed);
+    REQUIRE(stmts.size() == 6);
+    for (size_t i = 0; i < 4; ++i) CHECK(stmts[i]->is<ir::IfNode>());
+    CHECK(stmts[4]->is<ir::BarrierNode>());
+    CHECK(count_barriers(placed) == 1);
+    CHECK(k.clean(placed));
+}
