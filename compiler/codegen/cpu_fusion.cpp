@@ -442,12 +442,12 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
     };
     std::vector<Prep> prep(seg.size());
     llvm::Value* fast = b_.getTrue();
-    // With copies out to global tensors: whether every one may store with non-temporal
-    // vector stores (a large tensor, consecutive columns, the row 64-byte aligned), and
-    // whether none would stream unfused (then plain stores are what the copy does).
+    // With copies out to global tensors: whether they may store with non-temporal vector
+    // stores in the loop (every destination a tensor of 8 MiB or more with consecutive
+    // columns, the row starting on a 64-byte line), and whether one would stream unfused.
     bool copies_out = false;
-    llvm::Value* streams = b_.getTrue();
-    llvm::Value* no_stream = b_.getTrue();
+    llvm::Value* streams = b_.getInt1(ms_.streaming_stores);
+    llvm::Value* any_big = b_.getFalse();
     for (size_t k = 0; k < seg.size(); ++k) {
         if (seg[k]->kind != RowKind::Copy) continue;
         auto* c = seg[k]->stmt->as<ir::CopyNode>();
@@ -470,11 +470,11 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                 prep[k].out_row = b_.CreateGEP(et, info.base, off);
                 llvm::Value* misalign = b_.CreateAnd(b_.CreatePtrToInt(prep[k].out_row, b_.getInt64Ty()), b_.getInt64(63));
                 streams = b_.CreateAnd(streams, b_.CreateAnd(big, b_.CreateICmpEQ(misalign, b_.getInt64(0))));
-                no_stream = b_.CreateAnd(no_stream, b_.CreateNot(big));
+                any_big = b_.CreateOr(any_big, big);
             } else {
                 streams = b_.getFalse();
                 // Unfused, a large tensor whose columns turn out consecutive streams.
-                if (ms_.streaming_stores) no_stream = b_.CreateAnd(no_stream, b_.CreateNot(big));
+                if (ms_.streaming_stores) any_big = b_.CreateOr(any_big, big);
             }
             continue;
         }
@@ -494,8 +494,13 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
             prep[k].next_row = b_.CreateGEP(storage_type(ms_.ctx, c->src.buffer->dtype), info.base, off);
         }
     }
-    // `nt`: copies out store with non-temporal vector stores (streams holds).
-    auto fused = [&](bool nt) {
+    // How the loop stores a copy out: plainly, with non-temporal vector stores (where
+    // `streams` holds), or not at all: each runs unfused after the loop, streaming the
+    // row's aligned middle (a row of a large tensor that does not start on a line:
+    // plain stores would first read each line from memory, and the scalar iterations
+    // of a loop peeled up to the first line cost more than the copy).
+    enum class Out { Plain, Streaming, After };
+    auto fused = [&](Out out) {
         for (size_t k = 0; k < seg.size(); ++k) {
             const RowStmt& rs = *seg[k];
             if (rs.kind == RowKind::Fill) {
@@ -532,10 +537,11 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                         if (cp->dst.buffer->scope == ir::Scope::Global) {
                             // Stored right where the row is computed: the writes of this
                             // block overlap its arithmetic and the next block's reads.
+                            if (out == Out::After) break;
                             DataType dt = cp->dst.buffer->dtype;
                             llvm::Value* v = convert_for_store(load_element(cp->src.buffer, {i, c}),
                                                                cp->src.buffer->dtype, dt);
-                            if (nt) {
+                            if (out == Out::Streaming) {
                                 emit_streaming_store(prep[k].out_row, c, to_storage(v, dt));
                             } else {
                                 store_element(cp->dst.buffer, {prep[k].dst_index[0], b_.CreateAdd(prep[k].dst_index[1], c)},
@@ -580,6 +586,10 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                 llvm::Type* acc_ty = reg_type(ms_.ctx, r->dst.buffer->dtype);
                 store_element(r->dst.buffer, prep[k].dst_index, b_.CreateLoad(acc_ty, prep[k].slot));
             }
+        if (out == Out::After)
+            for (auto* rs : seg)
+                if (rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global)
+                    emit_row_stmt(*rs, row);
     };
     auto one_by_one = [&] {
         for (auto* rs : seg) emit_row_stmt(*rs, row);
@@ -592,13 +602,25 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
             emit_if(cond, then_fn, else_fn);
     };
     if (!copies_out) {
-        choose(fast, [&] { fused(false); }, one_by_one);
+        choose(fast, [&] { fused(Out::Plain); }, one_by_one);
         return;
     }
-    // A row that would stream but is not aligned keeps the unfused copy, which streams
-    // its aligned middle (plain stores would first read each line from memory).
-    choose(b_.CreateAnd(fast, streams), [&] { fused(true); },
-           [&] { choose(b_.CreateAnd(fast, no_stream), [&] { fused(false); }, one_by_one); });
+    // Copies out may wait until after the loop when nothing after the first of them in
+    // the segment is anything else (then the tile rows they read are final).
+    bool trailing = true, seen = false;
+    for (auto* rs : seg) {
+        bool out = rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global;
+        if (seen && !out) trailing = false;
+        seen = seen || out;
+    }
+    choose(
+        fast,
+        [&] {
+            choose(streams, [&] { fused(Out::Streaming); },
+                   [&] { choose(b_.CreateAnd(any_big, b_.getInt1(trailing)), [&] { fused(Out::After); },
+                                [&] { fused(Out::Plain); }); });
+        },
+        one_by_one);
 }
 
 }  // namespace tilec::codegen
