@@ -586,13 +586,14 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                 llvm::Type* acc_ty = reg_type(ms_.ctx, r->dst.buffer->dtype);
                 store_element(r->dst.buffer, prep[k].dst_index, b_.CreateLoad(acc_ty, prep[k].slot));
             }
-        if (out == Out::After)
-            for (auto* rs : seg)
-                if (rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global)
-                    emit_row_stmt(*rs, row);
     };
-    auto one_by_one = [&] {
-        for (auto* rs : seg) emit_row_stmt(*rs, row);
+    auto is_out = [](const RowStmt* rs) {
+        return rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global;
+    };
+    // All statements one after another, or all but the copies out (`after`).
+    auto one_by_one = [&](bool after) {
+        for (auto* rs : seg)
+            if (!after || !is_out(rs)) emit_row_stmt(*rs, row);
     };
     // if (cond) then_fn() else else_fn(), without the branch where cond is a constant.
     auto choose = [&](llvm::Value* cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn) {
@@ -602,25 +603,29 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
             emit_if(cond, then_fn, else_fn);
     };
     if (!copies_out) {
-        choose(fast, [&] { fused(Out::Plain); }, one_by_one);
+        choose(fast, [&] { fused(Out::Plain); }, [&] { one_by_one(false); });
         return;
     }
     // Copies out may wait until after the loop when nothing after the first of them in
     // the segment is anything else (then the tile rows they read are final).
     bool trailing = true, seen = false;
     for (auto* rs : seg) {
-        bool out = rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global;
-        if (seen && !out) trailing = false;
-        seen = seen || out;
+        if (seen && !is_out(rs)) trailing = false;
+        seen = seen || is_out(rs);
     }
-    choose(
-        fast,
-        [&] {
-            choose(streams, [&] { fused(Out::Streaming); },
-                   [&] { choose(b_.CreateAnd(any_big, b_.getInt1(trailing)), [&] { fused(Out::After); },
-                                [&] { fused(Out::Plain); }); });
-        },
-        one_by_one);
+    if (!trailing) {
+        choose(fast, [&] { choose(streams, [&] { fused(Out::Streaming); }, [&] { fused(Out::Plain); }); },
+               [&] { one_by_one(false); });
+        return;
+    }
+    // Otherwise the rows that do not stream in the loop run the other statements (fused
+    // or not) and then the copies, the same code as without this fusion.
+    choose(b_.CreateAnd(fast, streams), [&] { fused(Out::Streaming); },
+           [&] {
+               choose(fast, [&] { fused(Out::After); }, [&] { one_by_one(true); });
+               for (auto* rs : seg)
+                   if (is_out(rs)) emit_row_stmt(*rs, row);
+           });
 }
 
 }  // namespace tilec::codegen
