@@ -1,5 +1,7 @@
 // Expressions of the CPU backend: operators with the IR's integer semantics (wrapping,
 // floor division), math calls, selects that never evaluate a side that could trap.
+#include <algorithm>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
@@ -494,6 +496,67 @@ void FunctionLowering::emit_prefetch(llvm::Value* base, llvm::Value* index, unsi
     call->setDoesNotThrow();
     call->setOnlyAccessesInaccessibleMemory();
     call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", variants));
+}
+
+// A non-temporal store of `value` (a storage value, 1 to 8 bytes) into element `index`
+// of the array at `base`, in a loop over index that the vectoriser may widen: a store
+// with !nontemporal metadata is not widened unless its alignment already is the
+// vector's, which a scalar store's cannot be. So it is a call of the internal
+// `tilec.vf.ntstore.<type>(base, index, value)`: the scalar function stores plainly (a
+// remainder iteration), its variants for 4 to 32 lanes store the whole vector at
+// base + index with !nontemporal, aligned to the vector's bytes up to 64. The caller
+// guarantees that alignment: a vector's first index is a multiple of its lanes from a
+// 64-byte aligned element 0. Inlined with the math functions after the pipeline.
+void FunctionLowering::emit_streaming_store(llvm::Value* base, llvm::Value* index, llvm::Value* value) {
+    static const unsigned kLanes[] = {4, 8, 16, 32};
+    llvm::Type* t = value->getType();
+    const uint64_t elem_bytes = t->getPrimitiveSizeInBits() / 8;
+    const std::string name = std::string("tilec.vf.ntstore.") + (t->isFloatingPointTy() ? "f" : "i") +
+                             std::to_string(8 * elem_bytes);
+    llvm::Module& m = ms_.module;
+    llvm::Function* fn = m.getFunction(name);
+    if (!fn) {
+        auto* ptr = b_.getPtrTy();
+        auto make = [&](const std::string& fname, unsigned lanes) {
+            llvm::Type* vt = lanes ? llvm::FixedVectorType::get(t, lanes) : t;
+            auto* f = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), vt}, false),
+                                             llvm::GlobalValue::InternalLinkage, fname, m);
+            f->setDoesNotThrow();
+            f->setWillReturn();
+            // Reads too, as far as LLVM knows: the loop vectoriser refuses a call that
+            // only writes memory, but takes one with vector variants that may read.
+            f->setMemoryEffects(llvm::MemoryEffects::argMemOnly() | llvm::MemoryEffects::inaccessibleMemOnly());
+            f->addFnAttr(llvm::Attribute::NoInline);  // until inline_math_functions
+            llvm::IRBuilder<> fb(llvm::BasicBlock::Create(ms_.ctx, "entry", f));
+            llvm::Value* p = fb.CreateGEP(t, f->getArg(0), f->getArg(1));
+            if (!lanes) {
+                fb.CreateStore(f->getArg(2), p);
+                // Something LLVM must take for a read, or it infers that the function
+                // only writes (and then the call keeps the loop scalar, as above).
+                fb.CreateIntrinsic(llvm::Intrinsic::sideeffect, {}, {});
+            } else {
+                uint64_t align = std::min<uint64_t>(64, lanes * elem_bytes);
+                auto* st = fb.CreateAlignedStore(f->getArg(2), p, llvm::Align(align));
+                st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                                llvm::MDNode::get(ms_.ctx, {llvm::ConstantAsMetadata::get(fb.getInt32(1))}));
+            }
+            fb.CreateRetVoid();
+            return f;
+        };
+        fn = make(name, 0);
+        std::vector<llvm::Constant*> keep;
+        for (unsigned lanes : kLanes) keep.push_back(make(name + ".v" + std::to_string(lanes), lanes));
+        ms_.keep_until_inlined(keep);
+    }
+    std::string variants;
+    for (unsigned lanes : kLanes)
+        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + "ulv_" + name +
+                    "(" + name + ".v" + std::to_string(lanes) + ")";
+    llvm::CallInst* call = b_.CreateCall(fn, {base, index, value});
+    call->setDoesNotThrow();
+    call->setMemoryEffects(llvm::MemoryEffects::argMemOnly() | llvm::MemoryEffects::inaccessibleMemOnly());
+    call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", variants));
+    emitted_streaming_stores = true;
 }
 
 llvm::Value* FunctionLowering::lower_call(const ir::CallNode& e) {

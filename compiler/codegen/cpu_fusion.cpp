@@ -180,12 +180,18 @@ std::optional<RowStmt> copy_form(const ir::Stmt& s) {
         rows = n;
     }
     rs.rows = rows;
-    // Column form: a global [R, C] block into a whole [R, C] tile.
+    // Column form: a global [R, C] block into a whole [R, C] tile, or a whole tile out
+    // into a global block (not bool: its storage is not a whole number of bits per lane).
     if (c->src.buffer->scope == ir::Scope::Global && c->src.start.size() == 2 &&
         c->dst.buffer->scope != ir::Scope::Global) {
         int64_t cols = tile_cols(c->dst);
         auto e = const_of(c->src.extent[1]);
         if (cols && e && *e == cols && !has_load(c->src.start[1])) rs.cols = cols;
+    } else if (c->dst.buffer->scope == ir::Scope::Global && c->dst.start.size() == 2 &&
+               c->src.buffer->scope != ir::Scope::Global && !c->dst.buffer->dtype.is_bool()) {
+        int64_t cols = tile_cols(c->src);
+        auto e = const_of(c->dst.extent[1]);
+        if (cols && e && *e == cols && !has_load(c->dst.start[1])) rs.cols = cols;
     }
     return rs;
 }
@@ -431,13 +437,47 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
         llvm::Value* value = nullptr;
         llvm::Value* slot = nullptr;
         llvm::Value* next_row = nullptr;  // a copy: its source row R rows further down
+        llvm::Value* out_row = nullptr;   // a copy out: where its row starts (streaming)
         std::vector<llvm::Value*> dst_index;
     };
     std::vector<Prep> prep(seg.size());
     llvm::Value* fast = b_.getTrue();
+    // With copies out to global tensors: whether they may store with non-temporal vector
+    // stores in the loop (every destination a tensor of 8 MiB or more with consecutive
+    // columns, the row starting on a 64-byte line), and whether one would stream unfused.
+    bool copies_out = false;
+    llvm::Value* streams = b_.getInt1(ms_.streaming_stores);
+    llvm::Value* any_big = b_.getFalse();
     for (size_t k = 0; k < seg.size(); ++k) {
         if (seg[k]->kind != RowKind::Copy) continue;
         auto* c = seg[k]->stmt->as<ir::CopyNode>();
+        if (c->dst.buffer->scope == ir::Scope::Global) {
+            copies_out = true;
+            const BufferInfo& info = buffer(c->dst.buffer);
+            prep[k].dst_index = {b_.CreateAdd(i64(c->dst.start[0]), i), i64(c->dst.start[1])};
+            llvm::Value* end = b_.CreateAdd(prep[k].dst_index[1], b_.getInt64(cols));
+            fast = b_.CreateAnd(fast, b_.CreateICmpULT(prep[k].dst_index[0], info.shape[0]));
+            fast = b_.CreateAnd(fast, b_.CreateICmpSGE(prep[k].dst_index[1], b_.getInt64(0)));
+            fast = b_.CreateAnd(fast, b_.CreateICmpSLE(end, info.shape[1]));
+            llvm::Type* et = storage_type(ms_.ctx, c->dst.buffer->dtype);
+            llvm::Value* bytes = b_.getInt64(et->getPrimitiveSizeInBits() / 8);
+            for (llvm::Value* d : info.shape) bytes = b_.CreateMul(bytes, d);
+            llvm::Value* big = b_.CreateICmpUGE(bytes, b_.getInt64(kStreamingStoreBytes));
+            auto* inner = llvm::dyn_cast<llvm::ConstantInt>(info.strides[1]);
+            if (ms_.streaming_stores && !info.packed && inner && inner->isOne()) {
+                llvm::Value* off = b_.CreateAdd(b_.CreateMul(prep[k].dst_index[0], info.strides[0]),
+                                                prep[k].dst_index[1]);
+                prep[k].out_row = b_.CreateGEP(et, info.base, off);
+                llvm::Value* misalign = b_.CreateAnd(b_.CreatePtrToInt(prep[k].out_row, b_.getInt64Ty()), b_.getInt64(63));
+                streams = b_.CreateAnd(streams, b_.CreateAnd(big, b_.CreateICmpEQ(misalign, b_.getInt64(0))));
+                any_big = b_.CreateOr(any_big, big);
+            } else {
+                streams = b_.getFalse();
+                // Unfused, a large tensor whose columns turn out consecutive streams.
+                if (ms_.streaming_stores) any_big = b_.CreateOr(any_big, big);
+            }
+            continue;
+        }
         const BufferInfo& info = buffer(c->src.buffer);
         prep[k].src_row = b_.CreateAdd(i64(c->src.start[0]), i);
         prep[k].src_col = i64(c->src.start[1]);
@@ -454,7 +494,13 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
             prep[k].next_row = b_.CreateGEP(storage_type(ms_.ctx, c->src.buffer->dtype), info.base, off);
         }
     }
-    auto fused = [&] {
+    // How the loop stores a copy out: plainly, with non-temporal vector stores (where
+    // `streams` holds), or not at all: each runs unfused after the loop, streaming the
+    // row's aligned middle (a row of a large tensor that does not start on a line:
+    // plain stores would first read each line from memory, and the scalar iterations
+    // of a loop peeled up to the first line cost more than the copy).
+    enum class Out { Plain, Streaming, After };
+    auto fused = [&](Out out) {
         for (size_t k = 0; k < seg.size(); ++k) {
             const RowStmt& rs = *seg[k];
             if (rs.kind == RowKind::Fill) {
@@ -488,6 +534,21 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                     }
                     case RowKind::Copy: {
                         auto* cp = rs.stmt->as<ir::CopyNode>();
+                        if (cp->dst.buffer->scope == ir::Scope::Global) {
+                            // Stored right where the row is computed: the writes of this
+                            // block overlap its arithmetic and the next block's reads.
+                            if (out == Out::After) break;
+                            DataType dt = cp->dst.buffer->dtype;
+                            llvm::Value* v = convert_for_store(load_element(cp->src.buffer, {i, c}),
+                                                               cp->src.buffer->dtype, dt);
+                            if (out == Out::Streaming) {
+                                emit_streaming_store(prep[k].out_row, c, to_storage(v, dt));
+                            } else {
+                                store_element(cp->dst.buffer, {prep[k].dst_index[0], b_.CreateAdd(prep[k].dst_index[1], c)},
+                                              v);
+                            }
+                            break;
+                        }
                         llvm::Value* col = b_.CreateAdd(prep[k].src_col, c);
                         llvm::Value* v = load_element(cp->src.buffer, {prep[k].src_row, col});
                         if (prep[k].next_row) {
@@ -526,13 +587,45 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                 store_element(r->dst.buffer, prep[k].dst_index, b_.CreateLoad(acc_ty, prep[k].slot));
             }
     };
-    auto one_by_one = [&] {
-        for (auto* rs : seg) emit_row_stmt(*rs, row);
+    auto is_out = [](const RowStmt* rs) {
+        return rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global;
     };
-    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(fast); c && c->isOne())
-        fused();
-    else
-        emit_if(fast, fused, one_by_one);
+    // All statements one after another, or all but the copies out (`after`).
+    auto one_by_one = [&](bool after) {
+        for (auto* rs : seg)
+            if (!after || !is_out(rs)) emit_row_stmt(*rs, row);
+    };
+    // if (cond) then_fn() else else_fn(), without the branch where cond is a constant.
+    auto choose = [&](llvm::Value* cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn) {
+        if (auto* k = llvm::dyn_cast<llvm::ConstantInt>(cond))
+            k->isOne() ? then_fn() : else_fn();
+        else
+            emit_if(cond, then_fn, else_fn);
+    };
+    if (!copies_out) {
+        choose(fast, [&] { fused(Out::Plain); }, [&] { one_by_one(false); });
+        return;
+    }
+    // Copies out may wait until after the loop when nothing after the first of them in
+    // the segment is anything else (then the tile rows they read are final).
+    bool trailing = true, seen = false;
+    for (auto* rs : seg) {
+        if (seen && !is_out(rs)) trailing = false;
+        seen = seen || is_out(rs);
+    }
+    if (!trailing) {
+        choose(fast, [&] { choose(streams, [&] { fused(Out::Streaming); }, [&] { fused(Out::Plain); }); },
+               [&] { one_by_one(false); });
+        return;
+    }
+    // Otherwise the rows that do not stream in the loop run the other statements (fused
+    // or not) and then the copies, the same code as without this fusion.
+    choose(b_.CreateAnd(fast, streams), [&] { fused(Out::Streaming); },
+           [&] {
+               choose(fast, [&] { fused(Out::After); }, [&] { one_by_one(true); });
+               for (auto* rs : seg)
+                   if (is_out(rs)) emit_row_stmt(*rs, row);
+           });
 }
 
 }  // namespace tilec::codegen

@@ -89,6 +89,14 @@ private:
     std::map<std::string, llvm::Constant*> strings_;
 };
 
+// Global destinations of at least this many bytes are written with non-temporal stores
+// where a copy writes a row's aligned middle from a block-local tile (cpu_tile_ops.cpp,
+// and fused into a row's column loop, cpu_fusion.cpp): a kernel's output of this size is
+// unlikely to be read from the caches soon, and a plain store would first read each line
+// from memory (a third more DRAM traffic for a row kernel). 8 MiB: above per-core L2
+// sizes, so small outputs that the next kernel reads stay cached.
+constexpr uint64_t kStreamingStoreBytes = 8u << 20;
+
 // How a loop is annotated for LLVM's loop passes.
 enum class LoopHint { None, Vectorize, Unroll };
 
@@ -177,6 +185,10 @@ public:
     // A prefetch of element `index` (i64) of the array at `base`, in a loop over index
     // that the vectoriser may widen (cpu_expr.cpp).
     void emit_prefetch(llvm::Value* base, llvm::Value* index, unsigned elem_bytes);
+    // A non-temporal store of storage value `value` into element `index` of the array at
+    // `base` (64-byte aligned), in a loop over index that the vectoriser may widen
+    // (cpu_expr.cpp).
+    void emit_streaming_store(llvm::Value* base, llvm::Value* index, llvm::Value* value);
     // A stack slot in the function's entry block.
     llvm::Value* entry_alloca(llvm::Type* t, uint64_t count, const std::string& name);
 

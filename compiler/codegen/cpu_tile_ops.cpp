@@ -154,17 +154,6 @@ static void for_each_element(
     });
 }
 
-namespace {
-
-// Global destinations of at least this many bytes are written with non-temporal stores
-// where a copy writes a row's aligned middle from a block-local tile: a kernel's output
-// of this size is unlikely to be read from the caches soon, and a plain store would
-// first read each line from memory (a third more DRAM traffic for a row kernel). 8 MiB:
-// above per-core L2 sizes, so small outputs that the next kernel reads stay cached.
-constexpr uint64_t kStreamingStoreBytes = 8u << 20;
-
-}  // namespace
-
 void FunctionLowering::emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo, llvm::Value* hi,
                                           const std::vector<llvm::Value*>& si,
                                           const std::vector<llvm::Value*>& di, size_t s_in, size_t d_in) {

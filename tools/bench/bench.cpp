@@ -11,8 +11,12 @@
 // Every timing is the best of N runs after one warm-up, and each result is checked
 // against a plain C++ loop (not timed) so the figures are of correct work. No thresholds.
 //
-//   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time]
+//   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time] [--offset B]
 //     --quick    small sizes, one rep (the ctest smoke test: keeps the program working)
+//     --offset   the row kernels' X and Y (and memcpy's buffers) start B bytes past a
+//                64-byte boundary (default 0, as a framework's allocator aligns tensors;
+//                16 is where glibc's malloc puts large blocks): the CPU code streams a row
+//                inside its compute loop only where the row starts on a 64-byte line
 //     --cpu-time time every column by the CPU time of the thread that runs it instead of
 //                the wall clock (needs --threads 1, which runs everything on the main
 //                thread): on a shared machine other processes' time slices then stay out
@@ -48,6 +52,7 @@ int g_threads = 1;
 int g_reps = 5;
 bool g_ok = true;
 bool g_cpu_time = false;  // --cpu-time
+int g_offset = 0;         // --offset: bytes past a 64-byte boundary of the row buffers
 
 // Seconds now: wall clock, or with --cpu-time this thread's CPU time.
 double now_seconds() {
@@ -266,12 +271,24 @@ void print_row_kernel(const char* what, int64_t M, int64_t N, double t_tile, dou
                 (long long)N, bytes / t_tile * 1e-9, bytes / t_memcpy * 1e-9, t_memcpy / t_tile);
 }
 
+// M * N floats starting g_offset bytes past a 64-byte boundary.
+struct RowBuffer {
+    std::vector<float> storage;
+    float* p;
+    explicit RowBuffer(int64_t n) : storage(size_t(n) + 32) {
+        auto a = reinterpret_cast<uintptr_t>(storage.data());
+        p = reinterpret_cast<float*>((a + 63) / 64 * 64 + uintptr_t(g_offset));
+    }
+    std::vector<double> doubles(int64_t n) const { return std::vector<double>(p, p + n); }
+};
+
 struct RowData {
-    std::vector<float> X, Y, ref, gamma, beta, copy;
-    RowData(int64_t M, int64_t N) : X(size_t(M * N)), Y(X.size()), ref(X.size()), gamma(size_t(N)), beta(size_t(N)), copy(X.size()) {
+    RowBuffer X, Y, copy;
+    std::vector<float> ref, gamma, beta;
+    RowData(int64_t M, int64_t N) : X(M * N), Y(M * N), copy(M * N), ref(size_t(M * N)), gamma(size_t(N)), beta(size_t(N)) {
         std::mt19937 rng(3);
         std::uniform_real_distribution<float> u(-8, 8);
-        for (auto& x : X) x = u(rng);
+        for (int64_t i = 0; i < M * N; ++i) X.p[i] = u(rng);
         for (auto& g : gamma) g = u(rng) / 8;
         for (auto& b : beta) b = u(rng) / 8;
     }
@@ -282,12 +299,12 @@ void bench_row_kernels(int64_t M, int64_t N) {
     tile_cpu_options opt = TILE_CPU_OPTIONS_INIT;
     opt.num_threads = g_threads;
     const float eps = 1e-5f;
-    double t_memcpy = seconds_memcpy(d.X.data(), d.copy.data(), M * N);
+    double t_memcpy = seconds_memcpy(d.X.p, d.copy.p, M * N);
     auto rows = [&](auto per_row) {  // the plain reference, row by row in double
-        for (int64_t r = 0; r < M; ++r) per_row(d.X.data() + r * N, d.ref.data() + r * N);
+        for (int64_t r = 0; r < M; ++r) per_row(d.X.p + r * N, d.ref.data() + r * N);
     };
 
-    double t = seconds_best_of(g_reps, [&] { check_status(softmax_f32_cpu(&opt, d.X.data(), d.Y.data(), M, N), "softmax_f32"); });
+    double t = seconds_best_of(g_reps, [&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); });
     print_row_kernel("softmax f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double mx = -INFINITY, sum = 0;
@@ -295,10 +312,10 @@ void bench_row_kernels(int64_t M, int64_t N) {
         for (int64_t c = 0; c < N; ++c) sum += std::exp(double(x[c]) - mx);
         for (int64_t c = 0; c < N; ++c) y[c] = float(std::exp(double(x[c]) - mx) / sum);
     });
-    verify("softmax_f32", std::vector<double>(d.Y.begin(), d.Y.end()), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
+    verify("softmax_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
     t = seconds_best_of(g_reps, [&] {
-        check_status(rmsnorm_f32_cpu(&opt, d.X.data(), d.gamma.data(), d.Y.data(), M, N, eps), "rmsnorm_f32");
+        check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32");
     });
     print_row_kernel("rmsnorm f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
@@ -307,10 +324,10 @@ void bench_row_kernels(int64_t M, int64_t N) {
         double rstd = 1 / std::sqrt(ss / double(N) + eps);
         for (int64_t c = 0; c < N; ++c) y[c] = float(x[c] * rstd * d.gamma[size_t(c)]);
     });
-    verify("rmsnorm_f32", std::vector<double>(d.Y.begin(), d.Y.end()), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
+    verify("rmsnorm_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
     t = seconds_best_of(g_reps, [&] {
-        check_status(layernorm_f32_cpu(&opt, d.X.data(), d.gamma.data(), d.beta.data(), d.Y.data(), M, N, eps), "layernorm_f32");
+        check_status(layernorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.beta.data(), d.Y.p, M, N, eps), "layernorm_f32");
     });
     print_row_kernel("layernorm f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
@@ -321,7 +338,7 @@ void bench_row_kernels(int64_t M, int64_t N) {
         double rstd = 1 / std::sqrt(var / double(N) + eps);
         for (int64_t c = 0; c < N; ++c) y[c] = float((x[c] - mean) * rstd * d.gamma[size_t(c)] + d.beta[size_t(c)]);
     });
-    verify("layernorm_f32", std::vector<double>(d.Y.begin(), d.Y.end()), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
+    verify("layernorm_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 }
 
 }  // namespace
@@ -338,12 +355,18 @@ int main(int argc, char** argv) {
             g_reps = std::max(1, std::atoi(argv[++i]));
         } else if (a == "--threads" && i + 1 < argc) {
             g_threads = std::max(1, std::atoi(argv[++i]));
+        } else if (a == "--offset" && i + 1 < argc) {
+            g_offset = std::atoi(argv[++i]) / 4 * 4;
+            if (g_offset < 0 || g_offset >= 64) {
+                std::fprintf(stderr, "%s: --offset takes 0 to 60 bytes\n", argv[0]);
+                return 2;
+            }
         } else if (a == "--cpu-time") {
             g_cpu_time = true;
         } else if (a == "--only" && i + 1 < argc && (std::string(argv[i + 1]) == "rows" || std::string(argv[i + 1]) == "gemm")) {
             only = argv[++i];
         } else {
-            std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time] [--offset B]\n", argv[0]);
             return 2;
         }
     }
@@ -353,8 +376,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     g_openblas = load_openblas();
-    std::printf("tile_bench: %d thread(s) for every column, best of %d run(s) by %s%s; OpenBLAS: %s\n", g_threads,
-                g_reps, g_cpu_time ? "thread CPU time" : "wall time", quick ? ", --quick sizes" : "",
+    std::printf("tile_bench: %d thread(s) for every column, best of %d run(s) by %s%s; row buffers %d bytes past 64-byte "
+                "lines; OpenBLAS: %s\n",
+                g_threads, g_reps, g_cpu_time ? "thread CPU time" : "wall time", quick ? ", --quick sizes" : "", g_offset,
                 g_openblas.sgemm ? (g_openblas.core.empty() ? "loaded" : g_openblas.core.c_str()) : "not installed");
     if (only != "gemm") {
         if (quick)

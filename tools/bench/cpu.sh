@@ -5,7 +5,7 @@
 # (dlopen'ed when libopenblas.so.0 is installed, e.g. Debian's libopenblas0-pthread;
 # column skipped otherwise) and as a share of the measured FMA peak. See bench.cpp.
 #
-#   tools/bench/cpu.sh [BUILD_DIR] [tile_bench options: --quick --reps N --threads T --only rows|gemm --cpu-time]
+#   tools/bench/cpu.sh [BUILD_DIR] [tile_bench options: --quick --reps N --threads T --only rows|gemm --cpu-time --offset B]
 #
 # BUILD_DIR (or $BUILD; default build/) is a configured and built tilec tree: its tilec
 # compiles the kernels and its libtile_runtime.a is linked. Outputs go to
