@@ -279,12 +279,31 @@ TEST_CASE("split_address_constants: a masked copy's clamped rows", "[codegen][ad
     check_same_addresses(k, 6);
 }
 
+// A kernel whose addresses are used in a loop of its own blocks (entry -> loop -> exit),
+// not the one Kernel::finish builds.
+struct LoopBlocks {
+    llvm::BasicBlock* entry;
+    llvm::BasicBlock* loop;
+    llvm::BasicBlock* exit;
+    Kernel& k;
+    explicit LoopBlocks(Kernel& kernel)
+        : entry(llvm::BasicBlock::Create(kernel.ctx, "entry", kernel.fn)),
+          loop(llvm::BasicBlock::Create(kernel.ctx, "loop", kernel.fn)),
+          exit(llvm::BasicBlock::Create(kernel.ctx, "exit", kernel.fn)),
+          k(kernel) {}
+    // Ends the loop block where `b` is (again while the fourth argument is true).
+    void close(llvm::IRBuilder<>& b) {
+        b.CreateCondBr(k.fn->getArg(3), loop, exit);
+        b.SetInsertPoint(exit);
+        b.CreateRetVoid();
+    }
+};
+
 TEST_CASE("split_address_constants: shared addresses in the loop are narrowed, not moved", "[codegen][address]") {
     Kernel k;
-    auto* entry = llvm::BasicBlock::Create(k.ctx, "entry", k.fn);
-    auto* loop = llvm::BasicBlock::Create(k.ctx, "loop", k.fn);
-    auto* exit = llvm::BasicBlock::Create(k.ctx, "exit", k.fn);
-    llvm::IRBuilder<> b(entry);
+    LoopBlocks blocks(k);
+    llvm::BasicBlock* loop = blocks.loop;
+    llvm::IRBuilder<> b(blocks.entry);
     k.tid_ = b.CreateAnd(k.fn->getArg(0), 1023);
     llvm::Value* base = b.CreateShl(b.CreateLShr(k.tid(), 3), 7);
     b.CreateBr(loop);
@@ -293,9 +312,7 @@ TEST_CASE("split_address_constants: shared addresses in the loop are narrowed, n
     llvm::Value* index = b.CreateTrunc(b.CreateXor(b.CreateAdd(base, k.page()), b.CreateAnd(k.tid(), 56)), b.getInt32Ty());
     llvm::Value* addr = b.CreateGEP(b.getInt16Ty(), k.shared, index);
     b.CreateCall(k.use, {b.CreatePtrToInt(addr, b.getInt64Ty())});
-    b.CreateCondBr(k.fn->getArg(3), loop, exit);
-    b.SetInsertPoint(exit);
-    b.CreateRetVoid();
+    blocks.close(b);
     check_same_addresses(k, 1);
     remove_dead(*k.fn);
     // The index is now computed in i32: no 64-bit arithmetic left in the loop.
@@ -305,10 +322,9 @@ TEST_CASE("split_address_constants: shared addresses in the loop are narrowed, n
 
 TEST_CASE("narrow_masked_fill_addresses: only a masked fill's store address is narrowed", "[codegen][address]") {
     Kernel k;
-    auto* entry = llvm::BasicBlock::Create(k.ctx, "entry", k.fn);
-    auto* loop = llvm::BasicBlock::Create(k.ctx, "loop", k.fn);
-    auto* exit = llvm::BasicBlock::Create(k.ctx, "exit", k.fn);
-    llvm::IRBuilder<> b(entry);
+    LoopBlocks blocks(k);
+    llvm::BasicBlock* loop = blocks.loop;
+    llvm::IRBuilder<> b(blocks.entry);
     k.tid_ = b.CreateAnd(k.fn->getArg(0), 1023);
     // A K-tile fill's element: (tid / 16 * 64 + tid % 16 * 4 + page) in 64-bit arithmetic,
     // truncated to the 32-bit shared index; computed before the loop, as LLVM leaves it.
@@ -323,9 +339,7 @@ TEST_CASE("narrow_masked_fill_addresses: only a masked fill's store address is n
     b.CreateStore(b.CreateSelect(k.cond(), b.getInt16(7), b.getInt16(0)), masked);
     llvm::Value* plain_index = b.CreateTrunc(b.CreateAdd(index, b.getInt64(8192)), b.getInt32Ty());
     b.CreateStore(b.getInt16(7), b.CreateGEP(b.getInt16Ty(), k.shared, plain_index));
-    b.CreateCondBr(k.fn->getArg(3), loop, exit);
-    b.SetInsertPoint(exit);
-    b.CreateRetVoid();
+    blocks.close(b);
     check_same_addresses(k, 1, tilec::codegen::gpu::narrow_masked_fill_addresses);
     remove_dead(*k.fn);
     int stores = 0;
