@@ -382,8 +382,10 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                     return;
                 }
                 bool object = hsaco || options.verbose_resources;
-                std::string code = retry_spilling_exports(
-                    r, level, t, source, object ? codegen::AmdgpuOutput::Object : codegen::AmdgpuOutput::Assembly);
+                std::string code;
+                if (object || amd_text)
+                    code = retry_spilling_exports(r, level, t, source,
+                                                  object ? codegen::AmdgpuOutput::Object : codegen::AmdgpuOutput::Assembly);
                 if (amd_text)
                     r.text = object ? codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly, source)
                                     : std::move(code);
