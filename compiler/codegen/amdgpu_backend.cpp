@@ -16,6 +16,7 @@
 #include <llvm/Target/TargetOptions.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <filesystem>
 #include <mutex>
 
@@ -193,14 +194,15 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
 }
 
 std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
-                                     const std::string& module_name) {
+                                     const std::string& module_name, bool narrow_masked_fills) {
     check_amd(target);
     init_amdgpu();
     std::string features = features_of(target);
     auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
     BackendModule backend_module(module_name, kTriple, *tm);
     emit_kernels(backend_module.module, {&func}, target);
-    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors);
+    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors,
+                             narrow_masked_fills);
     return module_bitcode(backend_module.module);
 }
 
@@ -218,6 +220,29 @@ std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, co
     verify_module(backend_module.module, "AMDGPU");
     return gpu::emit_gpu_module(backend_module.module, *tm, target, "AMDGPU", backend_module.llvm_errors,
                                 file_type(what));
+}
+
+std::map<std::string, int64_t> amdgpu_scratch_bytes(const std::string& code, AmdgpuOutput what,
+                                                    const target::GpuTarget& target) {
+    std::map<std::string, int64_t> out;
+    if (what == AmdgpuOutput::Object) {
+        for (const KernelResources& r : amdgpu_resources(code, target)) out[r.kernel] = r.scratch_bytes;
+        return out;
+    }
+    if (what != AmdgpuOutput::Assembly) TILEC_ICE("AMDGPU backend: scratch bytes of LLVM IR asked for");
+    // ".amdhsa_kernel NAME" opens a kernel's descriptor block, which sets
+    // ".amdhsa_private_segment_fixed_size N".
+    std::istringstream lines(code);
+    std::string line, kernel;
+    while (std::getline(lines, line)) {
+        std::istringstream words(line);
+        std::string directive, value;
+        words >> directive >> value;
+        if (directive == ".amdhsa_kernel") kernel = value;
+        else if (directive == ".amdhsa_private_segment_fixed_size" && !kernel.empty())
+            out[kernel] = std::stoll(value);
+    }
+    return out;
 }
 
 std::string ld_lld_path() {

@@ -8,6 +8,8 @@
 // `threads` work-items in x; the wavefront is the target row's warp_size (64 on gfx9,
 // 32 on gfx11).
 #pragma once
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,10 +32,17 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
 // one export in its own LLVM context, optimised as compile_amdgpu optimises it, returned
 // as bitcode; then the bitcode of every export (in order) linked into one module and
 // compiled to `what` (one code object per target: its metadata note lists every kernel).
+// `narrow_masked_fills`: optimised with gpu::narrow_masked_fill_addresses too (the driver
+// asks for it for an export whose kernel spills without it).
 std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
-                                     const std::string& module_name);
+                                     const std::string& module_name, bool narrow_masked_fills = false);
 std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, const target::GpuTarget& target,
                                      AmdgpuOutput what, const std::string& module_name);
+
+// The scratch bytes of each kernel (by name) of compile_amdgpu_optimized's assembly
+// (.amdhsa_private_segment_fixed_size) or object (its metadata note).
+std::map<std::string, int64_t> amdgpu_scratch_bytes(const std::string& code, AmdgpuOutput what,
+                                                    const target::GpuTarget& target);
 
 // The ld.lld that `link_hsaco` runs: $TILEC_LD_LLD if set, else the one found at
 // configure time (CMake cache variable TILEC_LD_LLD); "" if neither.

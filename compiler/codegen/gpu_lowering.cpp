@@ -165,7 +165,8 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
 }
 
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
-                         const std::string& features, const std::string& who, const std::string& llvm_errors) {
+                         const std::string& features, const std::string& who, const std::string& llvm_errors,
+                         bool narrow_masked_fills) {
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
         fn.addFnAttr("target-cpu", target.llvm_cpu);
@@ -182,8 +183,11 @@ void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target:
         // gpu_lowering_stmt.cpp), and the split moved gfx1100's gemm_i8 to 12 bytes
         // of scratch.
         int rewritten = 0;
-        for (auto& fn : m)
-            if (!fn.isDeclaration() && target.vendor == target::Vendor::Nvidia) rewritten += split_address_constants(fn);
+        for (auto& fn : m) {
+            if (fn.isDeclaration()) continue;
+            if (target.vendor == target::Vendor::Nvidia) rewritten += split_address_constants(fn);
+            if (target.vendor == target::Vendor::Amd && narrow_masked_fills) rewritten += narrow_masked_fill_addresses(fn);
+        }
         if (rewritten) run_function_passes(m, tm, "function(early-cse,adce)", who + " backend");
     }
     check_llvm_errors(llvm_errors, "optimise", who);

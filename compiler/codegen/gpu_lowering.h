@@ -230,12 +230,17 @@ void vectorize_early(llvm::Module& m, llvm::TargetMachine& tm, const std::string
 // arithmetic in 32 bits, after O3 (gpu_address_constants.cpp); returns how many
 // addresses it rewrote.
 int split_address_constants(llvm::Function& fn);
+// AMD, on request: the LDS addresses of masked fills' stores narrowed to 32-bit
+// arithmetic where they are (gpu_address_constants.cpp); returns how many.
+int narrow_masked_fill_addresses(llvm::Function& fn);
 
 // The first half of finish_module: attributes, verification, early vectorisation and
 // O3, LLVM's errors checked. Exposed for a backend that optimises each export in its
 // own module (on the driver's thread pool) and generates code for them linked together.
+// `narrow_masked_fills`: AMD, also narrow_masked_fill_addresses.
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
-                         const std::string& features, const std::string& who, const std::string& llvm_errors);
+                         const std::string& features, const std::string& who, const std::string& llvm_errors,
+                         bool narrow_masked_fills = false);
 
 // The second half: the module as LLVM IR text (no `kind`) or as the target's assembly /
 // object.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -239,6 +240,42 @@ struct ArchResult {
     std::vector<codegen::KernelResources> resources;  // --verbose-resources
 };
 
+// An AMD target's exports compiled to one code object (`what`: assembly or object), after
+// a second try for each export whose kernel spills: optimised again with its masked
+// fills' LDS addresses narrowed (codegen::amdgpu_optimized_bitcode), that version kept
+// where its kernel spills less. Narrowing moves LLVM's register allocation either way
+// (gpu_address_constants.cpp), so it is tried only where the first allocation spilled:
+// every kernel that did not keeps its code, and a compilation without spills costs
+// nothing more. Returns the code of r.parts as they end.
+std::string retry_spilling_exports(ArchResult& r, const ir::Module& level, const target::GpuTarget& t,
+                                   const std::string& source, codegen::AmdgpuOutput what) {
+    std::string first = codegen::compile_amdgpu_optimized(r.parts, t, what, source);
+    std::map<std::string, int64_t> before = codegen::amdgpu_scratch_bytes(first, what, t);
+    std::vector<std::string> parts = r.parts;
+    std::vector<size_t> retried;
+    for (size_t i = 0; i < level.funcs.size(); ++i) {
+        auto it = before.find(level.funcs[i].name);
+        if (it == before.end() || it->second == 0) continue;
+        parts[i] = codegen::amdgpu_optimized_bitcode(level.funcs[i], t, source, true);
+        retried.push_back(i);
+    }
+    if (retried.empty()) return first;
+    std::string second = codegen::compile_amdgpu_optimized(parts, t, what, source);
+    std::map<std::string, int64_t> after = codegen::amdgpu_scratch_bytes(second, what, t);
+    size_t kept = 0;
+    for (size_t i : retried) {
+        const std::string& name = level.funcs[i].name;
+        if (after.count(name) && after[name] < before[name]) {
+            r.parts[i] = std::move(parts[i]);
+            ++kept;
+        }
+    }
+    if (kept == retried.size()) return second;
+    if (kept == 0) return first;
+    // Some kept, some not: the code object of the mix (each kernel's code is its own).
+    return codegen::compile_amdgpu_optimized(r.parts, t, what, source);
+}
+
 // The user's words for a ptxas failure: the user's when they gave -Xptxas options
 // (ptxas's message as the diagnostic), else an internal error: the PTX is ours.
 void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget& t, const Options& options,
@@ -331,7 +368,7 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
             }
         }
         arch_tasks.push_back(graph.add(
-            [&r, &t, &options, &source, cubin, hsaco, amd_text] {
+            [&r, &level, &t, &options, &source, cubin, hsaco, amd_text] {
                 if (t.is_nvidia()) {
                     // A file with no exports (only funcs, or kernels without defaults) gives
                     // a module of no entries, as the AMDGPU and host outputs do.
@@ -344,10 +381,16 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                     if (r.ptxas->ok) r.resources = std::move(r.ptxas->resources);
                     return;
                 }
+                bool object = hsaco || options.verbose_resources;
+                std::string code;
+                if (object || amd_text)
+                    code = retry_spilling_exports(r, level, t, source,
+                                                  object ? codegen::AmdgpuOutput::Object : codegen::AmdgpuOutput::Assembly);
                 if (amd_text)
-                    r.text = codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly, source);
-                if (hsaco || options.verbose_resources) {
-                    r.object = codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Object, source);
+                    r.text = object ? codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly, source)
+                                    : std::move(code);
+                if (object) {
+                    r.object = std::move(code);
                     if (options.verbose_resources) r.resources = codegen::amdgpu_resources(r.object, t);
                 }
                 r.parts.clear();

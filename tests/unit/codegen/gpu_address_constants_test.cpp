@@ -1,4 +1,5 @@
-// split_address_constants (compiler/codegen/gpu_address_constants.cpp) must not change any
+// split_address_constants and narrow_masked_fill_addresses
+// (compiler/codegen/gpu_address_constants.cpp) must not change any
 // address. Each test builds the address patterns of tilec's GPU code (swizzled rows, a
 // masked copy's clamped index, reductions' rows, 64-bit index arithmetic truncated to a
 // 32-bit shared address), computed before a loop and used in it, evaluates the addresses
@@ -93,6 +94,8 @@ std::vector<uint64_t> evaluate(llvm::Function& fn, const std::vector<llvm::APInt
                 values[&inst] = base + value(gep->getOperand(1)).sextOrTrunc(w) * llvm::APInt(w, size);
             } else if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst)) {
                 seen.push_back(value(call->getArgOperand(0)).getZExtValue());
+            } else if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst)) {
+                seen.push_back(value(store->getPointerOperand()).getZExtValue());  // where, not what
             } else if (auto* br = llvm::dyn_cast<llvm::BranchInst>(&inst)) {
                 next = br->isConditional() && !value(br->getCondition()).getBoolValue() ? br->getSuccessor(1)
                                                                                          : br->getSuccessor(0);
@@ -165,7 +168,7 @@ void remove_dead(llvm::Function& fn) {
         for (auto& bb : fn)
             for (auto it = bb.rbegin(); it != bb.rend();) {
                 llvm::Instruction& inst = *it++;
-                if (inst.use_empty() && !inst.isTerminator() && !llvm::isa<llvm::CallInst>(inst)) {
+                if (inst.use_empty() && !inst.isTerminator() && !inst.mayHaveSideEffects()) {
                     inst.eraseFromParent();
                     changed = true;
                 }
@@ -181,7 +184,8 @@ llvm::Value* disjoint_or(llvm::IRBuilder<>& b, llvm::Value* x, uint64_t c) {
 }
 
 // Random inputs; both forms must see the same addresses.
-void check_same_addresses(Kernel& k, int rewrites_at_least) {
+void check_same_addresses(Kernel& k, int rewrites_at_least,
+                          int (*pass)(llvm::Function&) = tilec::codegen::gpu::split_address_constants) {
     std::mt19937_64 rng(20261205);
     std::vector<std::vector<llvm::APInt>> inputs;
     for (int t = 0; t < 300; ++t) {
@@ -192,7 +196,7 @@ void check_same_addresses(Kernel& k, int rewrites_at_least) {
     }
     std::vector<std::vector<uint64_t>> before;
     for (auto& in : inputs) before.push_back(evaluate(*k.fn, in));
-    int rewritten = tilec::codegen::gpu::split_address_constants(*k.fn);
+    int rewritten = pass(*k.fn);
     CHECK(rewritten >= rewrites_at_least);
     std::string errors;
     llvm::raw_string_ostream os(errors);
@@ -275,12 +279,31 @@ TEST_CASE("split_address_constants: a masked copy's clamped rows", "[codegen][ad
     check_same_addresses(k, 6);
 }
 
+// A kernel whose addresses are used in a loop of its own blocks (entry -> loop -> exit),
+// not the one Kernel::finish builds.
+struct LoopBlocks {
+    llvm::BasicBlock* entry;
+    llvm::BasicBlock* loop;
+    llvm::BasicBlock* exit;
+    Kernel& k;
+    explicit LoopBlocks(Kernel& kernel)
+        : entry(llvm::BasicBlock::Create(kernel.ctx, "entry", kernel.fn)),
+          loop(llvm::BasicBlock::Create(kernel.ctx, "loop", kernel.fn)),
+          exit(llvm::BasicBlock::Create(kernel.ctx, "exit", kernel.fn)),
+          k(kernel) {}
+    // Ends the loop block where `b` is (again while the fourth argument is true).
+    void close(llvm::IRBuilder<>& b) {
+        b.CreateCondBr(k.fn->getArg(3), loop, exit);
+        b.SetInsertPoint(exit);
+        b.CreateRetVoid();
+    }
+};
+
 TEST_CASE("split_address_constants: shared addresses in the loop are narrowed, not moved", "[codegen][address]") {
     Kernel k;
-    auto* entry = llvm::BasicBlock::Create(k.ctx, "entry", k.fn);
-    auto* loop = llvm::BasicBlock::Create(k.ctx, "loop", k.fn);
-    auto* exit = llvm::BasicBlock::Create(k.ctx, "exit", k.fn);
-    llvm::IRBuilder<> b(entry);
+    LoopBlocks blocks(k);
+    llvm::BasicBlock* loop = blocks.loop;
+    llvm::IRBuilder<> b(blocks.entry);
     k.tid_ = b.CreateAnd(k.fn->getArg(0), 1023);
     llvm::Value* base = b.CreateShl(b.CreateLShr(k.tid(), 3), 7);
     b.CreateBr(loop);
@@ -289,14 +312,52 @@ TEST_CASE("split_address_constants: shared addresses in the loop are narrowed, n
     llvm::Value* index = b.CreateTrunc(b.CreateXor(b.CreateAdd(base, k.page()), b.CreateAnd(k.tid(), 56)), b.getInt32Ty());
     llvm::Value* addr = b.CreateGEP(b.getInt16Ty(), k.shared, index);
     b.CreateCall(k.use, {b.CreatePtrToInt(addr, b.getInt64Ty())});
-    b.CreateCondBr(k.fn->getArg(3), loop, exit);
-    b.SetInsertPoint(exit);
-    b.CreateRetVoid();
+    blocks.close(b);
     check_same_addresses(k, 1);
     remove_dead(*k.fn);
     // The index is now computed in i32: no 64-bit arithmetic left in the loop.
     for (auto& inst : *loop)
         if (llvm::isa<llvm::BinaryOperator>(&inst) && !inst.use_empty()) CHECK(inst.getType()->getIntegerBitWidth() == 32);
+}
+
+TEST_CASE("narrow_masked_fill_addresses: only a masked fill's store address is narrowed", "[codegen][address]") {
+    Kernel k;
+    LoopBlocks blocks(k);
+    llvm::BasicBlock* loop = blocks.loop;
+    llvm::IRBuilder<> b(blocks.entry);
+    k.tid_ = b.CreateAnd(k.fn->getArg(0), 1023);
+    // A K-tile fill's element: (tid / 16 * 64 + tid % 16 * 4 + page) in 64-bit arithmetic,
+    // truncated to the 32-bit shared index; computed before the loop, as LLVM leaves it.
+    llvm::Value* row = b.CreateShl(b.CreateLShr(k.tid(), 4), 6);
+    llvm::Value* column = b.CreateShl(b.CreateAnd(k.tid(), 15), 2);
+    llvm::Value* index = b.CreateAdd(b.CreateOr(row, column), k.page());
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    // The masked fill stores the loaded element or 0 (merged into a select); the
+    // unmasked one stores its element as it is.
+    llvm::Value* masked = b.CreateGEP(b.getInt16Ty(), k.shared, b.CreateTrunc(b.CreateAdd(index, b.getInt64(4096)), b.getInt32Ty()));
+    b.CreateStore(b.CreateSelect(k.cond(), b.getInt16(7), b.getInt16(0)), masked);
+    llvm::Value* plain_index = b.CreateTrunc(b.CreateAdd(index, b.getInt64(8192)), b.getInt32Ty());
+    b.CreateStore(b.getInt16(7), b.CreateGEP(b.getInt16Ty(), k.shared, plain_index));
+    blocks.close(b);
+    check_same_addresses(k, 1, tilec::codegen::gpu::narrow_masked_fill_addresses);
+    remove_dead(*k.fn);
+    int stores = 0;
+    for (auto& inst : *loop)
+        if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst)) {
+            auto* gep = llvm::cast<llvm::GetElementPtrInst>(store->getPointerOperand());
+            if (llvm::isa<llvm::SelectInst>(store->getValueOperand())) {
+                // Rebuilt in i32 where the store is: no 64-bit value feeds it.
+                auto* narrowed = llvm::dyn_cast<llvm::BinaryOperator>(gep->getOperand(1));
+                REQUIRE(narrowed);
+                CHECK(narrowed->getParent() == loop);
+                CHECK(narrowed->getType()->getIntegerBitWidth() == 32);
+            } else {
+                CHECK(gep->getOperand(1) == plain_index);  // untouched
+            }
+            ++stores;
+        }
+    CHECK(stores == 2);
 }
 
 namespace {
