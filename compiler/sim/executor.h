@@ -259,6 +259,15 @@ private:
     // before the waiter's later ones (release / acquire), which the race shadow models by
     // starting a new epoch.
     std::map<uint32_t, bool> released_;
+    // Per mbarrier address: the thread that initialised it and the barrier epoch then.
+    // Another thread's use in that same epoch is reported: mbarrier.init is a plain store,
+    // visible to the others only through a barrier after it.
+    struct MbarrierInit {
+        int32_t thread = -1;
+        int32_t epoch = 0;
+    };
+    std::map<uint32_t, MbarrierInit> mbarrier_inits_;
+    void check_init_ordered(uint32_t bar, int t, SourceLoc loc, const char* what);
 
     // ---- target instructions (machine_ops.cpp) ---------------------------------------
     void exec_machine_op(const ir::MachineOpNode* op, const Active& act);

@@ -45,6 +45,17 @@ void Executor::land_tma(uint32_t bar) {
     }
 }
 
+void Executor::check_init_ordered(uint32_t bar, int t, SourceLoc loc, const char* what) {
+    auto it = mbarrier_inits_.find(bar);
+    if (it == mbarrier_inits_.end() || it->second.thread == t || it->second.epoch != epoch_) return;
+    const int32_t by = it->second.thread;
+    issue(IssueKind::Mbarrier, loc, t, [&] {
+        return std::string(what) + " on an mbarrier that thread " + std::to_string(by) +
+               " initialised with no barrier since: the init may not be visible to this thread";
+    });
+    mbarrier_inits_.erase(it);  // once per init
+}
+
 void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     begin_statement();
@@ -69,10 +80,12 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
                 issue(IssueKind::Mbarrier, loc, t, [&] { return std::string("mbarrier_init of an object with TMA bytes in flight"); });
             report(t, m.init(op->imm.at(0)));
             released_[*addr] = false;
+            mbarrier_inits_[*addr] = {t, epoch_};
             ++sync_progress_;
             break;
         }
         case MachineOp::MbarrierArrive:
+            check_init_ordered(*addr, t, loc, "mbarrier_arrive");
             // A phase waiting on bytes alone completes when they land, which the hardware may
             // do any time: an arrival for the next phase finds them landed.
             if (m.initialised && m.pending == 0) land_tma(*addr);
@@ -82,6 +95,7 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             break;
         case MachineOp::MbarrierWait: {
             uint32_t parity = static_cast<uint32_t>(eval_int(op->src.at(1), t) & 1);
+            check_init_ordered(*addr, t, loc, "mbarrier_wait");
             if (!m.initialised) {
                 report(t, isa::MbarrierProblem::NotInitialised);
                 break;
@@ -165,6 +179,7 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
         int64_t doff = offset_of(d, dl->indices, loc, t, true);
         auto bar = mbarrier_address(op->src.at(1), t, loc);
         if (doff < 0 || !bar) continue;
+        check_init_ordered(*bar, t, loc, "tma_load");
         // The tensor map of the tensor: map dimension i is tensor dimension dims[i].
         std::vector<int32_t> coords;
         isa::TensorMapDesc map = tensor_map(g, gl, *op, dims, t, coords);

@@ -157,6 +157,7 @@ void Executor::run(interp::RunArgs& args) {
         tma_in_flight_.clear();
         bulk_groups_.clear();
         released_.clear();
+        mbarrier_inits_.clear();
         fences_.assign(static_cast<size_t>(threads_), 0);
         fence_epoch_.assign(static_cast<size_t>(threads_), 0);
         fences_before_epoch_.assign(static_cast<size_t>(threads_), 0);

@@ -155,6 +155,20 @@ TEST_CASE("sim: mbarrier and TMA mistakes are reported at their lines", "[sim][t
         REQUIRE(r.ok);
         CHECK(has(r, sim::IssueKind::Mbarrier, 4, "not initialised"));
     }
+    SECTION("a use of the mbarrier by other threads before a barrier orders its init") {
+        // Thread 0's init is a plain store: the others' waits need the barrier after it
+        // (and thread 0's own use does not).
+        auto v = std::vector<ir::Stmt>{k.init(), k.on_thread0(ir::make_seq({k.arrive(512), k.tma()}), 4), k.wait(0)};
+        auto r = k.run(v);
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::Mbarrier, 6, "initialised with no barrier since"));
+        CHECK_FALSE(has(r, sim::IssueKind::Mbarrier, 4, "initialised with no barrier since"));
+        auto w = issue0();
+        w.push_back(k.on_thread0(ir::make_seq({k.arrive(512), k.tma()}), 4));
+        w.push_back(k.wait(0));
+        w.push_back(k.read_all());
+        CHECK(k.run(w).clean());
+    }
     SECTION("a refill while other threads read the box in the same barrier epoch") {
         auto v = issue0();
         v.push_back(k.on_thread0(ir::make_seq({k.arrive(512), k.tma()}), 4));
