@@ -415,6 +415,20 @@ static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool ba
     return b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
 }
 
+// The lane counts of the vector variants of tilec's internal `tilec.vf.*` functions, and
+// the "vector-function-abi-variant" attribute that names them for a call of `name`:
+// `_ZGV_LLVM_N<lanes><params>_<name>(<name>.v<lanes>)` per lane count, `params` the
+// vector ABI's parameter codes ("v" a vector, "u" uniform, "l" linear with step 1).
+static const unsigned kVariantLanes[] = {4, 8, 16, 32};
+
+static std::string vector_variants(const std::string& name, const char* params) {
+    std::string variants;
+    for (unsigned lanes : kVariantLanes)
+        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + params + "_" +
+                    name + "(" + name + ".v" + std::to_string(lanes) + ")";
+    return variants;
+}
+
 // exp / exp2 of an f32 as a call of an internal function `tilec.vf.exp.f32` /
 // `tilec.vf.exp2.f32` whose vector variants (4, 8, 16 and 32 lanes, the same code on
 // vectors; vscalefps where the CPU has it) LLVM's loop vectoriser calls, by the call's
@@ -422,7 +436,6 @@ static llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool ba
 // after the optimisation pipeline, so the loops end up as branch-free vector code.
 static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm::Value* x, bool base2) {
     const std::string name = base2 ? "tilec.vf.exp2.f32" : "tilec.vf.exp.f32";
-    static const unsigned kLanes[] = {4, 8, 16, 32};
     llvm::Module& m = ms.module;
     llvm::Function* fn = m.getFunction(name);
     llvm::Type* f32 = b.getFloatTy();
@@ -437,23 +450,19 @@ static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm:
         fb.CreateRet(emit_exp_f32(fb, f->getArg(0), base2, scalef));
         return f;
     };
-    std::string variants;
     if (!fn) {
         fn = make(name, f32, false);
         std::vector<llvm::Constant*> keep;
-        for (unsigned lanes : kLanes) {
+        for (unsigned lanes : kVariantLanes) {
             bool scalef = ms.avx512f && (lanes == 16 || (ms.avx512vl && lanes < 16));
             keep.push_back(make(name + ".v" + std::to_string(lanes), llvm::FixedVectorType::get(f32, lanes), scalef));
         }
         ms.keep_until_inlined(keep);
     }
-    for (unsigned lanes : kLanes)
-        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + "v_" + name +
-                    "(" + name + ".v" + std::to_string(lanes) + ")";
     llvm::CallInst* call = b.CreateCall(fn, {x});
     call->setDoesNotThrow();
     call->setDoesNotAccessMemory();
-    call->addFnAttr(llvm::Attribute::get(ms.ctx, "vector-function-abi-variant", variants));
+    call->addFnAttr(llvm::Attribute::get(ms.ctx, "vector-function-abi-variant", vector_variants(name, "v")));
     return call;
 }
 
@@ -464,7 +473,6 @@ static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm:
 // the uniform base and the first lane's index (linear, step 1) and fetch one line, once
 // per vector. Inlined like the math functions after the optimisation pipeline.
 void FunctionLowering::emit_prefetch(llvm::Value* base, llvm::Value* index, unsigned elem_bytes) {
-    static const unsigned kLanes[] = {4, 8, 16, 32};
     const std::string name = "tilec.vf.prefetch.e" + std::to_string(elem_bytes);
     llvm::Module& m = ms_.module;
     llvm::Function* fn = m.getFunction(name);
@@ -485,17 +493,13 @@ void FunctionLowering::emit_prefetch(llvm::Value* base, llvm::Value* index, unsi
         };
         fn = make(name);
         std::vector<llvm::Constant*> keep;
-        for (unsigned lanes : kLanes) keep.push_back(make(name + ".v" + std::to_string(lanes)));
+        for (unsigned lanes : kVariantLanes) keep.push_back(make(name + ".v" + std::to_string(lanes)));
         ms_.keep_until_inlined(keep);
     }
-    std::string variants;
-    for (unsigned lanes : kLanes)
-        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + "ul_" + name +
-                    "(" + name + ".v" + std::to_string(lanes) + ")";
     llvm::CallInst* call = b_.CreateCall(fn, {base, index});
     call->setDoesNotThrow();
     call->setOnlyAccessesInaccessibleMemory();
-    call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", variants));
+    call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", vector_variants(name, "ul")));
 }
 
 // A non-temporal store of `value` (a storage value, 1 to 8 bytes) into element `index`
@@ -508,7 +512,6 @@ void FunctionLowering::emit_prefetch(llvm::Value* base, llvm::Value* index, unsi
 // guarantees that alignment: a vector's first index is a multiple of its lanes from a
 // 64-byte aligned element 0. Inlined with the math functions after the pipeline.
 void FunctionLowering::emit_streaming_store(llvm::Value* base, llvm::Value* index, llvm::Value* value) {
-    static const unsigned kLanes[] = {4, 8, 16, 32};
     llvm::Type* t = value->getType();
     const uint64_t elem_bytes = t->getPrimitiveSizeInBits() / 8;
     const std::string name = std::string("tilec.vf.ntstore.") + (t->isFloatingPointTy() ? "f" : "i") +
@@ -545,17 +548,13 @@ void FunctionLowering::emit_streaming_store(llvm::Value* base, llvm::Value* inde
         };
         fn = make(name, 0);
         std::vector<llvm::Constant*> keep;
-        for (unsigned lanes : kLanes) keep.push_back(make(name + ".v" + std::to_string(lanes), lanes));
+        for (unsigned lanes : kVariantLanes) keep.push_back(make(name + ".v" + std::to_string(lanes), lanes));
         ms_.keep_until_inlined(keep);
     }
-    std::string variants;
-    for (unsigned lanes : kLanes)
-        variants += std::string(variants.empty() ? "" : ",") + "_ZGV_LLVM_N" + std::to_string(lanes) + "ulv_" + name +
-                    "(" + name + ".v" + std::to_string(lanes) + ")";
     llvm::CallInst* call = b_.CreateCall(fn, {base, index, value});
     call->setDoesNotThrow();
     call->setMemoryEffects(llvm::MemoryEffects::argMemOnly() | llvm::MemoryEffects::inaccessibleMemOnly());
-    call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", variants));
+    call->addFnAttr(llvm::Attribute::get(ms_.ctx, "vector-function-abi-variant", vector_variants(name, "ulv")));
     emitted_streaming_stores = true;
 }
 

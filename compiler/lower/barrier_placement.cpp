@@ -578,8 +578,7 @@ private:
                     exact = true;
                     atomic = m->op != MachineOp::MbarrierInit;
                 }
-                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write || atomic, atomic,
-                                     l.get(), span))
+                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, atomic, l.get(), span))
                     out.push_back(a);
             };
             for (auto& e : m->src) whole(e, false);
