@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -53,11 +54,13 @@ void TaskGraph::run(unsigned jobs) {
                                        [&](size_t d) { return tasks_[d].error || tasks_[d].skipped; });
             if (!task.skipped) {
                 lock.unlock();
+                auto start = std::chrono::steady_clock::now();
                 try {
                     task.run();
                 } catch (...) {
                     task.error = std::current_exception();
                 }
+                task.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
                 lock.lock();
             }
             shared.state[pick] = State::Done;
@@ -86,6 +89,20 @@ void TaskGraph::run(unsigned jobs) {
     for (pthread_t t : started) pthread_join(t, nullptr);
     for (auto& task : tasks_)
         if (task.error) std::rethrow_exception(task.error);
+}
+
+TaskGraph::Times TaskGraph::times() const {
+    Times t;
+    t.tasks = tasks_.size();
+    std::vector<double> finish(tasks_.size(), 0.0);  // dependencies come first
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+        double ready = 0;
+        for (size_t d : tasks_[i].deps) ready = std::max(ready, finish[d]);
+        finish[i] = ready + tasks_[i].seconds;
+        t.work += tasks_[i].seconds;
+        t.chain = std::max(t.chain, finish[i]);
+    }
+    return t;
 }
 
 }  // namespace tilec::driver

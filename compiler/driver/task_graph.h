@@ -22,12 +22,24 @@ public:
     // lowest-numbered task that threw, which is the same task for every `jobs`.
     void run(unsigned jobs);
 
+    // After run(): the wall seconds of every task summed (`work`), and of the longest
+    // chain of tasks through their dependencies (`chain`): the wall time the graph would
+    // take on unlimited threads, so work / chain bounds what more threads can gain
+    // (--time-passes prints both; measured at -j1 the tasks do not slow each other).
+    struct Times {
+        size_t tasks = 0;
+        double work = 0;
+        double chain = 0;
+    };
+    Times times() const;
+
 private:
     struct Task {
         std::function<void()> run;
         std::vector<size_t> deps;
         std::exception_ptr error;
         bool skipped = false;
+        double seconds = 0;
     };
     std::vector<Task> tasks_;
 };
