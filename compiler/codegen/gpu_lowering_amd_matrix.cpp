@@ -2,7 +2,8 @@
 // llvm.amdgcn.mfma.* / llvm.amdgcn.wmma.* intrinsics the AMDGPU backend selects to
 // v_mfma_* / v_wmma_*: the lane's A and B elements as one vector each (<N x half>, or
 // bf16 as <N x i16>, element e at index e: the calculator's half e % 2 of GPR e / 2),
-// C as <N x float>, the MFMA's cbsz / abid / blgp broadcast controls 0 (no broadcast);
+// C as <N x float> (RDNA3's f16-accumulator WMMA: <16 x half>, the 8 f16s of a lane
+// at even indices, the low halves with OPSEL[2] = 0), the MFMA's cbsz / abid / blgp broadcast controls 0 (no broadcast);
 // i8 into i32: the lane's 4 (CDNA2) or 8 (CDNA3) bytes as one i32 / i64, byte e at bits
 // [8e+7 : 8e], C as <N x i32>; RDNA3's iu8 WMMA: 16 bytes as <4 x i32>, both operands
 // marked signed; fp8 (gfx942): the lane's 8 OCP bytes as one i64, rewritten to the
@@ -41,6 +42,21 @@ void GpuLowering::amd_matrix_op(const ir::MachineOpNode& m) {
     };
     llvm::Value* a = vector_of(0, per, ab_type, true);
     llvm::Value* b = vector_of(per, per, ab_type, true);
+    const DataType acc = m.src.at(2 * per)->type;
+    if (wmma && !bf16 && acc.kind == ir::TypeKind::Float && acc.bits == 16) {
+        // v_wmma_f16_16x16x16_f16 (llvm.amdgcn.wmma.f16.16x16x16.f16: <16 x half> A, B and
+        // C, i1 OPSEL[2]; its tests llvm/test/CodeGen/AMDGPU/llvm.amdgcn.wmma_32.ll): the
+        // 8 f16s of C / D at even indices, the low half of each GPR (OPSEL[2] = 0); the odd
+        // ones, D's other halves, are poison going in and never read.
+        auto* v16 = llvm::FixedVectorType::get(b_.getHalfTy(), 16);
+        llvm::Value* c = llvm::PoisonValue::get(v16);
+        for (unsigned g = 0; g < cd; ++g)
+            c = b_.CreateInsertElement(c, storage_value(m.src.at(2 * per + g), acc), uint64_t(2 * g));
+        llvm::Value* d = b_.CreateIntrinsic(llvm::Intrinsic::amdgcn_wmma_f16_16x16x16_f16, {v16, ab_type},
+                                            {a, b, c, b_.getFalse()});
+        for (unsigned g = 0; g < cd; ++g) store_element(m.dst.at(g), b_.CreateExtractElement(d, uint64_t(2 * g)));
+        return;
+    }
     llvm::Value* c = vector_of(2 * per, cd, cd_type, false);
     llvm::Value* d = nullptr;
     if (wmma) {

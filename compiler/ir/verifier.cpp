@@ -566,11 +566,13 @@ private:
             if (f8 && !is_f8(tb)) error(op->loc, name + ": B of fp8 A is f8e4m3 or f8e5m2");
             for (size_t i = 0; i < 2 * ab; ++i)
                 if (op->src[i]->type != (i < ab ? t : tb)) error(op->loc, name + ": A and B elements of one type");
-            const DataType acc = i8 ? DataType::i32() : DataType::f32();
+            // RDNA3's v_wmma_f16_16x16x16_f16: f16 A and B into f16 C and D.
+            const bool acc16 = wmma && t == DataType::f16() && cd > 0 && op->src[2 * ab]->type == DataType::f16();
+            const DataType acc = i8 ? DataType::i32() : acc16 ? DataType::f16() : DataType::f32();
             for (size_t i = 0; i < cd; ++i)
                 if (op->src[2 * ab + i]->type != acc || op->dst[i]->type != acc ||
                     scope_of(op->dst[i]) != Scope::Register)
-                    error(op->loc, name + ": C and D are f32 (i32 for i8), D in registers");
+                    error(op->loc, name + ": C and D are f32 (i32 for i8; f16 WMMA: all f16, or f32), D in registers");
             return;
         }
         }

@@ -163,6 +163,9 @@ std::optional<Fragment> Fragment::amd_matrix_c(AmdMatrixAtom atom, int64_t m, in
         cols = {{16, kThread, 1}};
         break;
     case AmdMatrixAtom::Wmma16:  // i = 2 * g + l / 16, j = l % 16
+        // Also v_wmma_f16_16x16x16_f16's f16 C / D: the calculator puts D[i][j] at the same
+        // GPR and lane, in the half OPSEL[2] picks (tilec's lowering: 0, bits [15:0]), so
+        // register g here is that half and the layout is the f32 WMMA's.
         regs = 8, wave = 32;
         rows = {{2, kThread, 16}, {8, kReg, 1}};
         cols = {{16, kThread, 1}};

@@ -36,11 +36,13 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     if (!t.is_amd() || threads % wave != 0) return std::nullopt;
     auto ab = matrix_elem(A->dtype), bb = matrix_elem(B->dtype);
     if (!ab || !bb) return std::nullopt;
-    // f16 / bf16 into f32; i8 into i32 (RDNA3: iu8 WMMA with both operands signed); fp8
+    // f16 / bf16 into f32, and f16 into f16 (RDNA3's v_wmma_f16_16x16x16_f16; CDNA has no
+    // f16-accumulator MFMA); i8 into i32 (RDNA3: iu8 WMMA with both operands signed); fp8
     // into f32, A and B each e4m3 or e5m2 (CDNA3 has all four pairs).
     const bool i8 = *ab == target::ElemType::S8, f8 = is_f8(A->dtype) && is_f8(B->dtype);
+    const bool acc16 = *ab == target::ElemType::F16 && C->dtype == DataType::f16();
     if ((A->dtype != B->dtype && !f8) || C->scope != Scope::Fragment ||
-        C->dtype != (i8 ? DataType::i32() : DataType::f32()))
+        C->dtype != (i8 ? DataType::i32() : acc16 ? DataType::f16() : DataType::f32()))
         return std::nullopt;
     for (const Buffer& X : {A, B})
         if (X->scope != Scope::Shared && X->scope != Scope::Fragment) return std::nullopt;
@@ -50,7 +52,7 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
     const int64_t k = g.trans_a ? (*sa)[0] : (*sa)[1];
     const int64_t n = g.trans_b ? (*sb)[0] : (*sb)[1];
     // The shapes the simulator models (sim/wave_mfma.h), in the target's order.
-    const target::ElemType acc = i8 ? target::ElemType::S32 : target::ElemType::F32;
+    const target::ElemType acc = i8 ? target::ElemType::S32 : acc16 ? target::ElemType::F16 : target::ElemType::F32;
     // Under @warp_policy(full_row) (flash attention) the row statistics m, l, ... are the
     // accumulator's layout reduced over its columns: a lane holds 16 rows of each 32x32
     // atom but 4 of each 16x16 one, so the small atom comes first. With 32x32x8,
@@ -62,7 +64,7 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
                          [](const target::MmaShape* x, const target::MmaShape* y) { return x->m < y->m; });
     for (const target::MmaShape* s : shapes) {
         const bool wmma = s->op == target::MatrixOp::Wmma;
-        if (s->op != target::MatrixOp::Mfma && !wmma) continue;
+        if ((s->op != target::MatrixOp::Mfma && !wmma) || (acc16 && !wmma)) continue;
         // i8: CDNA2's 32x32x8 / 16x16x16 and CDNA3's 32x32x16 / 16x16x32 (4 or 8 bytes a
         // lane); fp8: CDNA3's 32x32x16 / 16x16x32 (8 bytes).
         const bool modelled = wmma ? wave == 32 && s->m == 16 && s->k == 16 && !f8

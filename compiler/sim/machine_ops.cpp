@@ -634,7 +634,8 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
 }
 
 // MFMA / WMMA: each lane's A and B elements packed two to a 32-bit GPR (element e in
-// half e % 2 of GPR e / 2; i8 and fp8: four, byte e % 4 of GPR e / 4), C's f32 (i32) elements one per GPR, the wave's GPRs run through the
+// half e % 2 of GPR e / 2; i8 and fp8: four, byte e % 4 of GPR e / 4), C's f32 (i32) elements one per GPR
+// (RDNA3's f16-accumulator WMMA: an f16 in the low half of each), the wave's GPRs run through the
 // model of the instruction, D's GPRs written to the destination elements. fp8 operands
 // are the language's OCP bytes; the AMDGPU lowering rewrites each lane's 8 bytes to the
 // instruction's FNUZ ones (scalar/fp8_fnuz.h), and so does this, with the same formula,
@@ -666,6 +667,12 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
     // Elements per GPR: two 16-bit halves, or four i8 / fp8 bytes.
     const size_t per_gpr = i8 || f8 ? 4 : 2, bits = 32 / per_gpr;
     const size_t ab_elems = per_gpr * static_cast<size_t>(info.a_regs), cd = static_cast<size_t>(info.c_regs);
+    // v_wmma_f16_16x16x16_f16: C and D f16, each in the low half of its GPR (tilec's
+    // lowering sets OPSEL[2] = 0, codegen/gpu_lowering_amd_matrix.cpp).
+    const DataType cd_type = op->src.at(ab_elems * 2)->type;
+    const bool acc16 = cd_type.kind == TypeKind::Float && cd_type.bits == 16;
+    if (acc16 && (!wmma || ab.kind != TypeKind::Float || ab.bits != 16))
+        fatal(loc, std::string(machine_op_name(op->op)) + " with an f16 accumulator is simulated for f16 WMMA only");
     if (info.wave != warp_) fatal(loc, std::string(machine_op_name(op->op)) + " on a wave of " + std::to_string(warp_));
     begin_statement();
     for (const auto& e : op->src) prepare(e, act);
@@ -688,7 +695,11 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
             }
         for (size_t g = 0; g < cd; ++g) {
             Value c = eval(op->src[2 * ab_elems + g], t);
-            if (i8) {
+            if (acc16) {
+                uint8_t h[2] = {0, 0};
+                encode(h, c, op->src[2 * ab_elems + g]->type);
+                r.c[g] = uint32_t(h[0]) | uint32_t(h[1]) << 8;  // OPSEL[2] = 0: the low half
+            } else if (i8) {
                 r.c[g] = static_cast<uint32_t>(c.i);
             } else {
                 float f = static_cast<float>(c.f);
@@ -706,7 +717,8 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
         }
         for (size_t a = k0; a < end; ++a) lanes[static_cast<size_t>(act[a] - first)] = regs[static_cast<size_t>(act[a])];
         isa::AmdMatrixResult res =
-            i8 ? isa::amd_matrix_i32(shape, lanes)
+            i8      ? isa::amd_matrix_i32(shape, lanes)
+            : acc16 ? isa::amd_wmma_f16(lanes, false)
             : f8 ? isa::amd_matrix_f32(shape, fnuz(ab), fnuz(op->src.at(ab_elems)->type), lanes)
                : isa::amd_matrix_f32(shape, ab.kind == TypeKind::BFloat ? isa::AmdMatrixAb::Bf16 : isa::AmdMatrixAb::F16,
                                      lanes);
@@ -722,6 +734,11 @@ void Executor::exec_amd_matrix(const MachineOpNode* op, const Active& act) {
             int t = act[a], l = t - first;
             for (size_t g = 0; g < cd; ++g) {
                 const uint32_t d = res.d[static_cast<size_t>(l)][g];
+                if (acc16) {
+                    const uint8_t h[2] = {uint8_t(d), uint8_t(d >> 8)};
+                    set_register(op->dst[g], t, decode(h, cd_type), loc);
+                    continue;
+                }
                 float f;
                 std::memcpy(&f, &d, 4);
                 set_register(op->dst[g], t, i8 ? Value::of_int(int32_t(d)) : Value::of_float(f), loc);

@@ -1,7 +1,9 @@
 // The AMD matrix instruction models of wave_mfma.h: the calculator's layouts as written
-// there, and the f32 accumulation of warp_mma.h's models.
+// there, and the f32 accumulation of warp_mma.h's models (rounded once to f16 for the
+// f16-accumulator WMMA, as its mma.sync .f16 model).
 #include "sim/wave_mfma.h"
 
+#include <bit>
 #include <cstring>
 
 #include "scalar/float_formats.h"  // the FNUZ decoders
@@ -188,6 +190,27 @@ AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb at, AmdMatrixAb
             for (int k = 0; k < info.k; ++k)
                 d = d + A[static_cast<size_t>(c.row * info.k + k)] * B[static_cast<size_t>(k * info.n + c.col)];
             std::memcpy(&r.d[static_cast<size_t>(l)][static_cast<size_t>(g)], &d, 4);
+        }
+    return r;
+}
+
+AmdMatrixResult amd_wmma_f16(std::span<const AmdMatrixLane> lanes, bool opsel_hi) {
+    const AmdMatrixShape shape = AmdMatrixShape::Wmma16x16x16;
+    const int shift = opsel_hi ? 16 : 0;
+    // C's selected halves as f32 values in the f32 model's registers (exact), its sums
+    // as that model forms them, then each d rounded to f16 into the same half of D.
+    std::vector<AmdMatrixLane> wide(lanes.begin(), lanes.end());
+    for (auto& lane : wide)
+        for (uint32_t& c : lane.c) c = std::bit_cast<uint32_t>(f16_to_float(static_cast<uint16_t>(c >> shift)));
+    AmdMatrixResult r = amd_matrix_f32(shape, AmdMatrixAb::F16, wide);
+    if (!r.issues.empty()) return r;
+    const uint32_t keep = opsel_hi ? 0x0000ffffu : 0xffff0000u;
+    const int c_regs = amd_matrix_info(shape).c_regs;
+    for (size_t l = 0; l < r.d.size(); ++l)
+        for (int g = 0; g < c_regs; ++g) {
+            uint32_t& d = r.d[l][static_cast<size_t>(g)];
+            const auto h = static_cast<_Float16>(std::bit_cast<float>(d));  // IEEE round to nearest even
+            d = (lanes[l].c[static_cast<size_t>(g)] & keep) | uint32_t(std::bit_cast<uint16_t>(h)) << shift;
         }
     return r;
 }

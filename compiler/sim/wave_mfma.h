@@ -1,7 +1,8 @@
 // AMD's matrix instructions (issue 13), modelled from AMD's documents and nothing else, in
 // the style of warp_mma.h: CDNA2/CDNA3 v_mfma_f32_{32x32x8,16x16x16}{f16,bf16} executed by
 // a wave of 64 (with their i8 forms, and CDNA3's fp8 / bf8 ones into f32), and RDNA3
-// v_wmma_f32_16x16x16_{f16,bf16} (and iu8) by a wave of 32. Operands are
+// v_wmma_f32_16x16x16_{f16,bf16} (and iu8, and v_wmma_f16_16x16x16_f16 with its f16
+// accumulator) by a wave of 32. Operands are
 // what the documents say they are: 32-bit VGPRs per lane. The models know nothing of
 // tilec's IR; tests/unit/sim_wave_mfma_test.cpp checks them against the documents' own
 // register tables.
@@ -45,12 +46,28 @@
 //  v_wmma_f32_16x16x16 wave32 (A: 8 GPRs, B: 8, C/D: 8)
 //     A i = l % 16, k = 2g + h (lanes l and l + 16 hold the same A row); B likewise
 //     C/D i = 2g + l / 16, j = l % 16
+//  v_wmma_f16_16x16x16_f16 wave32 (calculator, RDNA3 V_WMMA_F16_16X16X16_F16,
+//  --detail-instruction: "Wave32 register usage: GPRs required for A: 8, B: 8, C: 8,
+//  D: 8", all four "FP16 (IEEE binary16 floating point)", "OPSEL[1:0] supported: False,
+//  OPSEL[2] supported: True"; the tool's note: "In gfx11 matrix operations with 16b
+//  outputs, OPSEL[2] is used to decide whether to use the lower or upper half of each
+//  register in C[] and D[]"). A and B as the f32 WMMA's; "C or D[i][j] GPR:
+//  (floor(i / 2)).[15:0], Lane: ((16 * i) % 32) + j" with no modifiers, and with --opsel 4
+//  every C / D entry at [31:16] of the same GPR and lane (e.g. "D[11][4] = v5{20}.[15:0]",
+//  with OPSEL = 4 "v5{20}.[31:16]"): C/D i = 2g + l / 16, j = l % 16, in the half
+//  OPSEL[2] picks. The calculator says nothing of D's other half; the model leaves it
+//  as C's (LLVM keeps this instruction two-address, D tied to C, so that two WMMAs can
+//  fill the two halves of one register set: reviews.llvm.org/D158059). tilec uses
+//  OPSEL[2] = 0 and reads the low halves only.
 //
 // Arithmetic: the documents fix neither the order of the K additions nor intermediate
 // rounding; as warp_mma.h, each product of two f16 / bf16 values is exact in f32, formed
 // there and accumulated in f32 round-to-nearest-even in the order
 //     d = c;  for k = 0 .. K-1:  d = fl32(d + a[i][k] * b[k][j])
-// (exact, and so order-free, for inputs whose sums f32 holds exactly). fp8 / bf8 products
+// (exact, and so order-free, for inputs whose sums f32 holds exactly). The f16-accumulator
+// WMMA: the documents say no more of it (not whether partial sums are rounded to f16), so
+// the model is warp_mma.h's for mma.sync .f16.f16.f16.f16: c's f16 value widened to f32,
+// the sum formed as above in f32, d rounded once to f16 (round to nearest even). fp8 / bf8 products
 // are exact in f32 too. Whether the hardware flushes FNUZ subnormal inputs is not in the
 // documents read; the model keeps them (OCP subnormals stay subnormal under the lowering's
 // rewrite, scalar/fp8_fnuz.h, so a flush would hit the same bytes either way).
@@ -110,7 +127,7 @@ struct AmdMatrixLane {
     bool exited = false;
     std::array<uint32_t, 8> a{};   // a_regs used
     std::array<uint32_t, 8> b{};   // b_regs used
-    std::array<uint32_t, 16> c{};  // f32 bits, c_regs used
+    std::array<uint32_t, 16> c{};  // f32 / i32 bits (amd_wmma_f16: two f16 halves), c_regs used
 };
 enum class AmdMatrixProblem : uint8_t {
     LaneExited,        // `lane` does not exist or has exited
@@ -131,5 +148,9 @@ AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb ab, std::span<c
 AmdMatrixResult amd_matrix_f32(AmdMatrixShape shape, AmdMatrixAb a, AmdMatrixAb b, std::span<const AmdMatrixLane> lanes);
 // The i8 shapes: C and D are i32 bits; the sums wrap at 32 bits.
 AmdMatrixResult amd_matrix_i32(AmdMatrixShape shape, std::span<const AmdMatrixLane> lanes);
+// RDNA3 v_wmma_f16_16x16x16_f16 in wave32 (shape Wmma16x16x16, A and B f16): C and D are
+// 8 GPRs of two f16 halves, the matrix in half `opsel_hi` (OPSEL[2]) of each; D's other
+// half is C's.
+AmdMatrixResult amd_wmma_f16(std::span<const AmdMatrixLane> lanes, bool opsel_hi);
 
 }  // namespace tilec::sim::isa

@@ -390,3 +390,109 @@ TEST_CASE("wave mfma fp8: FNUZ specials: 0x80 is NaN, the largest values, subnor
                 CHECK(d_at(s, r, 0, 2) == 0.0f);
             }
 }
+
+// RDNA3 V_WMMA_F16_16X16X16_F16, wave32, from the calculator (--detail-instruction,
+// --register-layout and --get-register with and without --opsel 4): A and B as the f32
+// WMMA's; "C or D[i][j] GPR: (floor(i / 2)).[15:0], Lane: ((16 * i) % 32) + j", and with
+// OPSEL = 4 (OPSEL[2] = 1) every C / D entry in bits [31:16] of the same GPR and lane.
+namespace {
+
+Place table_cd_f16(int i, int j, bool opsel_hi) { return {i / 2, opsel_hi ? 1 : 0, (16 * i) % 32 + j}; }
+
+// A, B (table_ab of the f32 WMMA: the calculator prints the same A / B rows for both) and
+// C's selected halves from matrices of f16 values; C's other halves `other`.
+std::vector<AmdMatrixLane> wmma_f16_lanes(const std::vector<double>& A, const std::vector<double>& B,
+                                          const std::vector<double>& C, bool opsel_hi, uint16_t other) {
+    std::vector<AmdMatrixLane> lanes(32);
+    for (int i = 0; i < 16; ++i)
+        for (int k = 0; k < 16; ++k)
+            for (const Place& p : table_ab(AmdMatrixShape::Wmma16x16x16, i, k)) {
+                lanes[p.lane].a[p.gpr] |= uint32_t(tilec::scalar::f16_bits(A[i * 16 + k])) << (16 * p.half);
+                lanes[p.lane].b[p.gpr] |= uint32_t(tilec::scalar::f16_bits(B[k * 16 + i])) << (16 * p.half);
+            }
+    for (auto& lane : lanes)
+        for (int g = 0; g < 8; ++g) lane.c[g] = uint32_t(other) << (opsel_hi ? 0 : 16);
+    for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j) {
+            Place p = table_cd_f16(i, j, opsel_hi);
+            lanes[p.lane].c[p.gpr] |= uint32_t(tilec::scalar::f16_bits(C[i * 16 + j])) << (16 * p.half);
+        }
+    return lanes;
+}
+
+uint16_t half_of(uint32_t gpr, int half) { return static_cast<uint16_t>(gpr >> (16 * half)); }
+
+}  // namespace
+
+TEST_CASE("wave wmma f16: D = A * B + C in the half OPSEL[2] picks, against a float64 product",
+          "[sim][mfma][wmma_f16]") {
+    std::mt19937 rng(16);
+    std::uniform_int_distribution<int> small(-8, 8);
+    for (bool opsel_hi : {false, true}) {
+        // Small integers: every product and sum is exact in f16 (|d| <= 16 * 64 + 32).
+        std::vector<double> A(256), B(256), C(256);
+        for (auto& v : A) v = small(rng);
+        for (auto& v : B) v = small(rng);
+        for (auto& v : C) v = small(rng) * 4;
+        const uint16_t other = 0x5a5a;  // C's other half, which D keeps
+        AmdMatrixResult r = amd_wmma_f16(wmma_f16_lanes(A, B, C, opsel_hi, other), opsel_hi);
+        REQUIRE(r.issues.empty());
+        for (int i = 0; i < 16; ++i)
+            for (int j = 0; j < 16; ++j) {
+                double want = C[i * 16 + j];
+                for (int k = 0; k < 16; ++k) want += A[i * 16 + k] * B[k * 16 + j];
+                Place p = table_cd_f16(i, j, opsel_hi);
+                const uint32_t d = r.d[p.lane][p.gpr];
+                REQUIRE(tilec::scalar::f16_value(half_of(d, p.half)) == want);
+                REQUIRE(half_of(d, 1 - p.half) == other);
+            }
+    }
+}
+
+TEST_CASE("wave wmma f16: entries the calculator printed with --get-register", "[sim][mfma][wmma_f16]") {
+    // "D[11][4] = v5{20}.[15:0]", with --opsel 4 "D[11][4] = v5{20}.[31:16]"; with --opsel 4
+    // "C[6][13] = v3{13}.[31:16]". A = B = 0: D is C, so a C entry alone shows where D's is.
+    for (bool opsel_hi : {false, true}) {
+        std::vector<AmdMatrixLane> lanes(32);
+        lanes[20].c[5] = uint32_t(0x4700) << (opsel_hi ? 16 : 0);  // 7.0
+        AmdMatrixResult r = amd_wmma_f16(lanes, opsel_hi);
+        REQUIRE(r.issues.empty());
+        for (int l = 0; l < 32; ++l)
+            for (int g = 0; g < 8; ++g)
+                CHECK(r.d[l][g] == (l == 20 && g == 5 ? uint32_t(0x4700) << (opsel_hi ? 16 : 0) : 0u));
+    }
+    std::vector<double> A(256, 0.0), B(256, 0.0), C(256, 0.0);
+    A[6 * 16 + 2] = 3, B[2 * 16 + 13] = 5;  // D[6][13] = 15, every other element 0
+    AmdMatrixResult r = amd_wmma_f16(wmma_f16_lanes(A, B, C, true, 0), true);
+    CHECK(r.d[13][3] == uint32_t(tilec::scalar::f16_bits(15)) << 16);
+}
+
+TEST_CASE("wave wmma f16: d is rounded to f16 once, after an f32 sum (the model's choice, as mma.sync .f16)",
+          "[sim][mfma][wmma_f16]") {
+    // The documents do not say how partial sums round; the model sums in f32 and rounds d
+    // once (round to nearest even). 2048 + 16 * 0.5: f16's ulp at 2048 is 2, so rounding
+    // each step (2048 + 0.5 -> 2048) would leave 2048; one rounding gives 2056 exactly.
+    std::vector<double> A(256, 1.0), B(256, 0.5), C(256, 2048.0);
+    AmdMatrixResult r = amd_wmma_f16(wmma_f16_lanes(A, B, C, false, 0), false);
+    CHECK(tilec::scalar::f16_value(half_of(r.d[0][0], 0)) == 2056.0);
+    // 2048 + 1 is a tie between 2048 and 2050: to even, 2048; 2048 + 3 -> 2052.
+    std::vector<double> one(256, 0.0), three(256, 0.0);
+    for (int k = 0; k < 2; ++k) one[k * 16] = 0.5;    // B column 0: two halves -> + 1
+    for (int k = 0; k < 6; ++k) three[k * 16] = 0.5;  // six halves -> + 3
+    AmdMatrixResult r1 = amd_wmma_f16(wmma_f16_lanes(A, one, C, false, 0), false);
+    AmdMatrixResult r3 = amd_wmma_f16(wmma_f16_lanes(A, three, C, false, 0), false);
+    CHECK(tilec::scalar::f16_value(half_of(r1.d[0][0], 0)) == 2048.0);
+    CHECK(tilec::scalar::f16_value(half_of(r3.d[0][0], 0)) == 2052.0);
+    // Past f16's largest finite value (65504): 65504 + 32 rounds to +Inf.
+    std::vector<double> big(256, 65504.0), two(256, 2.0);
+    AmdMatrixResult ro = amd_wmma_f16(wmma_f16_lanes(A, two, big, false, 0), false);
+    CHECK(half_of(ro.d[0][0], 0) == 0x7c00);
+}
+
+TEST_CASE("wave wmma f16: a lane that does not take part is reported", "[sim][mfma][wmma_f16]") {
+    std::vector<AmdMatrixLane> w32(32);
+    w32[7].executes = false;
+    auto r = amd_wmma_f16(w32, false);
+    REQUIRE(r.issues.size() == 1);
+    CHECK((r.issues[0].problem == AmdMatrixProblem::LaneNotExecuting && r.issues[0].lane == 7));
+}
