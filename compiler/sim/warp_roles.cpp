@@ -194,6 +194,7 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
 }
 
 void Executor::exec_named_barrier(const MachineOpNode* op, const Active& act) {
+    if (act.empty()) return;  // a branch no thread of this role takes
     const bool sync = op->op == MachineOp::NamedBarrier;
     const int64_t id = op->imm.at(0), count = op->imm.at(1);
     const SourceLoc loc = at(op->loc);

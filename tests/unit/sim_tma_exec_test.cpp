@@ -315,7 +315,9 @@ TEST_CASE("sim: ping-pong consumer warpgroups interleave at named barriers", "[s
     };
     auto roles = [&](std::vector<ir::Stmt> consumers) {
         consumers.insert(consumers.begin(), ir::make_machine_op(ir::MachineOp::SetMaxNReg, {1, 232}, {}, {}, line(13)));
-        ir::Stmt producer = ir::make_seq({ir::make_machine_op(ir::MachineOp::SetMaxNReg, {0, 40}, {}, {}, line(10))});
+        // (A split's branches are sequences that start with setmaxnreg: two statements.)
+        ir::Stmt producer = ir::make_seq({ir::make_machine_op(ir::MachineOp::SetMaxNReg, {0, 40}, {}, {}, line(10)),
+                                          ir::make_if(ir::eq(k.tx, ir::make_int(256)), ir::make_seq({}), nullptr, line(11))});
         return std::vector<ir::Stmt>{
             ir::make_if(ir::ge(k.tx, ir::make_int(256)), producer, ir::make_seq(consumers), line(9))};
     };
@@ -323,7 +325,7 @@ TEST_CASE("sim: ping-pong consumer warpgroups interleave at named barriers", "[s
         auto r = k.run(roles({ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 2, 20), nullptr, line(20)),
                               ir::make_if(first_wg(), ir::make_seq({}), op(ir::MachineOp::BarrierArrive, 2, 21), line(21))}));
         REQUIRE(r.ok);
-        for (const auto& i : r.issues) INFO(i.message);
+        for (const auto& i : r.issues) UNSCOPED_INFO(i.message);
         CHECK(r.issues.empty());
     }
     SECTION("turns: each warpgroup syncs on its own barrier and arrives on the other's") {
@@ -335,7 +337,7 @@ TEST_CASE("sim: ping-pong consumer warpgroups interleave at named barriers", "[s
         c.push_back(ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 2, 23), nullptr, line(23)));
         auto r = k.run(roles(c));
         REQUIRE(r.ok);
-        for (const auto& i : r.issues) INFO(i.message);
+        for (const auto& i : r.issues) UNSCOPED_INFO(i.message);
         CHECK(r.issues.empty());
         // Without the final sync, warpgroup 1's last arrive stays on barrier 2.
         c.pop_back();
