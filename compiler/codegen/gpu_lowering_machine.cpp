@@ -155,7 +155,8 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     case ir::MachineOp::BulkCommit:
     case ir::MachineOp::BulkWaitRead:
     case ir::MachineOp::SetMaxNReg:
-    case ir::MachineOp::NamedBarrier: mbarrier_or_tma(m); return;
+    case ir::MachineOp::NamedBarrier:
+    case ir::MachineOp::BarrierArrive: mbarrier_or_tma(m); return;
     case ir::MachineOp::Mfma:
     case ir::MachineOp::Wmma: break;  // amd_matrix_op
     case ir::MachineOp::CpAsyncWait:
@@ -298,6 +299,11 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
         // bar.sync id, count: also a memory fence among the participating threads, as
         // the block barrier is.
         emit("barrier.sync.aligned $0, $1;", "n,n,", {b_.getInt32(uint32_t(m.imm.at(0))), b_.getInt32(uint32_t(m.imm.at(1)))});
+        return;
+    case ir::MachineOp::BarrierArrive:
+        // barrier.arrive id, count: counts toward the barrier without waiting (a release
+        // of the thread's earlier memory accesses to the threads that sync on it).
+        emit("barrier.arrive.aligned $0, $1;", "n,n,", {b_.getInt32(uint32_t(m.imm.at(0))), b_.getInt32(uint32_t(m.imm.at(1)))});
         return;
     default: TILEC_ICE(who_ + ": not an mbarrier, TMA or warp-specialization instruction");
     }

@@ -523,6 +523,8 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
                     : kind_name == "mbarrier_wait" ? sim::SyncKind::MbarrierWait
                     : kind_name == "fence_proxy_async" ? sim::SyncKind::ProxyFence
                     : kind_name == "bulk_wait_read" ? sim::SyncKind::BulkWaitRead
+                    : kind_name == "named_barrier" ? sim::SyncKind::NamedBarrier
+                    : kind_name == "barrier_arrive" ? sim::SyncKind::BarrierArrive
                                                    : sim::SyncKind::AsyncWait;
         auto dropped = sim::drop_sync(*thread, kind, std::stoll(d.substr(d.find(':') + 1)));
         if (!dropped) {
@@ -651,9 +653,10 @@ int run_kernel(const RunOptions& options) {
         std::string kind = d.substr(0, colon), n = colon == std::string::npos ? "" : d.substr(colon + 1);
         bool digits = !n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos;
         if ((kind != "barrier" && kind != "wait" && kind != "wgmma_wait" && kind != "mbarrier_wait" &&
-             kind != "fence_proxy_async" && kind != "bulk_wait_read") ||
+             kind != "fence_proxy_async" && kind != "bulk_wait_read" && kind != "named_barrier" &&
+             kind != "barrier_arrive") ||
             !digits)
-            return option_error("--sim-drop-sync takes barrier:N, wait:N, wgmma_wait:N, mbarrier_wait:N, fence_proxy_async:N or bulk_wait_read:N (N a count from 0), not '" +
+            return option_error("--sim-drop-sync takes barrier:N, wait:N, wgmma_wait:N, mbarrier_wait:N, fence_proxy_async:N, bulk_wait_read:N, named_barrier:N or barrier_arrive:N (N a count from 0), not '" +
                                 d + "'");
     }
     if (options.sim_drop_barriers && !sim_target)

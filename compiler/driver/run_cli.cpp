@@ -127,10 +127,12 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
                    "barrier:N (the N-th barrier(), from 0, as --print-after=verify-thread-level\n"
                    "prints them), wait:N (the N-th cp_async_wait), wgmma_wait:N (the N-th\n"
                    "wgmma_wait, sm_90a), mbarrier_wait:N (the N-th mbarrier_wait of a TMA\n"
-                   "pipeline, sm_90a), fence_proxy_async:N or bulk_wait_read:N (a TMA store's\n"
-                   "wait, sm_90a), and run: the simulator should report the race, the read of\n"
+                   "pipeline, sm_90a), fence_proxy_async:N, bulk_wait_read:N (a TMA store's\n"
+                   "wait, sm_90a), named_barrier:N or barrier_arrive:N (barrier.sync /\n"
+                   "barrier.arrive, sm_90a), and run: the simulator should report the race, the read of\n"
                    "bytes still in flight, the write of bytes a wgmma or a TMA store still reads,\n"
-                   "or a wgmma or TMA store read of stores not fenced for its proxy")
+                   "or a wgmma or TMA store read of stores not fenced for its proxy, or a hang /\n"
+                   "an arrival left at a named barrier")
         ->type_name("KIND:N");
     app.add_option("-D", defines, "Override a compile-time default, e.g. -D BM=64 (as for tilec)")
         ->type_name("NAME=VALUE");

@@ -463,21 +463,24 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         attrs_.emplace_back("allow_tf32", "true");
         return nullptr;
     }
-    if (s.name == "warp_specialize") {
-        // sm_90a's producer / consumer warp roles for pipelined wgmma loops (on by default
-        // where they apply; lower/software_pipeline.cpp). The argument is any
-        // compile-time boolean, so an export can choose through a template parameter.
+    if (s.name == "warp_specialize" || s.name == "pingpong") {
+        // sm_90a: @warp_specialize, the producer / consumer warp roles of pipelined wgmma
+        // loops (lower/software_pipeline.cpp); @pingpong, the ping-pong of two consumer
+        // warpgroups in attention loops (lower/pingpong_consumers.cpp). Both on by
+        // default where they apply; the argument is any compile-time boolean, so an
+        // export can choose through a template parameter.
         if (s.args.size() > 1) {
-            diags_.error(s.range, "@warp_specialize takes true or false: @warp_specialize(false)");
+            diags_.error(s.range, "@" + s.name + " takes true or false: @" + s.name + "(false)");
             return nullptr;
         }
         bool on = true;
         if (s.args.size() == 1) {
-            auto v = expect_const_bool(*s.args[0].value, "the @warp_specialize argument");
+            const std::string what = "the @" + s.name + " argument";
+            auto v = expect_const_bool(*s.args[0].value, what.c_str());
             if (!v) return nullptr;
             on = *v;
         }
-        attrs_.emplace_back("warp_specialize", on ? "true" : "false");
+        attrs_.emplace_back(s.name, on ? "true" : "false");
         return nullptr;
     }
     if (s.name == "layout") {
@@ -497,7 +500,8 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         return nullptr;
     }
     diags_.warning(s.name_range, "unknown annotation '@" + s.name + "' ignored (known: @allow_tf32, @layout, "
-                                                                   "@rasterize, @warp_policy, @warp_specialize)");
+                                                                   "@pingpong, @rasterize, @warp_policy, "
+                                                                   "@warp_specialize)");
     return nullptr;
 }
 

@@ -624,6 +624,7 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::FenceProxyAsync: return "fence_proxy_async";
     case MachineOp::SetMaxNReg: return "setmaxnreg";
     case MachineOp::NamedBarrier: return "named_barrier";
+    case MachineOp::BarrierArrive: return "barrier_arrive";
     case MachineOp::MbarrierInit: return "mbarrier_init";
     case MachineOp::MbarrierArrive: return "mbarrier_arrive";
     case MachineOp::MbarrierWait: return "mbarrier_wait";

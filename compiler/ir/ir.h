@@ -647,6 +647,11 @@ struct FullWriteNode : StmtNode {
 //             first `threads` threads (a multiple of 32) on hardware barrier id (1..15);
 //             the consumer warps of a warp-specialized kernel use it instead of the
 //             block barrier, which the producer warps never reach.
+//   BarrierArrive  barrier.arrive id, threads; imm {id, threads}: the executing threads
+//             count toward barrier id's `threads` arrivals without waiting (PTX ISA,
+//             barrier{.cta}); a NamedBarrier of the same id and count waits for them. The
+//             ping-pong schedule of two consumer warpgroups (lower/pingpong_consumers.cpp)
+//             pairs one warpgroup's sync with the other's arrive.
 // AMD (issue 13), executed by a whole wave; operands in the element order of AMD's
 // Matrix Instruction Calculator (a lane's element e of A or B is half e % 2 of its
 // GPR e / 2; C/D element g is GPR g):
@@ -688,6 +693,7 @@ enum class MachineOp : uint8_t {
     BulkWaitRead,
     SetMaxNReg,
     NamedBarrier,
+    BarrierArrive,
     Mfma,
     Wmma,
     VectorCopy
@@ -695,7 +701,7 @@ enum class MachineOp : uint8_t {
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
 // "mbarrier_arrive", "mbarrier_wait", "tma_load", "tma_store", "bulk_commit", "bulk_wait_read",
-// "setmaxnreg", "named_barrier", "mfma",
+// "setmaxnreg", "named_barrier", "barrier_arrive", "mfma",
 // "wmma", "vector_copy"
 const char* machine_op_name(MachineOp op);
 // Whether `op` is a warp-role split (SetMaxNReg above): its then branch starts with a

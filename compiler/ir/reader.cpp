@@ -24,7 +24,7 @@ constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, Machin
                                      MachineOp::CpAsyncWait, MachineOp::Wgmma, MachineOp::WgmmaFence,
                                      MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync,
                                      MachineOp::MbarrierInit, MachineOp::MbarrierArrive, MachineOp::MbarrierWait,
-                                     MachineOp::TmaLoad, MachineOp::TmaStore, MachineOp::BulkCommit, MachineOp::BulkWaitRead, MachineOp::SetMaxNReg, MachineOp::NamedBarrier,
+                                     MachineOp::TmaLoad, MachineOp::TmaStore, MachineOp::BulkCommit, MachineOp::BulkWaitRead, MachineOp::SetMaxNReg, MachineOp::NamedBarrier, MachineOp::BarrierArrive,
                                      MachineOp::Mfma, MachineOp::Wmma, MachineOp::VectorCopy};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 

@@ -531,6 +531,7 @@ private:
                 error(op->loc, name + " takes {inc 0 or 1, registers 24..256, a multiple of 8}");
             return;
         case MachineOp::NamedBarrier:
+        case MachineOp::BarrierArrive:
             if (!counts(2, 0, 0)) return;
             if (op->imm[0] < 1 || op->imm[0] > 15 || op->imm[1] < 32 || op->imm[1] > 1024 || op->imm[1] % 32 != 0)
                 error(op->loc, name + " takes {id 1..15, threads 32..1024, a multiple of 32}");

@@ -215,6 +215,7 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
         plan_shared(target),
         barriers(),
         Pass{"split-warp-roles", [](const PrimFunc& f, PassContext&) { return split_warp_roles(f); }},
+        Pass{"pingpong-consumers", [](const PrimFunc& f, PassContext&) { return pingpong_consumers(f); }},
         verify(),
     };
 }

@@ -83,6 +83,11 @@ ir::Stmt software_pipeline(const ir::PrimFunc& f);
 // software-pipeline moves to the top of the kernel, the block grows by the producer
 // warpgroup, the consumers' barriers become named barriers. Other functions unchanged.
 ir::PrimFunc split_warp_roles(const ir::PrimFunc& f);
+// pingpong-consumers (pingpong_consumers.cpp, right after split-warp-roles): with two
+// consumer warpgroups, FlashAttention-3's ping-pong: the warpgroups take turns issuing
+// the first wgmma group of an attention-like loop body (named barriers 2 and 3), unless
+// the kernel says @pingpong(false). Other functions unchanged.
+ir::PrimFunc pingpong_consumers(const ir::PrimFunc& f);
 // `s` with a new variable for every let and loop it binds (a statement placed twice must
 // not bind one variable twice).
 ir::Stmt with_fresh_binders(const ir::Stmt& s);

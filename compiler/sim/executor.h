@@ -28,6 +28,7 @@
 #include "sim/sim.h"
 #include "sim/lds_banks.h"
 #include "sim/mbarrier_tma.h"
+#include "sim/named_barrier.h"
 #include "sim/warp_mma.h"
 
 namespace tilec::sim::detail {
@@ -231,8 +232,19 @@ private:
     // A warp-role split (ir.h, SetMaxNReg): the producer and consumer branches run
     // concurrently, each on its own host thread, one at a time: a branch runs until an
     // mbarrier wait it cannot pass, then the other runs; a wait nothing can complete
-    // any more (both blocked, no progress) is reported as a hang and passed.
+    // any more (both blocked, no progress) is reported as a hang and passed. Consumers
+    // whose branch holds a barrier_arrive (ping-pong warpgroups) run one role per
+    // warpgroup, which also switch at a barrier.sync not yet complete.
     void run_roles(const ir::IfNode* op, const Active& producers, const Active& consumers);
+    // barrier.sync / barrier.arrive (ir.h NamedBarrier, BarrierArrive) on named_barriers_.
+    void exec_named_barrier(const ir::MachineOpNode* op, const Active& act);
+    isa::NamedBarriers named_barriers_;
+    // The warpgroup role running (-1: none): such roles share the shared-memory
+    // instances of the allocations they execute (the k-th execution of an alloc node in
+    // one role is the same instance as the k-th in another).
+    int peer_role_ = -1;
+    std::map<std::pair<const void*, int>, int32_t> peer_instances_;
+    std::map<std::pair<int, const void*>, int> peer_allocs_seen_;
     // Inside a role: hands control to the other role until this one may pass its wait;
     // false when the caller must give up (nothing can complete it).
     bool yield_blocked();
@@ -246,6 +258,7 @@ private:
         int64_t shared_top = 0;
         std::unordered_map<const ir::CallNode*, std::vector<Value>> shuffled;
         std::vector<MemAccess> accesses;
+        int peer_role = -1;
     };
     void swap_role_state(RoleState& r);
     struct Role;

@@ -107,17 +107,8 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
                 break;
             }
         return;
-    case MachineOp::NamedBarrier: {
-        const int64_t n = op->imm.at(1);
-        if (static_cast<int64_t>(act.size()) != n || act.back() != n - 1)
-            issue(IssueKind::BarrierDivergence, at(op->loc), act.front(), [&] {
-                return "named barrier " + std::to_string(op->imm.at(0)) + " for threads 0.." + std::to_string(n - 1) +
-                       " reached by " + std::to_string(act.size()) + " threads (" + std::to_string(act.front()) +
-                       ".." + std::to_string(act.back()) + ")";
-            });
-        ++epoch_;
-        return;
-    }
+    case MachineOp::NamedBarrier:
+    case MachineOp::BarrierArrive: exec_named_barrier(op, act); return;
     case MachineOp::CpAsyncCommit:
         for (int32_t t : act) async_thread(t).commit_group();
         return;

@@ -79,7 +79,9 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
                          (kind == SyncKind::WgmmaWait && op->op == ir::MachineOp::WgmmaWait) ||
                          (kind == SyncKind::MbarrierWait && op->op == ir::MachineOp::MbarrierWait) ||
                          (kind == SyncKind::ProxyFence && op->op == ir::MachineOp::FenceProxyAsync) ||
-                         (kind == SyncKind::BulkWaitRead && op->op == ir::MachineOp::BulkWaitRead);
+                         (kind == SyncKind::BulkWaitRead && op->op == ir::MachineOp::BulkWaitRead) ||
+                         (kind == SyncKind::NamedBarrier && op->op == ir::MachineOp::NamedBarrier) ||
+                         (kind == SyncKind::BarrierArrive && op->op == ir::MachineOp::BarrierArrive);
             return match ? hit(self) : self;
         }
     } drop;

@@ -164,8 +164,18 @@ void Executor::run(interp::RunArgs& args) {
         async_seen_.assign(static_cast<size_t>(threads_), 0);
         wgmma_groups_.assign(static_cast<size_t>((threads_ + 127) / 128), {});
         instances_.assign(1, Instance{nullptr, 0, 1});
+        named_barriers_.reset();
+        peer_instances_.clear();
+        peer_allocs_seen_.clear();
         exec(f_.body, all_);
         flush();
+        // A barrier phase still in progress at the block's end: arrivals nobody waited
+        // for (an unmatched barrier.arrive), or syncs abandoned after a reported hang.
+        for (const auto& p : named_barriers_.pending())
+            issue(IssueKind::BarrierDivergence, f_.loc, 0, [&] {
+                return "named barrier " + std::to_string(p.id) + " left with " + std::to_string(p.arrived) + " of its " +
+                       std::to_string(p.count) + " arrivals at the block's end (an arrive no barrier.sync completes)";
+            });
         ++res_.blocks_run;
     };
     try {

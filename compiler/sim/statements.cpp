@@ -235,7 +235,16 @@ void Executor::exec_allocate(const AllocateNode* op, const Active& act) {
         arena_.ensure(st.base + size * st.elem_bytes);
         st.arena = &arena_;
         st.instance = static_cast<int32_t>(instances_.size());
-        instances_.push_back({b.get(), st.base, st.elem_bytes});
+        if (peer_role_ >= 0) {
+            // One warpgroup role of several: the same execution in another role made the
+            // block's instance already (the warpgroups run one program).
+            int k = peer_allocs_seen_[{peer_role_, op}]++;
+            auto [it, made] = peer_instances_.try_emplace({op, k}, st.instance);
+            st.instance = it->second;
+            if (made) instances_.push_back({b.get(), st.base, st.elem_bytes});
+        } else {
+            instances_.push_back({b.get(), st.base, st.elem_bytes});
+        }
     } else {
         st.allocate_own(size * threads_);
         st.init.assign(static_cast<size_t>(size * threads_), 0);

@@ -9,8 +9,14 @@
 // until they need a stage not yet issued, and so on. When neither can pass its wait and
 // nothing changed since both last looked, the program would hang on the GPU: the waiting
 // branch is told to give up (its wait reports the hang, as outside roles) and goes on.
+// Consumers that hand the tensor cores to each other by named barriers (a barrier_arrive
+// in their branch: lower/pingpong_consumers.cpp) run as one role per warpgroup, so one
+// warpgroup can wait at a barrier.sync while the other goes on to the arrive that
+// completes it; lock-step would deadlock there. Barriers switch roles as mbarrier waits
+// do (named_barrier.h's model counts the arrivals).
 #include <thread>
 
+#include "ir/visitor.h"
 #include "sim/executor.h"
 
 namespace tilec::sim::detail {
@@ -44,6 +50,7 @@ void Executor::swap_role_state(RoleState& r) {
     std::swap(shared_top_, r.shared_top);
     std::swap(shuffled_, r.shuffled);
     std::swap(accesses_, r.accesses);
+    std::swap(peer_role_, r.peer_role);
 }
 
 bool Executor::yield_blocked() {
@@ -69,22 +76,50 @@ bool Executor::yield_blocked() {
     return true;
 }
 
+namespace {
+
+bool has_barrier_arrive(const Stmt& s) {
+    struct Find : IRVisitor {
+        bool found = false;
+        void visit_machine_op(const MachineOpNode* op) override {
+            found |= op->op == MachineOp::BarrierArrive;
+            IRVisitor::visit_machine_op(op);
+        }
+    } f;
+    if (s) f.visit(s);
+    return f.found;
+}
+
+}  // namespace
+
 void Executor::run_roles(const IfNode* op, const Active& producers, const Active& consumers) {
     if (current_role_) fatal(op->loc, "a warp-role split inside a warp role");
-    Role roles[2];
-    roles[0].body = &op->then_case;
-    roles[0].act = &producers;
-    roles[1].body = &op->else_case;
-    roles[1].act = &consumers;
-    // Both start from the bindings here; the scheduler keeps its own aside.
-    for (int r = 0; r < 2; ++r) {
-        roles[r].index = r;
+    // Role 0 the producer; then the consumers, one role per warpgroup where they hand
+    // barriers to each other.
+    std::vector<Active> parts{producers};
+    const bool peers = consumers.size() > 128 && has_barrier_arrive(op->else_case);
+    if (peers) {
+        for (int32_t t : consumers) {
+            if (parts.size() == 1 || t / 128 != parts.back().front() / 128) parts.emplace_back();
+            parts.back().push_back(t);
+        }
+    } else {
+        parts.push_back(consumers);
+    }
+    const size_t n = parts.size();
+    std::vector<Role> roles(n);
+    // Every role starts from the bindings here; the scheduler keeps its own aside.
+    for (size_t r = 0; r < n; ++r) {
+        roles[r].index = static_cast<int>(r);
+        roles[r].body = r == 0 ? &op->then_case : &op->else_case;
+        roles[r].act = &parts[r];
         roles[r].state.tvars.assign(tvars_.begin(), tvars_.begin() + static_cast<std::ptrdiff_t>(tdepth_));
         roles[r].state.tdepth = tdepth_;
         roles[r].state.buffers = buffers_;
         roles[r].state.stmt_loc = stmt_loc_;
         roles[r].state.unroll_depth = unroll_depth_;
         roles[r].state.shared_top = shared_top_;
+        roles[r].state.peer_role = peers && r > 0 ? static_cast<int>(r) : -1;
     }
     RoleState outer;
     swap_role_state(outer);
@@ -108,34 +143,43 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
         role_running_ = -1;
         role_cv_.notify_all();
     };
-    std::thread threads[2] = {std::thread(body, &roles[0]), std::thread(body, &roles[1])};
-    int next = 0;
-    for (;;) {
-        if (roles[0].done && roles[1].done) break;
-        if (roles[0].error || roles[1].error) {
-            // A fatal error in one role ends the run: the other is abandoned where it waits.
-            break;
-        }
+    std::vector<std::thread> threads;
+    for (auto& r : roles) threads.emplace_back(body, &r);
+    auto all_done = [&] {
+        for (auto& r : roles)
+            if (!r.done) return false;
+        return true;
+    };
+    auto any_error = [&] {
+        for (auto& r : roles)
+            if (r.error) return true;
+        return false;
+    };
+    size_t next = 0;
+    // A fatal error in one role ends the run: the others are abandoned where they wait.
+    while (!all_done() && !any_error()) {
         // The next role that may progress: not done, and not waiting on a state nothing
         // has changed since it looked; when none, the first waiting one gives up.
         int pick = -1;
-        for (int k = 0; k < 2 && pick < 0; ++k) {
-            Role& r = roles[(next + k) % 2];
+        for (size_t k = 0; k < n && pick < 0; ++k) {
+            Role& r = roles[(next + k) % n];
             if (!r.done && (!r.waiting || r.progress_seen != sync_progress_)) pick = r.index;
         }
         if (pick < 0) {
-            for (int k = 0; k < 2 && pick < 0; ++k)
-                if (!roles[(next + k) % 2].done) pick = roles[(next + k) % 2].index;
-            roles[pick].give_up = true;
+            for (size_t k = 0; k < n && pick < 0; ++k)
+                if (!roles[(next + k) % n].done) pick = roles[(next + k) % n].index;
+            roles[static_cast<size_t>(pick)].give_up = true;
         }
-        next = (pick + 1) % 2;
+        next = (static_cast<size_t>(pick) + 1) % n;
         std::unique_lock<std::mutex> lock(role_mutex_);
         role_running_ = pick;
         role_cv_.notify_all();
         role_cv_.wait(lock, [&] { return role_running_ == -1; });
     }
-    std::exception_ptr error = roles[0].error ? roles[0].error : roles[1].error;
-    // A role left unfinished by the other's error unwinds now (its frames own storage).
+    std::exception_ptr error;
+    for (auto& r : roles)
+        if (r.error && !error) error = r.error;
+    // A role left unfinished by another's error unwinds now (its frames own storage).
     for (auto& r : roles)
         if (!r.done) {
             r.abort = true;
@@ -147,6 +191,58 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
     for (auto& t : threads) t.join();
     swap_role_state(outer);
     if (error) std::rethrow_exception(error);
+}
+
+void Executor::exec_named_barrier(const MachineOpNode* op, const Active& act) {
+    if (act.empty()) return;  // a branch no thread of this role takes
+    const bool sync = op->op == MachineOp::NamedBarrier;
+    const int64_t id = op->imm.at(0), count = op->imm.at(1);
+    const SourceLoc loc = at(op->loc);
+    const std::string what = std::string(sync ? "barrier.sync " : "barrier.arrive ") + std::to_string(id) + ", " +
+                             std::to_string(count);
+    isa::NamedBarrierArrival r = named_barriers_.arrive(id, count, static_cast<int64_t>(act.size()), sync);
+    ++sync_progress_;
+    if (r.problem != isa::NamedBarrierProblem::None)
+        issue(IssueKind::BarrierDivergence, loc, act.front(), [&] {
+            switch (r.problem) {
+            case isa::NamedBarrierProblem::BadId: return what + ": no such barrier (ids 0..15)";
+            case isa::NamedBarrierProblem::BadCount: return what + ": the thread count is not a positive multiple of 32";
+            case isa::NamedBarrierProblem::CountMismatch:
+                return what + ": another thread count than the other arrivals of the barrier's phase";
+            default:
+                return what + " reached by " + std::to_string(act.size()) + " threads (" +
+                       std::to_string(act.front()) + ".." + std::to_string(act.back()) +
+                       ") with more arrivals than its count in the phase";
+            }
+        });
+    if (r.problem == isa::NamedBarrierProblem::BadId || r.problem == isa::NamedBarrierProblem::BadCount) return;
+    // A phase of syncs alone orders every participant's accesses before the barrier
+    // before their accesses after it: a new epoch of the race shadow. A phase with
+    // arrives orders only the arrivers' earlier accesses before the syncers' later ones;
+    // the shadow has no such partial order, so it starts no epoch (it keeps reporting
+    // what the barrier does not order, and what it does: none of tilec's ping-pong
+    // barriers order memory).
+    auto completed_phase = [&] {
+        if (!named_barriers_.had_arrive(id)) ++epoch_;
+    };
+    if (r.completed) {
+        completed_phase();
+        return;
+    }
+    if (!sync) return;
+    // Wait for the others: in a warpgroup role, another role may arrive.
+    while (!named_barriers_.completed(id, r.phase))
+        if (!yield_blocked()) break;
+    if (named_barriers_.completed(id, r.phase)) return;  // the completing arrival started the epoch
+    issue(IssueKind::BarrierDivergence, loc, act.front(), [&] {
+        int64_t arrived = 0;
+        for (const auto& p : named_barriers_.pending())
+            if (p.id == id) arrived = p.arrived;
+        return what + " reached by " + std::to_string(act.size()) + " threads (" + std::to_string(act.front()) + ".." +
+               std::to_string(act.back()) + "), " + std::to_string(arrived) + " of its " + std::to_string(count) +
+               " arrivals, and nothing can bring the rest: the threads would hang";
+    });
+    named_barriers_.abandon(id);
 }
 
 }  // namespace tilec::sim::detail

@@ -301,6 +301,65 @@ TEST_CASE("sim: setmaxnreg and the consumers' named barrier are checked", "[sim]
     }
 }
 
+// Two consumer warpgroups (0..127, 128..255) beside a producer (256..383) that hand
+// named barriers to each other (PTX ISA, barrier{.cta}: .arrive counts toward the
+// barrier's thread count without waiting, .sync waits until the count is reached). A
+// warpgroup's barrier.sync that the other's later barrier.arrive completes deadlocks in
+// lock step; the simulator runs such warpgroups as coroutines, so it passes.
+TEST_CASE("sim: ping-pong consumer warpgroups interleave at named barriers", "[sim][warp_roles][named_barrier]") {
+    TmaKernel k;
+    k.threads = 384;
+    auto first_wg = [&] { return ir::lt(k.tx, ir::make_int(128)); };
+    auto op = [&](ir::MachineOp o, int64_t id, uint32_t l) {
+        return ir::make_machine_op(o, {id, 256}, {}, {}, line(l));
+    };
+    auto roles = [&](std::vector<ir::Stmt> consumers) {
+        consumers.insert(consumers.begin(), ir::make_machine_op(ir::MachineOp::SetMaxNReg, {1, 232}, {}, {}, line(13)));
+        // (A split's branches are sequences that start with setmaxnreg: two statements.)
+        ir::Stmt producer = ir::make_seq({ir::make_machine_op(ir::MachineOp::SetMaxNReg, {0, 40}, {}, {}, line(10)),
+                                          ir::make_if(ir::eq(k.tx, ir::make_int(256)), ir::make_seq({}), nullptr, line(11))});
+        return std::vector<ir::Stmt>{
+            ir::make_if(ir::ge(k.tx, ir::make_int(256)), producer, ir::make_seq(consumers), line(9))};
+    };
+    SECTION("a sync completed by the other warpgroup's later arrive") {
+        auto r = k.run(roles({ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 2, 20), nullptr, line(20)),
+                              ir::make_if(first_wg(), ir::make_seq({}), op(ir::MachineOp::BarrierArrive, 2, 21), line(21))}));
+        REQUIRE(r.ok);
+        for (const auto& i : r.issues) UNSCOPED_INFO(i.message);
+        CHECK(r.issues.empty());
+    }
+    SECTION("turns: each warpgroup syncs on its own barrier and arrives on the other's") {
+        std::vector<ir::Stmt> c{ir::make_if(first_wg(), ir::make_seq({}), op(ir::MachineOp::BarrierArrive, 2, 20), line(20))};
+        for (int round = 0; round < 3; ++round) {
+            c.push_back(ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 2, 21), op(ir::MachineOp::NamedBarrier, 3, 21), line(21)));
+            c.push_back(ir::make_if(first_wg(), op(ir::MachineOp::BarrierArrive, 3, 22), op(ir::MachineOp::BarrierArrive, 2, 22), line(22)));
+        }
+        c.push_back(ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 2, 23), nullptr, line(23)));
+        auto r = k.run(roles(c));
+        REQUIRE(r.ok);
+        for (const auto& i : r.issues) UNSCOPED_INFO(i.message);
+        CHECK(r.issues.empty());
+        // Without the final sync, warpgroup 1's last arrive stays on barrier 2.
+        c.pop_back();
+        auto left = k.run(roles(c));
+        REQUIRE(left.ok);
+        CHECK(has(left, sim::IssueKind::BarrierDivergence, 0, "named barrier 2 left with 128 of its 256 arrivals"));
+    }
+    SECTION("a sync nothing completes is reported as a hang, and the run goes on") {
+        auto r = k.run(roles({ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 2, 20), nullptr, line(20)),
+                              ir::make_if(first_wg(), op(ir::MachineOp::NamedBarrier, 3, 21), op(ir::MachineOp::BarrierArrive, 3, 21), line(21))}));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::BarrierDivergence, 20, "would hang"));
+        CHECK_FALSE(has(r, sim::IssueKind::BarrierDivergence, 21, "would hang"));
+    }
+    SECTION("counts that differ within a phase are reported") {
+        auto r = k.run(roles({ir::make_if(first_wg(), ir::make_machine_op(ir::MachineOp::BarrierArrive, {4, 512}, {}, {}, line(20)),
+                                          op(ir::MachineOp::NamedBarrier, 4, 21), line(20))}));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::BarrierDivergence, 21, "another thread count"));
+    }
+}
+
 namespace {
 
 // TMA stores (ir.h: TmaStore, BulkCommit, BulkWaitRead): 128 threads write an 8 x 16 f32

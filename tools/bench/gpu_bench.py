@@ -180,6 +180,9 @@ def main():
     # without sm_90a's warp roles (one warpgroup issuing the TMA copies and the wgmma).
     attn_cases = [(D, causal, "attn_fwd" + ("_causal" if causal else "") + ("_d64" if D == 64 else ""))
                   for D in (64, 128) for causal in (False, True)]
+    # attn_fwd[_causal]_wg2: 128 query rows on two consumer warpgroups, FA3's ping-pong on
+    # sm_90a (lower/pingpong_consumers.cpp), next to attn_fwd's 64 rows on one.
+    attn_cases += [(128, causal, "attn_fwd" + ("_causal" if causal else "") + "_wg2") for causal in (False, True)]
     if args.sweep:
         attn_cases += [(128, False, "attn_nows"), (64, False, "attn_nows_d64")]
     for D, causal, name in attn_cases:
