@@ -10,7 +10,8 @@
 // the last dimension to n contiguous offsets (checked by enumeration), the offset is
 // L(..., base) + e: after unrolling, the n accesses differ by constants, which LLVM's
 // load/store vectorizer joins into one ds_read / ds_write_b64 / b128 (a swizzle's XOR
-// over the whole coordinate would hide that from it).
+// over the whole coordinate would hide that from it). Where the layout keeps only
+// shorter runs contiguous (m dividing n), each m-run is one vector access.
 #include <map>
 
 #include "ir/visitor.h"
@@ -119,6 +120,16 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
                 if (runs_contiguous(*r.layout, n)) {
                     idx.back() = run->first;
                     return ir::add(r.layout->apply(idx).front(), run->second);
+                }
+                // Runs of n that the layout splits (a WMMA lane's 16 f16 of K across two
+                // 16-byte swizzle chunks): the widest m dividing n whose aligned runs stay
+                // contiguous, e = (e / m) * m + e % m; after unrolling e / m is a constant,
+                // so each m-run is still one vector access.
+                for (int64_t m = n / 2; m > 1; m /= 2) {
+                    if (n % m != 0 || !runs_contiguous(*r.layout, m)) continue;
+                    Expr e = run->second;
+                    idx.back() = ir::add(run->first, mul(floordiv(e, make_int(m)), make_int(m)));
+                    return ir::add(r.layout->apply(idx).front(), floormod(e, make_int(m)));
                 }
             }
             return r.layout->apply(idx).front();

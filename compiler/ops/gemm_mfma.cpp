@@ -107,10 +107,22 @@ int64_t k_steps_packed(const AmdMatrixPlan& p, DataType t) {
 }  // namespace
 
 std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
-    if (x.scope != Scope::Shared || plan.wmma) return std::nullopt;
+    if (x.scope != Scope::Shared) return std::nullopt;
     auto s = const_shape(x.shape);
     if (!s || s->size() != 2) return std::nullopt;
     const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+    if (plan.wmma) {
+        // WMMA (wave32): lane l reads row l % 16 of the atom, its whole K run (16
+        // elements: two ds_read_b128 for f16 / bf16, one for i8), lanes l and l + 16 the
+        // same words. Tiles whose rows run along M / N are read 2 bytes a lane, 16
+        // consecutive elements of one K row per instruction: row-major. Rows along K:
+        // the 16 rows at one K chunk fall in 2 bank quads of a row-major tile of 64-byte
+        // rows (8 words a bank where 4 is the ideal); the XOR swizzle spreads them over
+        // all 8 (rows r and r + 2 at different chunks, 16-byte chunks kept whole).
+        if (!k_last || row_bytes > 64) return std::nullopt;
+        auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
+        return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
+    }
     if (!k_last) {
         // Rows along M / N are read 2 bytes a lane, per half wave. A 32x32 atom's half
         // wave is 32 consecutive elements of one K row; a 16x16 atom's is 16 elements (32
