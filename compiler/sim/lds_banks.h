@@ -12,6 +12,12 @@
 // programming guide's "shared memory" sections: a request is split into as many
 // conflict-free wavefronts as needed).
 //
+// AMD RDNA3, wave32 (gfx1100): PerWarp as well, 32 banks of 4 bytes, the whole wave one
+// group. Unlike the two above, no document backs this: none of AMD's RDNA3 documents on
+// how its LDS groups the lanes of a wide (b64 / b128) access has been read for it yet
+// (the RDNA3 ISA guide's LDS chapter is the one to check). Counts on gfx1100 are this
+// assumption's.
+//
 // AMD CDNA, wave64 (BankModel::CdnaPasses, gfx90a / gfx942). Documents read:
 //  - ROCm Composable Kernel documentation, "Understanding AMD GPU LDS and Bank Conflicts"
 //    (docs/conceptual/ck_tile/hardware/lds_bank_conflicts.rst): "32 banks ... each bank
