@@ -78,23 +78,20 @@ RuntimeTypes runtime_types(llvm::LLVMContext& ctx, const llvm::DataLayout& dl) {
     return t;
 }
 
-// One kernel's tile_gpu_module and its images, named after the kernel (a module per
-// kernel: each export's images are built on their own, see the driver's add_gpu_tasks).
-llvm::GlobalVariable* emit_module_global(ModuleState& ms, const std::string& module_name, const GpuKernel& kernel,
-                                         const RuntimeTypes& types) {
+llvm::GlobalVariable* emit_module_global(ModuleState& ms, const GpuEmbedding& gpu, const RuntimeTypes& types) {
     auto& ctx = ms.ctx;
     auto& m = ms.module;
     const llvm::DataLayout& dl = m.getDataLayout();
     auto* i32 = llvm::Type::getInt32Ty(ctx);
     auto* size_t_ty = dl.getIntPtrType(ctx);
     std::vector<llvm::Constant*> entries;
-    for (auto& image : kernel.images) {
+    for (auto& image : gpu.images) {
         // PTX goes to the driver as a C string: embed its NUL so the runtime need not copy.
         bool text = image.kind == GpuImageKind::Ptx;
         auto* init = llvm::ConstantDataArray::getString(ctx, image.data, text);
         auto* bytes = new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::InternalLinkage, init,
                                                std::string("tilec.gpu.") + image_kind_name(image.kind) + "." +
-                                                   image.arch + "." + kernel.symbol);
+                                                   image.arch);
         // ELF images are read in place by the drivers: keep them aligned like a file mapping would be.
         bytes->setAlignment(llvm::Align(16));
         bytes->setSection(".rodata.tilec.gpu");
@@ -105,18 +102,17 @@ llvm::GlobalVariable* emit_module_global(ModuleState& ms, const std::string& mod
     }
     auto* array_type = llvm::ArrayType::get(types.image, entries.size());
     auto* images = new llvm::GlobalVariable(m, array_type, true, llvm::GlobalValue::InternalLinkage,
-                                            llvm::ConstantArray::get(array_type, entries),
-                                            "tilec.gpu.images." + kernel.symbol);
+                                            llvm::ConstantArray::get(array_type, entries), "tilec.gpu.images");
     images->setAlignment(llvm::Align(8));
     auto* null = llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
     auto* init = llvm::ConstantStruct::get(
         types.module,
         {llvm::ConstantInt::get(i32, dl.getTypeAllocSize(types.module).getFixedValue()),
-         llvm::ConstantInt::get(i32, dl.getTypeAllocSize(types.image).getFixedValue()), ms.c_string(module_name),
+         llvm::ConstantInt::get(i32, dl.getTypeAllocSize(types.image).getFixedValue()), ms.c_string(gpu.module_name),
          images, llvm::ConstantInt::get(i32, entries.size()), llvm::ConstantInt::get(i32, 0), null});
     // Writable: the runtime fills `cache` (atomically) at the first launch.
     auto* module = new llvm::GlobalVariable(m, types.module, false, llvm::GlobalValue::InternalLinkage, init,
-                                            "tilec.gpu.module." + kernel.symbol);
+                                            "tilec.gpu.module");
     module->setAlignment(llvm::Align(8));
     return module;
 }
@@ -126,7 +122,7 @@ llvm::GlobalVariable* emit_module_global(ModuleState& ms, const std::string& mod
 // first, and the byte strides of the outer ones) and the map's box and swizzle, then tile_cuda_launch_tma with
 // the images whose kernel takes them.
 void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& f, const GpuKernel& kernel,
-                     llvm::GlobalVariable* module_global, llvm::Function* fn,
+                     const std::vector<GpuImage>& images, llvm::GlobalVariable* module_global, llvm::Function* fn,
                      llvm::Value* args, size_t num_args, llvm::Value* grid_arr, llvm::Value* block_arr) {
     auto& ctx = ms.ctx;
     llvm::IRBuilderBase& b = fl.builder();
@@ -184,7 +180,6 @@ void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& 
     }
     // Which images' kernels take the maps: cubins by arch, the PTX by its virtual arch.
     uint64_t mask = 0;
-    const std::vector<GpuImage>& images = kernel.images;
     for (size_t i = 0; i < images.size() && i < 64; ++i) {
         for (const auto& arch : kernel.tma_archs) {
             const target::GpuTarget* t = target::find_gpu_target(arch);
@@ -206,7 +201,7 @@ void emit_tma_launch(ModuleState& ms, FunctionLowering& fl, const ir::PrimFunc& 
 }
 
 void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel, GpuApi api,
-                llvm::GlobalVariable* module_global) {
+                llvm::GlobalVariable* module_global, const std::vector<GpuImage>& images) {
     auto& ctx = ms.ctx;
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i32 = llvm::Type::getInt32Ty(ctx);
@@ -253,7 +248,7 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
                       b.CreateConstInBoundsGEP2_32(dims_type, block_arr, 0, d));
     }
     if (api == GpuApi::Cuda && !kernel.tma_maps.empty()) {
-        emit_tma_launch(ms, fl, f, kernel, module_global, fn, args, n, grid_arr, block_arr);
+        emit_tma_launch(ms, fl, f, kernel, images, module_global, fn, args, n, grid_arr, block_arr);
         return;
     }
     // tile_status tile_cuda_launch(tile_gpu_module*, const char* kernel, void* stream,
@@ -276,14 +271,14 @@ void emit_gpu_embedding(ModuleState& ms, const ir::Module& module, const GpuEmbe
     std::map<std::string, const ir::PrimFunc*> funcs;
     for (auto& f : module.funcs) funcs[f.name] = &f;
     RuntimeTypes types = runtime_types(ms.ctx, ms.module.getDataLayout());
+    llvm::GlobalVariable* module_global = emit_module_global(ms, gpu, types);
     for (auto& k : gpu.kernels) {
         auto it = funcs.find(k.export_name);
         if (it == funcs.end()) TILEC_ICE("GPU entry point for an unknown export " + k.export_name);
         if (k.threads <= 0 || k.threads > 1024)
             TILEC_ICE("GPU kernel " + k.symbol + " has " + std::to_string(k.threads) + " threads per block");
-        llvm::GlobalVariable* module_global = emit_module_global(ms, gpu.module_name, k, types);
-        if (k.cuda) emit_entry(ms, *it->second, k, GpuApi::Cuda, module_global);
-        if (k.hip) emit_entry(ms, *it->second, k, GpuApi::Hip, module_global);
+        if (k.cuda) emit_entry(ms, *it->second, k, GpuApi::Cuda, module_global, gpu.images);
+        if (k.hip) emit_entry(ms, *it->second, k, GpuApi::Hip, module_global, gpu.images);
     }
 }
 

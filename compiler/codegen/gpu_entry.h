@@ -3,12 +3,11 @@
 // The driver compiles the device code (cubins and PTX for sm_XX targets, HSACO for gfx
 // targets) and hands the bytes here as a GpuEmbedding; compile_cpu (CpuOptions::gpu) then
 // writes into the same host LLVM module, for the whole file:
-// per export (K its kernel):
 //   the image bytes           internal constants in section .rodata.tilec.gpu
-//                             (tilec.gpu.cubin.sm_80.K, tilec.gpu.ptx.compute_80.K,
-//                             tilec.gpu.hsaco.gfx942.K, ...): the kernel's own images
-//   tile_gpu_image[]          tilec.gpu.images.K (kind, arch, data, size), constant
-//   tile_gpu_module           tilec.gpu.module.K, writable: its `cache` slot starts NULL and
+//                             (tilec.gpu.cubin.sm_80, tilec.gpu.ptx.compute_80,
+//                             tilec.gpu.hsaco.gfx942, ...)
+//   tile_gpu_image[]          tilec.gpu.images (kind, arch, data, size), constant
+//   tile_gpu_module           tilec.gpu.module, writable: its `cache` slot starts NULL and
 //                             is the runtime's (module loaded once per context/device)
 // and per export and API:
 //   tile_status NAME_cuda(void* stream, <tensors>, <sizes>, <scalars>)
@@ -16,9 +15,8 @@
 // which check the arguments as NAME_cpu does (entry_checks.h; plus 16-byte alignment of
 // tensors and the API's grid limits), return TILE_SUCCESS for an empty grid without
 // touching the driver, and otherwise call tile_cuda_launch / tile_hip_launch. One module
-// per kernel, not per file: the driver builds each export's images on their own (ptxas
-// and the AMDGPU code generation per export run in parallel). A kernel's module serves
-// both APIs: each launcher only looks at its own image kinds. No LLVM in this header.
+// serves both APIs: each launcher only looks at its own image kinds. No LLVM in this
+// header.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -63,11 +61,11 @@ struct GpuKernel {
     // (tile_cuda_launch_tma) for those images only.
     std::vector<ir::TmaMapUse> tma_maps;
     std::vector<std::string> tma_archs;
-    std::vector<GpuImage> images;  // its module's images (a cubin / code object per arch, PTX)
 };
 
 struct GpuEmbedding {
-    std::string module_name;  // tile_gpu_module.name of each kernel's module, for the runtime's messages
+    std::string module_name;  // tile_gpu_module.name, for the runtime's messages
+    std::vector<GpuImage> images;
     std::vector<GpuKernel> kernels;
 };
 
@@ -78,7 +76,7 @@ std::string gpu_entry_name(const std::string& export_name, GpuApi api);
 // sm_90a -> compute_90a).
 std::string ptx_arch_label(const std::string& sm_arch);
 
-// Writes each kernel's images and module and the entry points into the host module. Every kernel
+// Writes the images, the module and the entry points into the host module. Every kernel
 // must name a function of `module`; its parameters are the kernel's, in order (the NVPTX
 // backend declares the kernel's parameters as the C entry point's). Internal errors on
 // inconsistent input.

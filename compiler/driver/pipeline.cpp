@@ -239,10 +239,6 @@ struct ArchResult {
     std::string object;              // gfx: the relocatable code object, when built
     std::string hsaco;               // gfx: the linked code object, when built
     std::vector<codegen::KernelResources> resources;  // --verbose-resources
-    // An object's images: per export, its own cubin (sm; ptxas ran on parts[i] alone, which
-    // stays its PTX) or linked code object (gfx).
-    std::vector<codegen::PtxasRun> export_ptxas;
-    std::vector<std::string> export_hsaco;
 };
 
 // An AMD target's exports compiled to one code object (`what`: assembly or object), after
@@ -251,36 +247,34 @@ struct ArchResult {
 // where its kernel spills less. Narrowing moves LLVM's register allocation either way
 // (gpu_address_constants.cpp), so it is tried only where the first allocation spilled:
 // every kernel that did not keeps its code, and a compilation without spills costs
-// nothing more. `funcs[i]` is the export of `parts[i]`; returns the code of `parts` as
-// they end.
-std::string retry_spilling_exports(std::vector<std::string>& parts, const std::vector<const ir::PrimFunc*>& funcs,
-                                   const target::GpuTarget& t, const std::string& source,
-                                   codegen::AmdgpuOutput what) {
-    std::string first = codegen::compile_amdgpu_optimized(parts, t, what, source);
+// nothing more. Returns the code of r.parts as they end.
+std::string retry_spilling_exports(ArchResult& r, const ir::Module& level, const target::GpuTarget& t,
+                                   const std::string& source, codegen::AmdgpuOutput what) {
+    std::string first = codegen::compile_amdgpu_optimized(r.parts, t, what, source);
     std::map<std::string, int64_t> before = codegen::amdgpu_scratch_bytes(first, what, t);
-    std::vector<std::string> narrowed = parts;
+    std::vector<std::string> parts = r.parts;
     std::vector<size_t> retried;
-    for (size_t i = 0; i < funcs.size(); ++i) {
-        auto it = before.find(funcs[i]->name);
+    for (size_t i = 0; i < level.funcs.size(); ++i) {
+        auto it = before.find(level.funcs[i].name);
         if (it == before.end() || it->second == 0) continue;
-        narrowed[i] = codegen::amdgpu_optimized_bitcode(*funcs[i], t, source, true);
+        parts[i] = codegen::amdgpu_optimized_bitcode(level.funcs[i], t, source, true);
         retried.push_back(i);
     }
     if (retried.empty()) return first;
-    std::string second = codegen::compile_amdgpu_optimized(narrowed, t, what, source);
+    std::string second = codegen::compile_amdgpu_optimized(parts, t, what, source);
     std::map<std::string, int64_t> after = codegen::amdgpu_scratch_bytes(second, what, t);
     size_t kept = 0;
     for (size_t i : retried) {
-        const std::string& name = funcs[i]->name;
+        const std::string& name = level.funcs[i].name;
         if (after.count(name) && after[name] < before[name]) {
-            parts[i] = std::move(narrowed[i]);
+            r.parts[i] = std::move(parts[i]);
             ++kept;
         }
     }
     if (kept == retried.size()) return second;
     if (kept == 0) return first;
     // Some kept, some not: the code object of the mix (each kernel's code is its own).
-    return codegen::compile_amdgpu_optimized(parts, t, what, source);
+    return codegen::compile_amdgpu_optimized(r.parts, t, what, source);
 }
 
 // The user's words for a ptxas failure: the user's when they gave -Xptxas options
@@ -333,20 +327,16 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
 
 // Adds the backend tasks of every arch to `graph`: per export, LLVM IR and O3 in its own
 // LLVM context (for NVIDIA, once per group of archs with the same IR, then code
-// generation to PTX per arch). An object's images (`object_images`) are per export too:
-// ptxas on the export's PTX alone, its gfx bitcode compiled and linked to a code object of
-// its own, so no arch ends in one long serial step over all exports and the work scales
-// with -j (gemm.tile for gfx942: one 8.6 s code generation before). For the files of
-// --emit, per arch the exports' results joined (PTX merged; gfx bitcode linked and
-// compiled to one code object), then ptxas when `cubin`, ld.lld when `hsaco`, the
-// assembly when `amd_text`. Returns the arch tasks.
+// generation to PTX per arch); per arch, the exports' results joined (PTX merged; gfx
+// bitcode linked and compiled to one code object), then ptxas when `cubin`, ld.lld when
+// `hsaco`, the assembly when `amd_text`. Returns the arch tasks.
 std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module>& thread_level,
-                                  std::vector<ArchResult>& results, bool object_images, bool cubin, bool hsaco,
-                                  bool amd_text, const Options& options, const std::string& source) {
+                                  std::vector<ArchResult>& results, bool cubin, bool hsaco, bool amd_text,
+                                  const Options& options, const std::string& source) {
     size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
     for (auto& r : results) r.optimized.resize(exports);
-    // Ready tasks run lowest index first: the AMD archs' come first, as their code
-    // generation is the longest, which then overlaps the NVIDIA archs' work.
+    // Ready tasks run lowest index first: the AMD archs' come first, as each ends in one
+    // long code generation of all exports, which then overlaps the NVIDIA archs' work.
     std::vector<size_t> order;
     for (size_t a = 0; a < results.size(); ++a)
         if (!results[a].target->is_nvidia()) order.push_back(a);
@@ -364,53 +354,22 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         const ir::Module& level = thread_level[a];
         const target::GpuTarget& t = *r.target;
         r.parts.resize(level.funcs.size());
-        if (object_images) {
-            r.export_ptxas.resize(t.is_nvidia() ? level.funcs.size() : 0);
-            r.export_hsaco.resize(t.is_nvidia() ? 0 : level.funcs.size());
-        }
         std::vector<size_t> deps;
         for (size_t i = 0; i < level.funcs.size(); ++i) {
             const ir::PrimFunc* f = &level.funcs[i];
             std::string* part = &r.parts[i];
             if (t.is_nvidia()) {
                 const std::string* optimized = &r.optimized[i];
-                codegen::PtxasRun* run = object_images ? &r.export_ptxas[i] : nullptr;
                 deps.push_back(graph.add(
-                    [part, optimized, run, &t, &options, &source] {
-                        *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source);
-                        if (run) *run = codegen::run_ptxas(*part, t, options.ptxas_args, options.verbose_resources);
-                    },
+                    [part, optimized, &t, &source] { *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source); },
                     {nvidia_opt.at(i)}));
             } else {
-                std::string* linked = object_images ? &r.export_hsaco[i] : nullptr;
-                deps.push_back(graph.add([f, part, linked, &t, &source] {
-                    *part = codegen::amdgpu_optimized_bitcode(*f, t, source);
-                    if (!linked) return;
-                    std::vector<std::string> one{*part};
-                    *linked = codegen::link_hsaco(
-                        retry_spilling_exports(one, {f}, t, source, codegen::AmdgpuOutput::Object), t);
-                    *part = std::move(one[0]);
-                }));
+                deps.push_back(graph.add(
+                    [f, part, &t, &source] { *part = codegen::amdgpu_optimized_bitcode(*f, t, source); }));
             }
         }
         arch_tasks.push_back(graph.add(
-            [&r, &level, &t, &options, &source, object_images, cubin, hsaco, amd_text] {
-                if (object_images) {
-                    // The images are the exports'; --verbose-resources reads them (AMD:
-                    // the linked code object carries the same kernel descriptors).
-                    for (auto& run : r.export_ptxas) {
-                        if (!run.ok) {
-                            r.ptxas = run;
-                            return;
-                        }
-                        for (auto& k : run.resources) r.resources.push_back(k);
-                    }
-                    if (options.verbose_resources)
-                        for (auto& code : r.export_hsaco)
-                            for (auto& k : codegen::amdgpu_resources(code, t)) r.resources.push_back(k);
-                    r.optimized.clear();
-                    return;
-                }
+            [&r, &level, &t, &options, &source, cubin, hsaco, amd_text] {
                 if (t.is_nvidia()) {
                     // A file with no exports (only funcs, or kernels without defaults) gives
                     // a module of no entries, as the AMDGPU and host outputs do.
@@ -425,10 +384,8 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                 }
                 bool object = hsaco || options.verbose_resources;
                 std::string code;
-                std::vector<const ir::PrimFunc*> funcs;
-                for (auto& f : level.funcs) funcs.push_back(&f);
                 if (object || amd_text)
-                    code = retry_spilling_exports(r.parts, funcs, t, source,
+                    code = retry_spilling_exports(r, level, t, source,
                                                   object ? codegen::AmdgpuOutput::Object : codegen::AmdgpuOutput::Assembly);
                 if (amd_text)
                     r.text = object ? codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly, source)
@@ -784,8 +741,8 @@ int compile(const Options& options) {
                 const bool cubin = images || options.emit == "cubin" ||
                                    (options.emit == "ptx" && (options.verbose_resources || !options.ptxas_args.empty()));
                 const bool hsaco = images || options.emit == "hsaco";
-                arch_tasks = add_gpu_tasks(graph, thread_level, results, images, cubin, hsaco,
-                                           options.emit == "amdgcn", options, source);
+                arch_tasks = add_gpu_tasks(graph, thread_level, results, cubin, hsaco, options.emit == "amdgcn",
+                                           options, source);
             }
             std::optional<std::string> host_code;
             const bool host_backend = backend && options.emit != "header";
@@ -799,22 +756,15 @@ int compile(const Options& options) {
                 graph.add(
                     [&] {
                         if (gpu_failed()) return;
-                        // Each kernel its own images: its cubin or code object per arch, and
-                        // the PTX of the lowest sm arch.
-                        for (size_t i = 0; i < gpu.kernels.size(); ++i) {
-                            auto& images = gpu.kernels[i].images;
-                            for (auto& r : results) {
-                                if (r.target->is_nvidia())
-                                    images.push_back({codegen::GpuImageKind::Cubin, r.target->name,
-                                                      std::move(r.export_ptxas.at(i).cubin)});
-                                else
-                                    images.push_back({codegen::GpuImageKind::Hsaco, r.target->name,
-                                                      std::move(r.export_hsaco.at(i))});
-                            }
-                            if (lowest)
-                                images.push_back({codegen::GpuImageKind::Ptx,
-                                                  codegen::ptx_arch_label(lowest->target->name), lowest->parts.at(i)});
+                        for (auto& r : results) {
+                            if (r.target->is_nvidia())
+                                gpu.images.push_back({codegen::GpuImageKind::Cubin, r.target->name, r.ptxas->cubin});
+                            else
+                                gpu.images.push_back({codegen::GpuImageKind::Hsaco, r.target->name, r.hsaco});
                         }
+                        if (lowest)
+                            gpu.images.push_back({codegen::GpuImageKind::Ptx, codegen::ptx_arch_label(lowest->target->name),
+                                                  lowest->ptx});
                         codegen::CpuOptions copt;
                         copt.source_name = source;
                         copt.sources = &sources;
@@ -840,8 +790,7 @@ int compile(const Options& options) {
             }
             if (options.verbose_resources)
                 for (size_t a = 0; a < results.size(); ++a)
-                    if (results[a].ptxas || !results[a].object.empty() || !results[a].export_ptxas.empty() ||
-                        !results[a].export_hsaco.empty())
+                    if (results[a].ptxas || !results[a].object.empty())
                         print_resources(results[a].resources, thread_level[a].funcs);
             if (host_backend) {
                 if (!host_code || !write_output(options.output, *host_code, diags)) return 1;

@@ -98,7 +98,12 @@ printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "-----------
   "-----------" "-----------" "-----------" "$(printf -- '-%.0s' {1..38})"
 # Per-export figures divide by the exports each file has today (counted, not assumed).
 n_gemm="$(grep -c '^export ' "$gemm")"
-n_attn="$(grep -c '^export ' "$attn")"
+# flash_attn.tile's _wg2 exports (two consumer warpgroups, 72 KiB of shared memory) do not
+# fit gfx942's 64 KiB LDS: the row builds the others, which every target compiles.
+attn_exports=()
+while read -r name; do attn_exports+=(--export "$name"); done \
+  < <(grep '^export ' "$attn" | sed -E 's/.* as ([A-Za-z0-9_]+);.*/\1/' | grep -v '_wg2$')
+n_attn=$((${#attn_exports[@]} / 2))
 row "gemm.tile ($n_gemm exports) -> sm_90a cubins" "$n_gemm" "<= 0.15 s per export" \
   "$gemm" --target=sm_90a --emit=cubin -o "$out/gemm.cubin"
 row "gemm.tile, one export (gemm_f16) -> sm_90a" 1 "<= 0.3 s" \
@@ -107,6 +112,6 @@ row "gemm.tile fat object (host,sm_80,sm_90a,gfx942)" "$n_gemm" "<= 0.6 s per ex
   "$gemm" --target=host,sm_80,sm_90a,gfx942 -o "$out/gemm.o"
 if [[ $quick -eq 0 ]]; then
   row "flash_attn.tile fat object ($n_attn exports)" "$n_attn" "<= 2 s per export" \
-    "$attn" --target=host,sm_80,sm_90a,gfx942 -o "$out/attn.o"
+    "$attn" "${attn_exports[@]}" --target=host,sm_80,sm_90a,gfx942 -o "$out/attn.o"
 fi
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -247,7 +247,7 @@ typedef struct tile_gpu_image {
 } tile_gpu_image;
 
 /* The images of one object (or one kernel library), and the runtime's cache of what it
- * loaded from them. Generated code defines one per export, as a zero-initialised
+ * loaded from them. Generated code defines one per object, as a zero-initialised
  * non-const static (the runtime writes `cache`):
  *     static const tile_gpu_image images[] = {{TILE_GPU_IMAGE_CUBIN, 0, "sm_80", cubin80,
  *                                              sizeof cubin80}, ...};
