@@ -46,6 +46,24 @@
 namespace tilec::driver {
 namespace {
 
+// The kinds of --sim-drop-sync=KIND:N, in the order its help and messages list them.
+struct DropSyncKind {
+    const char* name;
+    sim::SyncKind kind;
+};
+constexpr DropSyncKind kDropSyncKinds[] = {
+    {"barrier", sim::SyncKind::Barrier},           {"wait", sim::SyncKind::AsyncWait},
+    {"wgmma_wait", sim::SyncKind::WgmmaWait},      {"mbarrier_wait", sim::SyncKind::MbarrierWait},
+    {"fence_proxy_async", sim::SyncKind::ProxyFence}, {"bulk_wait_read", sim::SyncKind::BulkWaitRead},
+    {"named_barrier", sim::SyncKind::NamedBarrier}, {"barrier_arrive", sim::SyncKind::BarrierArrive},
+};
+
+const DropSyncKind* find_drop_sync_kind(const std::string& name) {
+    for (const auto& k : kDropSyncKinds)
+        if (name == k.name) return &k;
+    return nullptr;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // An estimate of the reference's time above this prints a note (and --no-reference).
@@ -518,14 +536,7 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     if (!options.sim_drop_sync.empty()) {
         const std::string& d = options.sim_drop_sync;
         const std::string kind_name = d.substr(0, d.find(':'));
-        auto kind = kind_name == "barrier"      ? sim::SyncKind::Barrier
-                    : kind_name == "wgmma_wait" ? sim::SyncKind::WgmmaWait
-                    : kind_name == "mbarrier_wait" ? sim::SyncKind::MbarrierWait
-                    : kind_name == "fence_proxy_async" ? sim::SyncKind::ProxyFence
-                    : kind_name == "bulk_wait_read" ? sim::SyncKind::BulkWaitRead
-                    : kind_name == "named_barrier" ? sim::SyncKind::NamedBarrier
-                    : kind_name == "barrier_arrive" ? sim::SyncKind::BarrierArrive
-                                                   : sim::SyncKind::AsyncWait;
+        const sim::SyncKind kind = find_drop_sync_kind(kind_name)->kind;  // checked by run_kernel
         auto dropped = sim::drop_sync(*thread, kind, std::stoll(d.substr(d.find(':') + 1)));
         if (!dropped) {
             std::cerr << "tilec run: error: --sim-drop-sync=" << d << ": '" << f.name << "' has no such "
@@ -652,12 +663,13 @@ int run_kernel(const RunOptions& options) {
         size_t colon = d.find(':');
         std::string kind = d.substr(0, colon), n = colon == std::string::npos ? "" : d.substr(colon + 1);
         bool digits = !n.empty() && n.size() <= 9 && n.find_first_not_of("0123456789") == std::string::npos;
-        if ((kind != "barrier" && kind != "wait" && kind != "wgmma_wait" && kind != "mbarrier_wait" &&
-             kind != "fence_proxy_async" && kind != "bulk_wait_read" && kind != "named_barrier" &&
-             kind != "barrier_arrive") ||
-            !digits)
-            return option_error("--sim-drop-sync takes barrier:N, wait:N, wgmma_wait:N, mbarrier_wait:N, fence_proxy_async:N, bulk_wait_read:N, named_barrier:N or barrier_arrive:N (N a count from 0), not '" +
-                                d + "'");
+        if (!find_drop_sync_kind(kind) || !digits) {
+            std::string kinds;
+            const size_t n_kinds = std::size(kDropSyncKinds);
+            for (size_t i = 0; i < n_kinds; ++i)
+                kinds += std::string(i == 0 ? "" : i + 1 == n_kinds ? " or " : ", ") + kDropSyncKinds[i].name + ":N";
+            return option_error("--sim-drop-sync takes " + kinds + " (N a count from 0), not '" + d + "'");
+        }
     }
     if (options.sim_drop_barriers && !sim_target)
         return option_error("--sim-drop-barriers needs the simulator (--target=sim:ARCH)");
