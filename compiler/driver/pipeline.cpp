@@ -62,20 +62,6 @@ bool write_file(const std::string& path, const std::string& text, DiagnosticEngi
     return true;
 }
 
-// The base name of a path ("dir/k.tile" -> "k.tile").
-std::string base_name(const std::string& path) {
-    auto slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// The header written beside an object: "out/k.o" -> "out/k.h".
-std::string header_beside(const std::string& object) {
-    auto slash = object.find_last_of('/');
-    auto dot = object.find_last_of('.');
-    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return object + ".h";
-    return object.substr(0, dot) + ".h";
-}
-
 // Where --emit=cubin|ptx|hsaco|amdgcn -o PATH writes one arch's file: PATH itself for
 // one arch, else PATH with ".sm_XX" (".gfxNNN") before its extension ("k.cubin" ->
 // "k.sm_80.cubin", "k.hsaco" -> "k.gfx942.hsaco").
@@ -99,6 +85,20 @@ std::string escape_make(const std::string& p) {
 }
 
 #ifdef TILEC_WITH_LLVM
+// The base name of a path ("dir/k.tile" -> "k.tile").
+std::string base_name(const std::string& path) {
+    auto slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The header written beside an object: "out/k.o" -> "out/k.h".
+std::string header_beside(const std::string& object) {
+    auto slash = object.find_last_of('/');
+    auto dot = object.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return object + ".h";
+    return object.substr(0, dot) + ".h";
+}
+
 // --verbose-resources: one line per kernel of one arch, in the order of the exports
 // (ptxas reports them in its own order), on standard error (standard output may carry
 // PTX or assembly).
@@ -508,7 +508,7 @@ int compile(const Options& options) {
         // into the host object with NAME_cuda (sm_XX) and NAME_hip (gfxNNN) entry points
         // (codegen/gpu_entry.h).
         std::vector<std::string> object_gpu_targets;
-        bool object_host = options.targets.empty();
+        [[maybe_unused]] bool object_host = options.targets.empty();
         if (backend) {
             for (auto& t : options.targets) {
                 const target::Target* row = target::find_target(t);

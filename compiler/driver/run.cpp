@@ -46,6 +46,12 @@
 namespace tilec::driver {
 namespace {
 
+int option_error(const std::string& message) {
+    std::cerr << "tilec: error: " << message << "\n";
+    return 1;
+}
+
+#ifdef TILEC_WITH_LLVM
 // The kinds of --sim-drop-sync=KIND:N, in the order its help and messages list them.
 struct DropSyncKind {
     const char* name;
@@ -63,7 +69,6 @@ const DropSyncKind* find_drop_sync_kind(const std::string& name) {
         if (name == k.name) return &k;
     return nullptr;
 }
-
 using Clock = std::chrono::steady_clock;
 
 // An estimate of the reference's time above this prints a note (and --no-reference).
@@ -76,10 +81,6 @@ constexpr int64_t kMaxGridBlocks = int64_t{1} << 62;
 // interpreter's limit, interp.cpp); beyond it, --sim-blocks samples them.
 constexpr int64_t kMaxBlocksOneByOne = int64_t{1} << 31;
 
-int option_error(const std::string& message) {
-    std::cerr << "tilec: error: " << message << "\n";
-    return 1;
-}
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
     std::string out;
@@ -339,7 +340,6 @@ struct BoundTensor {
     HostTensor host;
 };
 
-#ifdef TILEC_WITH_LLVM
 // A compiled kernel that goes wrong (an access far out of bounds: the code does not check
 // them, the reference does) must not look like a crash of tilec, nor take tilec with it:
 // a write far out of bounds that lands in tilec's heap would only show later, as a
@@ -494,7 +494,6 @@ int isolated_failure(const IsolatedRun& run, const std::string& entry_name) {
     }
     return 0;
 }
-#endif
 
 using BlockList = std::vector<std::array<int64_t, 3>>;
 
@@ -517,7 +516,6 @@ BlockList sample_blocks(const std::array<int64_t, 3>& dims, int64_t total, int64
     return picked;
 }
 
-#ifdef TILEC_WITH_LLVM
 // --target=sim:ARCH: lowers `f` to thread level for ARCH, runs it in the simulator on
 // the tensors' current contents, prints its checks' findings (as errors at their source
 // lines) and, with --profile, its memory counters. `results` gets what the kernel wrote
@@ -612,7 +610,8 @@ int run_in_simulator(const ir::PrimFunc& f, const target::GpuTarget& gpu, const 
     }
     return 0;
 }
-#endif
+
+#endif  // TILEC_WITH_LLVM
 
 }  // namespace
 
