@@ -30,7 +30,7 @@ void GpuLowering::store_element(const ir::Expr& dst, llvm::Value* storage_value)
 
 void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     if (m.op == ir::MachineOp::Mfma || m.op == ir::MachineOp::Wmma) return amd_matrix_op(m);
-    if (!target_.is_nvidia())
+    if (!target_.is_nvidia() && m.op != ir::MachineOp::VectorCopy)
         TILEC_ICE(who_ + ": machine " + ir::machine_op_name(m.op) + " on " + target_.name);
     switch (m.op) {
     case ir::MachineOp::Ldmatrix: {
@@ -125,13 +125,14 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         return;
     }
     case ir::MachineOp::VectorCopy: {
-        // One vector load of shared memory and one vector store of it (ld.shared.v4.b32,
-        // st.global.v4.b32 for 16 bytes): 32-bit words, aligned to the size (the lowering
-        // guarantees it; the simulator checks it).
+        // One vector load and one vector store of it, global <-> shared either way
+        // (ld.shared.v4.b32 + st.global.v4.b32, or global_load_dwordx4 + ds_write_b128
+        // for 16 bytes): 32-bit words, aligned to the size (the lowering guarantees it;
+        // the simulator checks it).
         int bytes = static_cast<int>(m.imm.at(0));
-        auto* gl = m.dst.at(0)->as<ir::LoadNode>();
+        auto* dl = m.dst.at(0)->as<ir::LoadNode>();
         auto* sl = m.src.at(0)->as<ir::LoadNode>();
-        llvm::Value* dst = element_ptr(buffer(gl->buffer), gl->indices);
+        llvm::Value* dst = element_ptr(buffer(dl->buffer), dl->indices);
         llvm::Value* src = element_ptr(buffer(sl->buffer), sl->indices);
         llvm::Type* ty = bytes == 4 ? static_cast<llvm::Type*>(b_.getInt32Ty())
                                     : llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(bytes / 4));

@@ -1,5 +1,6 @@
 // Statement execution for one block: control flow, scoped lets and allocations (fresh,
 // uninitialised storage each time), element stores, print and assert.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iostream>
@@ -182,7 +183,43 @@ void Machine::exec(const Stmt& s) {
     case StmtKind::Barrier: return;  // one logical thread per block: nothing to wait for
     case StmtKind::AtomicRmw: break;  // thread level (the simulator runs it)
     case StmtKind::FullWrite: break;  // thread level
-    case StmtKind::MachineOp: break;  // thread level
+    case StmtKind::MachineOp: {
+        // Thread level, the simulator's, but for vector_copy: plain memory (a thread's n
+        // consecutive elements from one buffer into another), which the serialized
+        // thread-level IR of AMD's fills holds (ops/copy.cpp).
+        auto* op = static_cast<const MachineOpNode*>(s.get());
+        if (op->op != MachineOp::VectorCopy) break;
+        auto* dl = op->dst.at(0)->as<LoadNode>();
+        auto* sl = op->src.at(0)->as<LoadNode>();
+        Storage& d = storage(dl->buffer, op->loc);
+        const Storage& src = storage(sl->buffer, op->loc);
+        if (!d.writable) fail(op->loc, "store to input tensor '" + d.name() + "'");
+        int64_t di[kMaxRank], si[kMaxRank];
+        int64_t doff = element_offset(d, dl->indices, op->loc, di);
+        int64_t soff = element_offset(src, sl->indices, op->loc, si);
+        const int64_t n = op->imm.at(0) / std::max(1, (d.dtype.bits + 7) / 8);
+        // The run goes along each side's unit-stride dimension and must end in it.
+        auto unit_dim = [&](const Storage& st, const int64_t* idx) {
+            int unit = -1;
+            for (size_t k = 0; k < st.shape.size(); ++k)
+                if (st.strides[k] == 1 && st.shape[k] > 1) unit = static_cast<int>(k);
+            if (unit < 0 || idx[unit] + n > st.shape[static_cast<size_t>(unit)])
+                fail(op->loc, "vector_copy of " + std::to_string(n) + " elements past the end of a row of '" +
+                                  st.name() + "'");
+            return unit;
+        };
+        const int du = unit_dim(d, di), su = unit_dim(src, si);
+        for (int64_t e = 0; e < n; ++e) {
+            if (parallel_) {
+                race_check(src, soff + e, si, op->loc, false);
+                race_check(d, doff + e, di, op->loc, true);
+            }
+            d.write(doff + e, src.read(soff + e, si, op->loc), src.dtype);
+            ++si[su];
+            ++di[du];
+        }
+        return;
+    }
     }
     fail(s->loc, "cannot execute this statement");
 }

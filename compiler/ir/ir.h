@@ -667,12 +667,13 @@ struct FullWriteNode : StmtNode {
 //             A elements, 16 B elements, 8 f32 C; dst: 8 f32 D. Lanes l and l + 16 must
 //             hold the same A and B.
 // Every GPU target:
-//   VectorCopy  one thread's vector load of shared memory and vector store of it to
-//             global memory (ld.shared.v4.b32 + st.global.v4.b32 for 16 bytes); imm
-//             {bytes}: 4, 8 or 16; dst {G[..]}: the first global element written, src
-//             {s[..]}: the first shared element read, of one element type; both
-//             addresses aligned to `bytes` (the store epilogue of ops/copy.cpp, which
-//             tests the global side's alignment at run time).
+//   VectorCopy  one thread's vector load and vector store of `bytes` between global and
+//             shared memory, either way (ld.shared.v4.b32 + st.global.v4.b32 for 16
+//             bytes; on AMD global_load_dwordx4 + ds_write_b128); imm {bytes}: 4, 8 or
+//             16; dst {X[..]}: the first element written, src {Y[..]}: the first element
+//             read, one global and one shared, of one element type; both addresses
+//             aligned to `bytes` (the store epilogue and the AMD fills of ops/copy.cpp,
+//             which test the global side's alignment at run time).
 enum class MachineOp : uint8_t {
     Ldmatrix,
     Mma,

@@ -42,6 +42,7 @@
 #include "ir/visitor.h"
 #include "layout/index_expr.h"
 #include "lower/thread_lower.h"
+#include "ops/copy.h"
 #include "ops/lower_util.h"
 #include "ops/registry.h"
 
@@ -196,6 +197,23 @@ private:
             }
         } w;
         w.self = this;
+        // First every fill's contiguous dimension (shared_fill_dim), which ops read
+        // before the copies that give it may have been visited.
+        struct Fills : IRVisitor {
+            Inference* self;
+            using IRVisitor::visit;
+            void visit(const Stmt& s) override {
+                if (auto* c = s ? s->as<CopyNode>() : nullptr)
+                    if (c->dst.buffer->scope == Scope::Shared && c->src.buffer->scope == Scope::Global) {
+                        auto dim = ops::fill_contiguous_dim(*c);
+                        auto [it, fresh] = self->fill_dims_.try_emplace(c->dst.buffer.get(), dim);
+                        if (!fresh && it->second != dim) it->second = std::nullopt;
+                    }
+                IRVisitor::visit(s);
+            }
+        } fills;
+        fills.self = this;
+        fills.visit(body);
         w.visit(body);
     }
 
@@ -217,6 +235,10 @@ private:
     }
     void shared_layout(const Buffer& b, layout::Layout L, SourceLoc, std::string) override {
         shared_wanted_.emplace(b.get(), std::move(L));
+    }
+    std::optional<size_t> shared_fill_dim(const Buffer& b) const override {
+        auto it = fill_dims_.find(b.get());
+        return it == fill_dims_.end() ? std::nullopt : it->second;
     }
     void same(const Buffer& a, const Buffer& b, SourceLoc loc, std::string use) override {
         size_t na = buffer_node(a.get()), nb = buffer_node(b.get());
@@ -393,6 +415,7 @@ private:
     const PrimFunc& f_;
     const target::GpuTarget& target_;
     std::unordered_map<const BufferNode*, layout::Layout> shared_wanted_;
+    std::unordered_map<const BufferNode*, std::optional<size_t>> fill_dims_;
     std::vector<Node> nodes_;
     std::unordered_map<const BufferNode*, size_t> buffer_nodes_;
     std::vector<Constraint> constraints_;

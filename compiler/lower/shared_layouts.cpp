@@ -4,15 +4,17 @@
 // layout's offset of its coordinate. The ops' lowerings address tiles by coordinate and
 // never see a swizzle; the backends and the simulator see plain offsets.
 //
-// A vector access keeps its vector form: where the last coordinate is `base + e` (or a
-// let bound to it), `e` an unrolled loop's variable of extent n (or `r % n` of one) and
-// `base` a product by a multiple of n, and the layout maps every aligned run of n along
-// the last dimension to n contiguous offsets (checked by enumeration), the offset is
-// L(..., base) + e: after unrolling, the n accesses differ by constants, which LLVM's
-// load/store vectorizer joins into one ds_read / ds_write_b64 / b128 (a swizzle's XOR
-// over the whole coordinate would hide that from it). Where the layout keeps only
-// shorter runs contiguous (m dividing n), each m-run is one vector access.
+// A vector access keeps its vector form: where one coordinate (the last, else an
+// earlier one: a tile stored transposed) is `base + e` (or a let bound to it), `e` an
+// unrolled loop's variable of extent n (or `r % n` of one) and `base` a product by a
+// multiple of n, and the layout maps every aligned run of n along that dimension to n
+// contiguous offsets (checked by enumeration), the offset is L(..., base, ...) + e: after
+// unrolling, the n accesses differ by constants, which LLVM's load/store vectorizer joins
+// into one ds_read / ds_write_b64 / b128 (a swizzle's XOR over the whole coordinate would
+// hide that from it). Where the layout keeps only shorter runs contiguous (m dividing
+// n), each m-run is one vector access.
 #include <map>
+#include <tuple>
 
 #include "ir/visitor.h"
 #include "lower/thread_lowering.h"
@@ -39,7 +41,7 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
         std::unordered_map<const BufferNode*, Remap>* remap;
         std::unordered_map<const VarNode*, int64_t> unrolled;  // enclosing unrolled loops: extent (min 0)
         std::unordered_map<const VarNode*, Expr> lets;         // enclosing lets
-        std::map<std::pair<const layout::Layout*, int64_t>, bool> contiguous_runs;
+        std::map<std::tuple<const layout::Layout*, int64_t, size_t>, bool> contiguous_runs;
         const Remap* find(const Buffer& b) const {
             auto it = remap->find(b.get());
             return it == remap->end() ? nullptr : &it->second;
@@ -58,30 +60,30 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
             lets.erase(op->var.get());
             return out;
         }
-        // Every aligned run of n along the last dimension contiguous under L.
-        bool runs_contiguous(const layout::Layout& L, int64_t n) {
-            auto key = std::make_pair(&L, n);
+        // Every aligned run of n along dimension `dim` contiguous under L.
+        bool runs_contiguous(const layout::Layout& L, int64_t n, size_t dim) {
+            auto key = std::make_tuple(&L, n, dim);
             auto it = contiguous_runs.find(key);
             if (it != contiguous_runs.end()) return it->second;
             std::vector<int64_t> shape = L.shape(), c(shape.size(), 0);
-            bool ok = !shape.empty() && shape.back() % n == 0;
+            bool ok = dim < shape.size() && shape[dim] % n == 0;
             int64_t total = 1;
             for (int64_t e : shape) total *= e;
             for (int64_t k = 0; ok && k < total; ++k) {
                 int64_t rest = k;
                 for (size_t d = shape.size(); d-- > 0;) c[d] = rest % shape[d], rest /= shape[d];
-                if (c.back() % n != 0) continue;
+                if (c[dim] % n != 0) continue;
                 int64_t base = L.offset(c);
                 for (int64_t e = 1; ok && e < n; ++e) {
                     auto x = c;
-                    x.back() += e;
+                    x[dim] += e;
                     ok = L.offset(x) == base + e;
                 }
             }
             contiguous_runs[key] = ok;
             return ok;
         }
-        // (base, e) where `last` is base + e as above, or nullopt.
+        // (base, e) where `last` (a coordinate) is base + e as above, or nullopt.
         std::optional<std::pair<Expr, Expr>> split_run(const Expr& last) const {
             Expr x = last;
             if (auto v = expr_as<VarNode>(x)) {
@@ -111,14 +113,16 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
         }
         Expr offset(const Remap& r, std::vector<Expr> idx) {
             if (idx.empty()) return r.layout->apply(idx).front();
-            if (auto run = split_run(idx.back())) {
+            for (size_t dim = idx.size(); dim-- > 0;) {
+                auto run = split_run(idx[dim]);
+                if (!run) continue;
                 int64_t n = 0;
                 if (auto v = expr_as<VarNode>(run->second))
                     n = unrolled.at(v.get());
                 else
                     n = *as_const_int(run->second->as<BinaryNode>()->b);
-                if (runs_contiguous(*r.layout, n)) {
-                    idx.back() = run->first;
+                if (runs_contiguous(*r.layout, n, dim)) {
+                    idx[dim] = run->first;
                     return ir::add(r.layout->apply(idx).front(), run->second);
                 }
                 // Runs of n that the layout splits (a WMMA lane's 16 f16 of K across two
@@ -126,9 +130,9 @@ Stmt apply_shared_layouts(const Stmt& body, const LayoutPlan& plan) {
                 // contiguous, e = (e / m) * m + e % m; after unrolling e / m is a constant,
                 // so each m-run is still one vector access.
                 for (int64_t m = n / 2; m > 1; m /= 2) {
-                    if (n % m != 0 || !runs_contiguous(*r.layout, m)) continue;
+                    if (n % m != 0 || !runs_contiguous(*r.layout, m, dim)) continue;
                     Expr e = run->second;
-                    idx.back() = ir::add(run->first, mul(floordiv(e, make_int(m)), make_int(m)));
+                    idx[dim] = ir::add(run->first, mul(floordiv(e, make_int(m)), make_int(m)));
                     return ir::add(r.layout->apply(idx).front(), floormod(e, make_int(m)));
                 }
             }

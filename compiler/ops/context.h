@@ -103,6 +103,10 @@ public:
     // ldmatrix reads free of bank conflicts); the first op to ask decides, an @layout
     // annotation on the buffer overrides it.
     virtual void shared_layout(const ir::Buffer& b, layout::Layout L, SourceLoc loc, std::string use) = 0;
+    // The tile dimension every global fill of shared buffer `b` reads contiguously from
+    // its tensor (ops/copy.h, fill_contiguous_dim); nullopt if none fills it or they
+    // disagree. Dimension 0 of a 2-d tile: a transposed operand.
+    virtual std::optional<size_t> shared_fill_dim(const ir::Buffer& b) const = 0;
     // Common: `a` and `b` have one layout. `use` words the use for conflict messages.
     virtual void same(const ir::Buffer& a, const ir::Buffer& b, SourceLoc loc, std::string use) = 0;
 };

@@ -132,17 +132,62 @@ Stmt write(LowerContext& lc, const Side& s, const std::vector<int64_t>& tile, co
 }
 
 // `s` with its unrolled loops made serial: a copy whose loads cannot be vectors anyway
-// keeps few values in registers (the unrolled form would hold them all at once).
-Stmt rolled(const Stmt& s) {
+// keeps few values in registers (the unrolled form would hold them all at once). The
+// loops over the variables in `keep` stay unrolled (one vector's elements).
+Stmt rolled(const Stmt& s, const std::vector<const VarNode*>& keep = {}) {
     struct Rolled : IRMutator {
+        const std::vector<const VarNode*>* keep;
         Stmt mutate_for(const ForNode* op, const Stmt& self) override {
+            if (std::find(keep->begin(), keep->end(), op->var.get()) != keep->end()) return self;
             Stmt body = mutate(op->body);
             if (op->for_kind != ForKind::Unroll && body == op->body) return self;
             ForKind k = op->for_kind == ForKind::Unroll ? ForKind::Serial : op->for_kind;
             return make_for(op->var, op->min, op->extent, k, body, op->loc, op->stages);
         }
     } r;
+    r.keep = &keep;
     return r.mutate(s);
+}
+
+// Whether every aligned chunk of V elements along tile dimension `cd` is contiguous and
+// aligned to V elements under the shared layout L (by enumeration): one vector access.
+bool chunks_whole(const layout::Layout& L, const std::vector<int64_t>& tile, size_t cd, int64_t V) {
+    std::vector<int64_t> c(tile.size(), 0);
+    int64_t total = 1;
+    for (int64_t e : tile) total *= e;
+    for (int64_t n = 0; n < total; ++n) {
+        int64_t rest = n;
+        for (size_t d = tile.size(); d-- > 0;) c[d] = rest % tile[d], rest /= tile[d];
+        if (c[cd] % V != 0) continue;
+        int64_t base = L.offset(c);
+        if (base % V != 0) return false;
+        for (int64_t e = 1; e < V; ++e) {
+            auto x = c;
+            x[cd] += e;
+            if (L.offset(x) != base + e) return false;
+        }
+    }
+    return true;
+}
+
+// The threads' split of a tile's chunks of V elements along dimension `cd`: chunks along
+// `cd` fastest, so consecutive threads take consecutive chunks of one contiguous run
+// (coalesced). The fragment runs over the chunk shape with `cd` moved last; `order` maps
+// its dimensions back to the tile's. F is nullopt where the chunks do not divide.
+struct ChunkThreads {
+    std::vector<size_t> order;
+    std::optional<layout::Fragment> F;
+};
+ChunkThreads chunk_threads(const std::vector<int64_t>& tile, size_t cd, int64_t V, int64_t threads) {
+    std::vector<int64_t> chunks = tile, order_shape;
+    chunks[cd] /= V;
+    ChunkThreads out;
+    for (size_t d = 0; d < chunks.size(); ++d)
+        if (d != cd) out.order.push_back(d);
+    out.order.push_back(cd);
+    for (size_t d : out.order) order_shape.push_back(chunks[d]);
+    out.F = layout::Fragment::parallel(order_shape, threads, 1);
+    return out;
 }
 
 // A global tile into a whole shared buffer with cp.async, where the target has it: the
@@ -174,37 +219,8 @@ std::optional<Stmt> async_fill(const CopyNode& c, LowerContext& lc, int64_t byte
     const size_t last = unit_stride_dim(t);
     if ((*tile)[cd] % V != 0 || !is_const_int(g.extent[last], (*tile)[cd])) return std::nullopt;
     const layout::Layout* planned = lc.shared_layout(dst);
-    const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
-    auto offset = [&](const std::vector<int64_t>& c) { return L.offset(c); };
-    {
-        // Every chunk contiguous and aligned to its size in shared memory (by enumeration).
-        std::vector<int64_t> c(tile->size(), 0);
-        int64_t total = 1;
-        for (int64_t e : *tile) total *= e;
-        for (int64_t n = 0; n < total; ++n) {
-            int64_t rest = n;
-            for (size_t d = tile->size(); d-- > 0;) c[d] = rest % (*tile)[d], rest /= (*tile)[d];
-            if (c[cd] % V != 0) continue;
-            int64_t base = offset(c);
-            if (base % V != 0) return std::nullopt;
-            for (int64_t e = 1; e < V; ++e) {
-                auto x = c;
-                x[cd] += e;
-                if (offset(x) != base + e) return std::nullopt;
-            }
-        }
-    }
-    std::vector<int64_t> chunks = *tile;
-    chunks[cd] /= V;
-    // Chunks along `cd` fastest, so consecutive threads take consecutive chunks of one
-    // contiguous run (coalesced): the fragment runs over the chunk shape with `cd` moved last.
-    std::vector<int64_t> order_shape;
-    std::vector<size_t> order;
-    for (size_t d = 0; d < chunks.size(); ++d)
-        if (d != cd) order.push_back(d);
-    order.push_back(cd);
-    for (size_t d : order) order_shape.push_back(chunks[d]);
-    auto F = layout::Fragment::parallel(order_shape, lc.threads(), 1);
+    if (!chunks_whole(planned ? *planned : layout::Layout::row_major(*tile), *tile, cd, V)) return std::nullopt;
+    auto [order, F] = chunk_threads(*tile, cd, V, lc.threads());
     if (!F) return std::nullopt;
     aligned = chunks_aligned(g, last, V);
     SourceLoc loc = c.loc;
@@ -274,6 +290,86 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
         // The fallback (misaligned rows) is rare: its element loops stay loops rather
         // than unrolled loads, so it does not raise the kernel's register count.
         if (auto fill = async_fill(c, lc, bytes, aligned)) return make_if(aligned, *fill, rolled(sync), c.loc);
+    }
+    return std::nullopt;
+}
+
+// A global tile into a whole shared buffer on AMD (no asynchronous copy into LDS here):
+// each thread moves `bytes`-wide chunks along the tile dimension the tensor holds
+// contiguously, a vector load and a vector store apiece (vector_copy: global_load_dwordx4
+// + ds_write_b128 for 16 bytes), consecutive threads consecutive chunks (coalesced). A
+// transposed operand tile is stored transposed (gemm_layout's AMD branch), so its chunks
+// stay whole in LDS too. The tile wholly inside the tensor with aligned chunks (the row
+// length and start multiples of the chunk, tested at run time) takes the unrolled vector
+// loop; a tile at the ragged edge, or rows not so aligned, a rolled loop that loads each
+// chunk element by element (`pad` outside the tensor) and stores it whole, so a wave's
+// lanes still write consecutive chunks (one element of each of 8 lanes' chunks at a time
+// would put them in one bank). A vector for the chunks inside an edge tile, beside the
+// elements for the others, made flash attention's D = 64 exports spill on gfx1100 (52 and
+// 168 bytes). nullopt where no chunk size applies.
+std::optional<Stmt> lower_copy_vector_fill(const CopyNode& c, LowerContext& lc) {
+    const Region& g = c.src;
+    const Buffer& dst = c.dst.buffer;
+    const Buffer& t = g.buffer;
+    if (!lc.gpu_target().is_amd() || t->scope != Scope::Global || dst->scope != Scope::Shared ||
+        !is_full_region(c.dst) || t->dtype != dst->dtype || t->dtype.bits % 8 != 0)
+        return std::nullopt;
+    auto tile = const_shape(dst->shape);
+    auto cd_opt = tile && !tile->empty() ? contiguous_tile_dim(g, *tile) : std::nullopt;
+    if (!cd_opt) return std::nullopt;
+    const size_t cd = *cd_opt, last = unit_stride_dim(t);
+    const int64_t eb = t->dtype.bits / 8;
+    const layout::Layout* planned = lc.shared_layout(dst);
+    const layout::Layout L = planned ? *planned : layout::Layout::row_major(*tile);
+    SourceLoc loc = c.loc;
+    for (int64_t bytes : {16, 8, 4}) {
+        if (bytes % eb != 0) continue;
+        const int64_t V = bytes / eb;
+        if (V < 2 || (*tile)[cd] % V != 0 || !is_const_int(g.extent[last], (*tile)[cd]) || !chunks_whole(L, *tile, cd, V))
+            continue;
+        auto [order, F] = chunk_threads(*tile, cd, V, lc.threads());
+        if (!F) continue;
+        Expr aligned = chunks_aligned(g, last, V);
+        Expr pad = c.pad ? c.pad : make_zero(t->dtype);
+        // The elements of the chunk at `coord` one by one (rows at the ragged edge, or not
+        // aligned to the chunk): each loaded from its index where it is in the tensor and
+        // from the tensor's first element where not, `pad` selected there. No branch, so
+        // the chunk's stores stay one vector store (the loop stays unrolled in the rolled
+        // chunk loops). An empty tensor has no first element: then all are `pad`.
+        std::vector<const VarNode*> element_loops;
+        Expr nonempty = make_bool(true);
+        for (auto& d : t->shape) nonempty = logical_and(nonempty, gt(d, make_int(0)));
+        auto elements = [&](const std::vector<Expr>& coord) {
+            auto loop = [&](bool from_tensor) {
+                Var e = make_loop_var("e", loc);
+                std::vector<Expr> ce = coord;
+                ce[cd] = add(coord[cd], Expr(e));
+                Expr v = pad;
+                if (from_tensor) {
+                    std::vector<Expr> ge = global_indices(g, *tile, ce), clamped;
+                    Expr in = in_bounds(t, ge);
+                    for (auto& i : ge) clamped.push_back(make_select(in, i, make_int(0), loc));
+                    v = make_select(in, make_load(t, clamped, loc), pad, loc);
+                }
+                element_loops.push_back(e.get());
+                return make_for(e, make_int(0), make_int(V), ForKind::Unroll, make_store(dst, ce, v, loc), loc);
+            };
+            return make_if(nonempty, loop(true), loop(false), loc);
+        };
+        enum class Chunks { Vectors, Elements };
+        auto chunk_loop = [&](Chunks form) {
+            return lc.register_loop(*F, loc, [&](const Var&, const std::vector<Expr>& ordered, const Expr& rep) {
+                std::vector<Expr> coord(tile->size());
+                for (size_t k = 0; k < order.size(); ++k) coord[order[k]] = ordered[k];
+                coord[cd] = mul(coord[cd], make_int(V));
+                if (form == Chunks::Elements) return guard_replica(rep, elements(coord));
+                std::vector<Expr> gi = global_indices(g, *tile, coord);
+                return guard_replica(rep, make_machine_op(MachineOp::VectorCopy, {bytes}, {make_load(dst, coord, loc)},
+                                                          {make_load(t, gi, loc)}, loc));
+            });
+        };
+        return make_if(logical_and(aligned, region_in_bounds(g)), chunk_loop(Chunks::Vectors),
+                       rolled(chunk_loop(Chunks::Elements), element_loops), loc);
     }
     return std::nullopt;
 }
@@ -466,6 +562,13 @@ Stmt elab_copy(ElabContext& ctx) {
     return make_copy(*rs, *rd, pad, ctx.loc());
 }
 
+std::optional<size_t> fill_contiguous_dim(const CopyNode& op) {
+    if (op.src.buffer->scope != Scope::Global || op.dst.buffer->scope != Scope::Shared || !is_full_region(op.dst))
+        return std::nullopt;
+    auto tile = const_shape(op.dst.buffer->shape);
+    return tile ? contiguous_tile_dim(op.src, *tile) : std::nullopt;
+}
+
 void copy_layout(const CopyNode& op, LayoutConstraints& lc) {
     const Buffer& s = op.src.buffer;
     const Buffer& d = op.dst.buffer;
@@ -553,6 +656,7 @@ Stmt lower_copy(const CopyNode& c, LowerContext& lc) {
         if (auto tma = lower_copy_tma(c, lc)) return make_if(tma->condition, tma->issue, *async, c.loc);
         return *async;
     }
+    if (auto vector = lower_copy_vector_fill(c, lc)) return *vector;
     // Global memory into shared memory along a dimension that is not contiguous in the
     // tensor (a transposed operand): element loads that cannot become vectors.
     const Buffer& t = g->region->buffer;

@@ -104,12 +104,13 @@ Stmt elab_gemm(ElabContext& ctx) {
 
 void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
     // AMD's matrix cores: the accumulator layout, and the LDS layout of the operand tiles
-    // whose rows run along K (ops/gemm_mfma.h, amd_operand_layout).
+    // (ops/gemm_mfma.h, amd_operand_layout), stored transposed where their fills read the
+    // tensor along the tile's first dimension (a transposed operand).
     if (auto p = plan_amd_matrix(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"))) {
         lc.fixed(g.c.buffer, p->c, g.loc,
                  std::string("the ") + (p->wmma ? "WMMA" : "MFMA") + " gemm into '" + g.c.buffer->name + "'");
         for (auto [X, k_last] : {std::pair{g.a.buffer, !g.trans_a}, std::pair{g.b.buffer, g.trans_b}})
-            if (auto L = amd_operand_layout(*X, k_last, *p))
+            if (auto L = amd_operand_layout(*X, k_last, *p, lc.shared_fill_dim(X) == size_t{0}))
                 lc.shared_layout(X, *L, g.loc, "the LDS operand reads of the matrix-core gemm");
         return;
     }

@@ -104,13 +104,10 @@ int64_t k_steps_packed(const AmdMatrixPlan& p, DataType t) {
     return pack;
 }
 
-}  // namespace
-
-std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
-    if (x.scope != Scope::Shared) return std::nullopt;
-    auto s = const_shape(x.shape);
-    if (!s || s->size() != 2) return std::nullopt;
-    const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
+// The layout of a [rows, cols] operand tile as stored (amd_operand_layout).
+std::optional<layout::Layout> stored_operand_layout(const std::vector<int64_t>& shape, DataType dtype, bool k_last,
+                                                    const AmdMatrixPlan& plan) {
+    const int64_t row_bytes = shape[1] * dtype.bits / 8;
     if (plan.wmma) {
         // WMMA (wave32): lane l reads row l % 16 of the atom, its whole K run (16
         // elements: two ds_read_b128 for f16 / bf16, one for i8), lanes l and l + 16 the
@@ -120,8 +117,8 @@ std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_las
         // rows (8 words a bank where 4 is the ideal); the XOR swizzle spreads them over
         // all 8 (rows r and r + 2 at different chunks, 16-byte chunks kept whole).
         if (!k_last || row_bytes > 64) return std::nullopt;
-        auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
-        return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
+        auto mode = layout::Layout::widest_swizzle(shape[0], shape[1], dtype.bits);
+        return layout::Layout::swizzled(shape[0], shape[1], dtype.bits, mode);
     }
     if (!k_last) {
         // Rows along M / N are read 2 bytes a lane, per half wave. A 32x32 atom's half
@@ -129,20 +126,39 @@ std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_las
         // bytes) of K row k (lanes 0-15) and 16 of row k + run (lanes 16-31, the next lane
         // group's K run), in the same banks when rows are a multiple of 128 bytes. 64 /
         // run bytes of padding a row move row k + run by 64 bytes, half the banks.
-        const int64_t run = k_steps_packed(plan, x.dtype) * plan.atom_k / (plan.wave / plan.atom);
+        const int64_t run = k_steps_packed(plan, dtype) * plan.atom_k / (plan.wave / plan.atom);
         const int64_t pad_bits = 64 / run * 8;
-        if (plan.atom != 16 || row_bytes % 128 != 0 || 64 % run != 0 || pad_bits % x.dtype.bits != 0)
+        if (plan.atom != 16 || row_bytes % 128 != 0 || 64 % run != 0 || pad_bits % dtype.bits != 0)
             return std::nullopt;
-        return layout::Layout::padded(*s, pad_bits / x.dtype.bits);
+        return layout::Layout::padded(shape, pad_bits / dtype.bits);
     }
     if (row_bytes > 64) {
         // Padding (k_row_pad_bytes) rather than the XOR swizzle: a lane's K runs stay at
         // immediate offsets from its row's address (no per-step XOR to keep live).
-        if (row_bytes % 128 != 0 || 128 % x.dtype.bits != 0) return std::nullopt;
-        return layout::Layout::padded(*s, k_row_pad_bytes(plan) * 8 / x.dtype.bits);
+        if (row_bytes % 128 != 0 || 128 % dtype.bits != 0) return std::nullopt;
+        return layout::Layout::padded(shape, k_row_pad_bytes(plan) * 8 / dtype.bits);
     }
-    auto mode = layout::Layout::widest_swizzle((*s)[0], (*s)[1], x.dtype.bits);
-    return layout::Layout::swizzled((*s)[0], (*s)[1], x.dtype.bits, mode);
+    auto mode = layout::Layout::widest_swizzle(shape[0], shape[1], dtype.bits);
+    return layout::Layout::swizzled(shape[0], shape[1], dtype.bits, mode);
+}
+
+}  // namespace
+
+std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan,
+                                                 bool transposed) {
+    if (x.scope != Scope::Shared) return std::nullopt;
+    auto s = const_shape(x.shape);
+    if (!s || s->size() != 2) return std::nullopt;
+    if (!transposed) return stored_operand_layout(*s, x.dtype, k_last, plan);
+    // Stored transposed: the layout of the [cols, rows] tile (whose rows run along K
+    // where the logical tile's do not), composed with the transpose.
+    const int64_t rows = (*s)[0], cols = (*s)[1];
+    auto stored = stored_operand_layout({cols, rows}, x.dtype, !k_last, plan);
+    auto transpose = layout::Layout::from_exprs(
+        "transpose", {rows, cols}, {cols, rows},
+        [](const std::vector<Var>& v) { return std::vector<Expr>{v[1], v[0]}; },
+        [](const std::vector<Var>& v) { return std::vector<Expr>{v[1], v[0]}; });
+    return (stored ? *stored : layout::Layout::row_major({cols, rows})).compose(transpose);
 }
 
 int64_t amd_stage_pad(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {

@@ -49,7 +49,12 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target
 // at CDNA's 512-register limit, spilled keeping them (attn_fwd_causal 68 bytes on
 // gfx942); a padded row is read at immediate offsets from one address. The stdlib
 // gemms' BK = 32 tiles (64-byte rows) take the swizzle.
-std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
+// `transposed`: the tile is stored transposed (its fills read the tensor along its first
+// dimension, a transposed operand): the layout above of the [cols, rows] tile, whose rows
+// run along K where the logical tile's do not, composed with the transpose; the fills
+// then move 16-byte chunks (ops/copy.cpp) and the reads follow the stored rows.
+std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan,
+                                                 bool transposed = false);
 // The padding (elements a row) of the LDS copy of a fragment operand (flash attention's
 // p in p @ v): 16 bytes where its rows run along K on MFMA and are a multiple of 32
 // bytes, so that the rows a ds_read_b128 lane group reads start an odd number of

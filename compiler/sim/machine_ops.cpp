@@ -561,65 +561,87 @@ void Executor::exec_cp_async(const MachineOpNode* op, const Active& act) {
 // an address must be naturally aligned to a multiple of the access size, a vector's
 // being its whole size; otherwise the behaviour is undefined: reported and not done). The shared read is served in passes of 128 bytes
 // per warp, as cp.async's writes are.
+// A vector copy between global and shared memory, either way: every lane's load first,
+// then every lane's store (the hardware's load and store are two instructions; a warp's
+// lanes all load before any stores). Both addresses must be aligned to the width.
 void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     const int bytes = static_cast<int>(op->imm.at(0));
-    auto* gl = static_cast<const LoadNode*>(op->dst.at(0).get());
+    auto* dl = static_cast<const LoadNode*>(op->dst.at(0).get());
     auto* sl = static_cast<const LoadNode*>(op->src.at(0).get());
-    Storage& g = storage(gl->buffer, loc);
+    Storage& d = storage(dl->buffer, loc);
     Storage& s = storage(sl->buffer, loc);
-    if (s.scope != Scope::Shared || !s.arena || g.scope != Scope::Global || s.dtype != g.dtype || s.elem_bytes <= 0 ||
-        bytes % s.elem_bytes != 0)
-        fatal(loc, "vector_copy from '" + s.name() + "' into '" + g.name() + "': shared to global of one type only");
+    const bool to_global = d.scope == Scope::Global && s.scope == Scope::Shared && s.arena;
+    const bool to_shared = d.scope == Scope::Shared && d.arena && s.scope == Scope::Global;
+    if ((!to_global && !to_shared) || s.dtype != d.dtype || s.elem_bytes <= 0 || bytes % s.elem_bytes != 0)
+        fatal(loc, "vector_copy from '" + s.name() + "' into '" + d.name() +
+                       "': between global and shared memory, of one type only");
     begin_statement();
-    for (const auto& i : gl->indices) prepare(i, act);
+    for (const auto& i : dl->indices) prepare(i, act);
     for (const auto& i : sl->indices) prepare(i, act);
     const int eb = s.elem_bytes, n = bytes / eb;
+    // The shared side's pass over the warp: NVIDIA serves 128 bytes of the request per
+    // pass; AMD's lane groups are the bank model's own (lds_banks.h).
+    auto phase = [&](int32_t t) { return lds_lane_groups_ ? 0 : (t % warp_) * bytes / 128; };
     struct Pending {
         int32_t t;
-        int64_t goff;
+        int64_t doff;
         std::vector<Value> v;
     };
     std::vector<Pending> pending;
     for (int32_t t : act) {
         int64_t soff = offset_of(s, sl->indices, loc, t, false);
-        int64_t goff = offset_of(g, gl->indices, loc, t, true);
-        if (soff < 0 || goff < 0) continue;
-        int64_t saddr = s.base + soff * eb, gaddr = g.base + goff * eb;
-        if (saddr % bytes != 0 || gaddr % bytes != 0) {
+        int64_t doff = offset_of(d, dl->indices, loc, t, true);
+        if (soff < 0 || doff < 0) continue;
+        int64_t saddr = s.base + soff * eb, daddr = d.base + doff * eb;
+        if (saddr % bytes != 0 || daddr % bytes != 0) {
             issue(IssueKind::Misaligned, loc, t, [&] {
                 return "vector_copy of " + std::to_string(bytes) + " bytes from '" + s.name() + "'[" +
-                       std::to_string(soff) + "] to '" + g.name() + "'[" + std::to_string(goff) +
+                       std::to_string(soff) + "] to '" + d.name() + "'[" + std::to_string(doff) +
                        "]: an address not aligned to " + std::to_string(bytes) + " bytes";
             });
             continue;
         }
-        if (soff + n > s.size || goff + n > g.size) {
+        // The global side's elements must lie in one run of its unit-stride dimension:
+        // past the end of a row are another row's elements, or none of the tensor's.
+        const Storage& g = to_global ? d : s;
+        const auto& gi = to_global ? dl->indices : sl->indices;
+        int unit = -1;
+        for (size_t k = 0; k < gi.size(); ++k)
+            if (g.strides[k] == 1 && g.shape[k] > 1) unit = static_cast<int>(k);
+        const bool row_end = unit >= 0 && eval_int(gi[static_cast<size_t>(unit)], t) + n > g.shape[static_cast<size_t>(unit)];
+        if (soff + n > s.size || doff + n > d.size || row_end) {
             issue(IssueKind::OutOfBounds, loc, t, [&] {
-                return "vector_copy of " + std::to_string(n) + " elements past the end of '" +
-                       (soff + n > s.size ? s.name() : g.name()) + "'";
+                return "vector_copy of " + std::to_string(n) + " elements past the end of " +
+                       (row_end ? "a row of '" + g.name() + "'" : "'" + (soff + n > s.size ? s.name() : d.name()) + "'");
             });
             continue;
         }
-        Pending p{t, goff, {}};
+        Pending p{t, doff, {}};
         for (int e = 0; e < n; ++e) {
-            shared_read(s, soff + e, t, loc, op);
+            if (to_global) shared_read(s, soff + e, t, loc, op);
             p.v.push_back(s.get(soff + e));
         }
-        accesses_.push_back({op, loc, true, false, t, saddr, bytes, (t % warp_) * bytes / 128});
+        if (to_global)
+            accesses_.push_back({op, loc, true, false, t, saddr, bytes, phase(t)});
+        else
+            accesses_.push_back({sl, loc, false, false, t, saddr, bytes});
         pending.push_back(std::move(p));
     }
-    // A warp's lanes read before any of them writes.
     for (auto& p : pending) {
-        if (!g.writable) {
-            issue(IssueKind::InputWrite, loc, p.t, [&] { return "store into the input tensor '" + g.name() + "'"; });
+        if (to_global && !d.writable) {
+            issue(IssueKind::InputWrite, loc, p.t, [&] { return "store into the input tensor '" + d.name() + "'"; });
             continue;
         }
         for (int e = 0; e < n; ++e) {
-            g.set(p.goff + e, p.v[static_cast<size_t>(e)]);
-            if (g.written) (*g.written)[static_cast<size_t>(p.goff + e)] = 1;
+            if (to_shared) shared_write(d, p.doff + e, p.t, loc, op);
+            d.set(p.doff + e, p.v[static_cast<size_t>(e)]);
+            if (d.written) (*d.written)[static_cast<size_t>(p.doff + e)] = 1;
         }
-        accesses_.push_back({gl, loc, false, true, p.t, g.base + p.goff * eb, bytes});
+        if (to_global)
+            accesses_.push_back({dl, loc, false, true, p.t, d.base + p.doff * eb, bytes});
+        else
+            accesses_.push_back({op, loc, true, true, p.t, d.base + p.doff * eb, bytes, phase(p.t)});
     }
     flush();
 }

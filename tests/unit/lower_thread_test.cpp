@@ -380,8 +380,9 @@ TEST_CASE("lower: saxpy (shared memory, barriers) at thread level matches the ti
     std::uniform_real_distribution<double> d(-2, 2);
     for (const char* name : {"saxpy_f32", "saxpy_f16"}) {
         const auto& f = kernel(c, name);
-        // gfx942: plain loads and stores (sm_80's cp.async copies need the simulator,
-        // which stdlib/sim and the lit tests run them in).
+        // gfx942: plain loads and stores, and the fills' vector_copy, which the
+        // interpreter runs as the element copies it is (sm_80's cp.async copies need the
+        // simulator, which stdlib/sim and the lit tests run them in).
         ir::PrimFunc low = lowered(f, target::find_gpu_target("gfx942"));
         int phases = 0;
         ir::PrimFunc serial = serialize_threads(low, &phases);

@@ -4,6 +4,7 @@
 // throws ops::Unsupported, and an op's argument checks run on evaluated arguments (no AST).
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <sstream>
 
 #include "ir/ir.h"
@@ -35,8 +36,13 @@ struct Recorder : ops::LayoutConstraints {
     void shared_layout(const ir::Buffer& b, layout::Layout L, SourceLoc, std::string) override {
         calls.push_back("shared " + b->name + " " + L.name());
     }
+    std::optional<size_t> shared_fill_dim(const ir::Buffer& b) const override {
+        auto it = fill_dims.find(b->name);
+        return it == fill_dims.end() ? std::nullopt : std::optional<size_t>(it->second);
+    }
     const target::GpuTarget& target_;
     std::string policy;
+    std::map<std::string, size_t> fill_dims;  // buffer name -> the dimension its fills read contiguously
     std::vector<layout::Fragment> fixed_layouts;
     std::vector<std::string> calls;
     void reduced(const ir::Buffer& src, const ir::Buffer& dst, size_t dim, bool keep, SourceLoc,

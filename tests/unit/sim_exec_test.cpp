@@ -420,6 +420,74 @@ TEST_CASE("sim: vector_copy moves 16 aligned bytes from shared to global memory,
         }
 }
 
+TEST_CASE("sim: vector_copy moves 16 bytes from global to shared memory; misaligned, past a row's end reported",
+          "[sim]") {
+    // An AMD fill (ops/copy.cpp, lower_copy_vector_fill) on gfx942's wave64: thread t
+    // copies X[4t .. 4t + 3] into s[4t ..], a barrier, then writes s back to Y element by
+    // element, shifted by one thread. 64 lanes x 16 bytes, consecutive: ds_write_b128's
+    // 8 phases of 8 lanes each 128 contiguous bytes, no bank conflict.
+    Hand h(64);
+    auto z = ir::make_tensor("Z", ir::DataType::f32(), {ir::make_int(4), ir::make_int(6)}, ir::Access::In);
+    h.f.params.push_back(ir::Param{ir::ParamKind::Tensor, z, nullptr});
+    auto s = ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(256)}, ir::Scope::Shared);
+    auto r = ir::make_loop_var("r");
+    auto four = [&](ir::Expr extra) { return ir::add(ir::mul(h.tx, ir::make_int(4)), extra); };
+    auto body = ir::make_allocate(
+        s, ir::make_seq({
+               ir::make_machine_op(ir::MachineOp::VectorCopy, {16}, {ir::make_load(s, {four(ir::make_int(0))}, line(2))},
+                                   {ir::make_load(h.x, {four(ir::make_int(0))}, line(2))}, line(2)),
+               ir::make_barrier(),
+               ir::make_for(r, ir::make_int(0), ir::make_int(4), ir::ForKind::Unroll,
+                            ir::make_store(h.y, {four(r)},
+                                           ir::make_load(s, {ir::floormod(four(ir::add(r, ir::make_int(4))),
+                                                                          ir::make_int(256))},
+                                                         line(3)),
+                                           line(3)),
+                            line(3)),
+               ir::make_barrier(),
+               // X[4t + 2]: 8 bytes past a 16-byte boundary.
+               ir::make_machine_op(ir::MachineOp::VectorCopy, {16}, {ir::make_load(s, {four(ir::make_int(0))}, line(4))},
+                                   {ir::make_load(h.x, {four(ir::make_int(2))}, line(4))}, line(4)),
+               ir::make_barrier(),
+               // Thread 0 only: Z[2, 4 ..] is aligned (element 16, byte 64) but its row has
+               // 6 elements: the vector would run into row 3.
+               ir::make_if(ir::eq(h.tx, ir::make_int(0)),
+                           ir::make_machine_op(ir::MachineOp::VectorCopy, {16},
+                                               {ir::make_load(s, {ir::make_int(0)}, line(5))},
+                                               {ir::make_load(z, {ir::make_int(2), ir::make_int(4)}, line(5))}, line(5)),
+                           nullptr, line(5)),
+           }));
+    h.f.body = body;
+    interp::RunArgs a;
+    a.tensors.resize(3);
+    a.tensors[0].data.resize(1024);
+    for (size_t k = 0; k < 1024; ++k) a.tensors[0].data[k] = double(k);
+    a.tensors[1].data.assign(1024, std::nan(""));
+    a.tensors[2].data.assign(24, 1.0);
+    sim::Options o;
+    o.target = &gpu("gfx942");
+    auto res = sim::run(h.f, a, o);
+    REQUIRE(res.ok);
+    for (size_t k = 0; k < 256; ++k) CHECK(a.tensors[1].data[k] == double((k + 4) % 256));
+    REQUIRE(res.issues.size() == 2);
+    CHECK(res.issues[0].kind == sim::IssueKind::Misaligned);
+    CHECK(res.issues[0].loc.line == 4);
+    CHECK(res.issues[0].count == 64);
+    CHECK(res.issues[1].kind == sim::IssueKind::OutOfBounds);
+    CHECK(res.issues[1].loc.line == 5);
+    CHECK(res.issues[1].message.find("past the end of a row of 'Z'") != std::string::npos);
+    bool seen = false;
+    for (auto& c : res.counters)
+        if (c.loc.line == 2 && c.shared) {
+            seen = true;
+            CHECK(c.store);
+            CHECK(c.requests == 1);
+            CHECK(c.transactions == c.ideal);  // no bank conflict
+            CHECK(c.ideal == 8);               // 1024 bytes, 128 a wavefront
+        }
+    CHECK(seen);
+}
+
 TEST_CASE("sim: floats round per operation to their register type", "[sim]") {
     // The GPU code holds f16 (bf16, the 8-bit floats) in f32 registers and rounds to the
     // type only at a store or conversion (GpuLowering::reg_type): (2048 + 1) + 1 in f16 is

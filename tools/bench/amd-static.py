@@ -6,9 +6,10 @@ Per export and gfx target (gfx90a, gfx942, gfx1100 by default):
     (tilec --verbose-resources reads .vgpr_count, .agpr_count, .vgpr_spill_count,
     .sgpr_spill_count and .private_segment_fixed_size of NT_AMDGPU_METADATA);
   - one simulator run (tilec run --target=sim:ARCH --profile) on the ragged sizes of
-    tests/stdlib/sim.py: PASS or not, and the LDS bank conflicts (wavefronts beyond the
-    ideal) summed over the export's shared stores (the fills) and its shared loads (the
-    operand reads), from the simulator's counters (sim/lds_banks.h).
+    tests/stdlib/sim.py, and one on its second sizes (rows a multiple of 16 bytes) where
+    the file has them: PASS or not (both), and the LDS bank conflicts (wavefronts beyond
+    the ideal) summed over the export's shared stores (the fills) and its shared loads
+    (the operand reads), from the simulator's counters (sim/lds_banks.h).
 It prints one table; it passes or fails nothing (the lit tests check).
 
   tools/bench/amd-static.py [--build BUILD] [--targets gfx942,...] [--filter NAME]
@@ -23,23 +24,31 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "stdlib"))
-from exports import stdlib_exports  # noqa: E402
-from sim import SIZES  # noqa: E402
+from exports import fits, stdlib_exports  # noqa: E402
+from sim import SIZES, TMA_SIZES  # noqa: E402
 
 RES_RE = re.compile(r"^(\w+) (gfx\w+): (\d+) VGPRs, (?:(\d+) AGPRs, )?(\d+) SGPRs, .*?(\d+) VGPRs and (\d+) SGPRs "
                     r"spilled, (\d+) bytes scratch", re.M)
 COUNTER_RE = re.compile(r"shared (load|store): .*bank conflicts (\d+)")
 
 
-def resources(tilec, path, targets, tmp):
-    out = subprocess.run([tilec, path, "--target=" + ",".join(targets), "--emit=hsaco", "-o",
-                          os.path.join(tmp, os.path.basename(path) + ".hsaco"), "--verbose-resources"],
-                         capture_output=True, text=True).stderr
-    return {(m[1], m[2]): m for m in RES_RE.finditer(out)}
+def resources(tilec, path, names, targets, tmp):
+    # One target at a time, with the exports that fit it (exports.py's ONLY_ON: one that
+    # does not would fail the whole compilation).
+    found = {}
+    for t in targets:
+        picked = [f"--export={n}" for n in names if fits(n, t)]
+        if not picked:
+            continue
+        out = subprocess.run([tilec, path, f"--target={t}", *picked, "--emit=hsaco", "-o",
+                              os.path.join(tmp, f"{os.path.basename(path)}.{t}.hsaco"), "--verbose-resources"],
+                             capture_output=True, text=True).stderr
+        found.update({(m[1], m[2]): m for m in RES_RE.finditer(out)})
+    return found
 
 
-def simulate(tilec, path, name, arch):
-    p = subprocess.run([tilec, "run", path, "--kernel", name, *SIZES[os.path.basename(path)],
+def simulate(tilec, path, name, arch, sizes):
+    p = subprocess.run([tilec, "run", path, "--kernel", name, *sizes,
                         f"--target=sim:{arch}", "--profile"], capture_output=True, text=True, errors="replace")
     out = p.stdout + p.stderr
     conflicts = {"load": 0, "store": 0}
@@ -65,18 +74,30 @@ def main():
         names = [n for n in names if args.filter in n]
         if not names:
             continue
-        res = resources(tilec, path, targets, tmp)
-        rows += [(path, n, t, res.get((n, t))) for n in names for t in targets]
+        res = resources(tilec, path, names, targets, tmp)
+        rows += [(path, n, t, res.get((n, t))) for n in names for t in targets if fits(n, t)]
+    # Each export at sim.py's ragged sizes, and where the file has them at its second sizes,
+    # whose rows are a multiple of 16 bytes (the aligned fills' path; "-" where none).
+    def both(r):
+        base = os.path.basename(r[0])
+        ragged = simulate(tilec, r[0], r[1], r[2], SIZES[base])
+        aligned = simulate(tilec, r[0], r[1], r[2], TMA_SIZES[base]) if base in TMA_SIZES else None
+        return ragged, aligned
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        sims = list(pool.map(lambda r: simulate(tilec, r[0], r[1], r[2]), rows))
+        sims = list(pool.map(both, rows))
     print(f"{'export':24} {'target':8} {'VGPR':>5} {'AGPR':>5} {'spill v/s':>10} {'scratch':>8} "
-          f"{'sim':>5} {'fill conf':>10} {'read conf':>10}")
-    for (path, name, t, m), (ok, conf) in zip(rows, sims):
+          f"{'sim':>5} {'fill conf':>10} {'read conf':>10} {'16B rows: fill':>15} {'read':>6}")
+    for (path, name, t, m), ((ok, conf), aligned) in zip(rows, sims):
         if m is None:
             reg = f"{'?':>5} {'?':>5} {'?':>10} {'?':>8}"
         else:
             reg = f"{m[3]:>5} {m[4] or '-':>5} {m[6] + '/' + m[7]:>10} {m[8]:>8}"
-        print(f"{name:24} {t:8} {reg} {'PASS' if ok else 'FAIL':>5} {conf['store']:>10} {conf['load']:>10}")
+        if aligned is None:
+            extra = f"{'-':>15} {'-':>6}"
+        else:
+            ok = ok and aligned[0]
+            extra = f"{aligned[1]['store']:>15} {aligned[1]['load']:>6}"
+        print(f"{name:24} {t:8} {reg} {'PASS' if ok else 'FAIL':>5} {conf['store']:>10} {conf['load']:>10} {extra}")
     return 0
 
 
