@@ -194,16 +194,33 @@ void GpuLowering::mma_f8(const ir::MachineOpNode& m) {
 }
 
 void GpuLowering::tied_registers_asm(const std::string& text, const ir::MachineOpNode& m) {
-    // dst[i] = src[i] through the asm: "=f" outputs, each tied to its input.
+    // dst[i] = src[i] through the asm: "=f" outputs, each tied to its input. 16-bit
+    // elements (the A registers of wgmma's register form) come in pairs, each pair one
+    // "=r" .b32 register as the wgmma reads it (the lower-numbered element in the low
+    // bits), so that the packing happens before the asm, not after it.
     std::vector<llvm::Type*> outs;
     std::vector<llvm::Value*> ins;
+    std::vector<std::pair<size_t, size_t>> elems;  // per operand: first element, count
     std::string cons;
     for (size_t i = 0; i < m.dst.size(); ++i) {
+        DataType t = m.src.at(i)->type;
+        if (t.bits == 16 && i + 1 < m.dst.size() && m.src.at(i + 1)->type == t) {
+            auto* packed = llvm::FixedVectorType::get(storage_type(t), 2);
+            llvm::Value* v = llvm::PoisonValue::get(packed);
+            for (unsigned h = 0; h < 2; ++h) v = b_.CreateInsertElement(v, storage_value(m.src.at(i + h), t), uint64_t(h));
+            ins.push_back(b_.CreateBitCast(v, b_.getInt32Ty()));
+            outs.push_back(b_.getInt32Ty());
+            elems.push_back({i, 2});
+            cons += "=r,";
+            ++i;
+            continue;
+        }
         ins.push_back(expr(m.src.at(i)));
         outs.push_back(ins.back()->getType());
+        elems.push_back({i, 1});
         cons += "=f,";
     }
-    for (size_t i = 0; i < m.dst.size(); ++i) cons += std::to_string(i) + ",";
+    for (size_t i = 0; i < outs.size(); ++i) cons += std::to_string(i) + ",";
     cons += "~{memory}";
     llvm::Type* ret = outs.empty()      ? b_.getVoidTy()
                       : outs.size() == 1 ? outs[0]
@@ -212,8 +229,17 @@ void GpuLowering::tied_registers_asm(const std::string& text, const ir::MachineO
     for (auto* v : ins) in_types.push_back(v->getType());
     auto* fty = llvm::FunctionType::get(ret, in_types, false);
     llvm::Value* r = b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, cons, true), ins);
-    for (size_t i = 0; i < m.dst.size(); ++i)
-        store_element(m.dst[i], outs.size() == 1 ? r : b_.CreateExtractValue(r, {unsigned(i)}));
+    for (size_t o = 0; o < outs.size(); ++o) {
+        llvm::Value* v = outs.size() == 1 ? r : b_.CreateExtractValue(r, {unsigned(o)});
+        auto [first, count] = elems[o];
+        if (count == 1) {
+            store_element(m.dst[first], v);
+            continue;
+        }
+        DataType t = m.src.at(first)->type;
+        llvm::Value* pair = b_.CreateBitCast(v, llvm::FixedVectorType::get(storage_type(t), 2));
+        for (unsigned h = 0; h < 2; ++h) store_element(m.dst[first + h], b_.CreateExtractElement(pair, uint64_t(h)));
+    }
 }
 
 void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
@@ -313,6 +339,10 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
 void GpuLowering::wgmma(const ir::MachineOpNode& m) {
     const int64_t n = m.imm.at(0), regs = n / 2;
     DataType ab = m.src.at(0)->type;
+    // The register form (ir::wgmma_a_operands): A's 8 elements packed in pairs into 4
+    // .b32 registers (PTX ISA 9.7.15.5.1.1.1: four .f16x2 registers, a0 .. a7 low to
+    // high), then B's descriptor; no imm-trans-a.
+    const size_t na = ir::wgmma_a_operands(m);
     auto descriptor = [&](const ir::Expr& e, int64_t lbo, int64_t sbo, int64_t mode) {
         auto* l = e->as<ir::LoadNode>();
         llvm::Value* addr = b_.CreatePtrToInt(element_ptr(buffer(l->buffer), l->indices), b_.getInt64Ty());
@@ -325,15 +355,26 @@ void GpuLowering::wgmma(const ir::MachineOpNode& m) {
     std::vector<llvm::Type*> outs;
     std::string cons, list;
     for (int64_t i = 0; i < regs; ++i) {
-        ins.push_back(expr(m.src.at(static_cast<size_t>(2 + i))));
+        ins.push_back(expr(m.src.at(na + 1 + static_cast<size_t>(i))));
         outs.push_back(b_.getFloatTy());
         cons += "=f,";
         list += (i ? ", $" : "$") + std::to_string(i);
     }
     for (int64_t i = 0; i < regs; ++i) cons += std::to_string(i) + ",";
-    cons += "l,l,r,~{memory}";
-    ins.push_back(descriptor(m.src.at(0), m.imm.at(3), m.imm.at(4), m.imm.at(5)));
-    ins.push_back(descriptor(m.src.at(1), m.imm.at(6), m.imm.at(7), m.imm.at(8)));
+    if (na == 8) {
+        auto* packed = llvm::FixedVectorType::get(storage_type(ab), 2);
+        for (size_t r = 0; r < 4; ++r) {
+            llvm::Value* v = llvm::PoisonValue::get(packed);
+            for (unsigned h = 0; h < 2; ++h) v = b_.CreateInsertElement(v, storage_value(m.src.at(2 * r + h), ab), uint64_t(h));
+            ins.push_back(b_.CreateBitCast(v, b_.getInt32Ty()));
+            cons += "r,";
+        }
+    } else {
+        ins.push_back(descriptor(m.src.at(0), m.imm.at(3), m.imm.at(4), m.imm.at(5)));
+        cons += "l,";
+    }
+    cons += "l,r,~{memory}";
+    ins.push_back(descriptor(m.src.at(na), m.imm.at(6), m.imm.at(7), m.imm.at(8)));
     ins.push_back(b_.getInt32(1));  // scale-d: D = A * B + D
     // PTX ISA 9.7.15.5: .f16 / .bf16 take K = 16 and imm-trans-a / imm-trans-b; the 8-bit
     // floats K = 32, each operand its own type, and no transpose (K-major operands).
@@ -344,12 +385,19 @@ void GpuLowering::wgmma(const ir::MachineOpNode& m) {
     };
     const bool f8 = is_f8(ab);
     const std::string shape = "m64n" + std::to_string(n) + (f8 ? "k32" : "k16");
-    const std::string first_in = std::to_string(2 * regs);
-    std::string trans = f8 ? "" : ", " + std::to_string(m.imm.at(1)) + ", " + std::to_string(m.imm.at(2));
-    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * regs + 2) +
+    // Operand numbers: the outputs, the tied accumulators, A (4 registers or a
+    // descriptor), B's descriptor, scale-d.
+    const int64_t a_ins = na == 8 ? 4 : 1, first_a = 2 * regs, b_in = first_a + a_ins, scale_in = b_in + 1;
+    std::string a_text = "$" + std::to_string(first_a);
+    if (na == 8)
+        a_text = "{$" + std::to_string(first_a) + ", $" + std::to_string(first_a + 1) + ", $" +
+                 std::to_string(first_a + 2) + ", $" + std::to_string(first_a + 3) + "}";
+    std::string trans = f8 ? "" : na == 8 ? ", " + std::to_string(m.imm.at(2))
+                                          : ", " + std::to_string(m.imm.at(1)) + ", " + std::to_string(m.imm.at(2));
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(scale_in) +
                        ", 0;\nwgmma.mma_async.sync.aligned." + shape + ".f32." + ptx_type(ab) + "." +
-                       ptx_type(m.src.at(1)->type) + " {" + list + "}, $" + first_in + ", $" +
-                       std::to_string(2 * regs + 1) + ", p, 1, 1" + trans + ";\n}";
+                       ptx_type(m.src.at(na)->type) + " {" + list + "}, " + a_text + ", $" + std::to_string(b_in) +
+                       ", p, 1, 1" + trans + ";\n}";
     std::vector<llvm::Type*> in_types;
     for (auto* v : ins) in_types.push_back(v->getType());
     auto* fty = llvm::FunctionType::get(llvm::StructType::get(ctx_, outs), in_types, false);

@@ -639,6 +639,11 @@ const char* machine_op_name(MachineOp op) {
     return "?";
 }
 
+size_t wgmma_a_operands(const MachineOpNode& op) {
+    const int64_t n = op.imm.empty() ? 0 : op.imm[0];
+    return n > 0 && op.src.size() == static_cast<size_t>(n / 2 + 9) ? 8 : 1;
+}
+
 bool is_mma_form(int64_t k, DataType a, DataType b, DataType cd) {
     auto f8 = [](DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; };
     if (k == 32 && f8(a) && f8(b)) return cd == DataType::f32();

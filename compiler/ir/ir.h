@@ -596,7 +596,15 @@ struct FullWriteNode : StmtNode {
 //             shared elements where A's and B's descriptors start (T f16 or bf16, the
 //             start addresses of the descriptors), then the n/2 f32 accumulators;
 //             dst: the same n/2 accumulators. Asynchronous: the accumulators may be
-//             read only after a wgmma_wait that covers it.
+//             read only after a wgmma_wait that covers it. The register form (A in
+//             registers, PTX ISA 9.7.15.5.1.1.1 Figure 148; T f16 or bf16 only): src
+//             {a0..a7, b[..], c0..}: the thread's 8 A elements (register elements of
+//             type T, in the figure's order, packed in pairs into the 4 .f16x2
+//             registers), then B's shared element and the accumulators; imm as above
+//             with trans_a, lbo_a, sbo_a and swizzle_a 0 (the form takes no A
+//             descriptor nor imm-trans-a). Its A registers, too, may be written only
+//             after a wgmma_wait that covers it. wgmma_a_operands tells the forms apart
+//             (by the operand count).
 //   WgmmaFence     wgmma.fence.sync.aligned: orders the registers' earlier accesses
 //             before the wgmma that follow; dst = src: the accumulators it orders.
 //   WgmmaCommit    wgmma.commit_group.sync.aligned.
@@ -720,6 +728,9 @@ struct MachineOpNode : StmtNode {
     MachineOpNode(MachineOp o, std::vector<int64_t> i, std::vector<Expr> d, std::vector<Expr> sr, SourceLoc l)
         : StmtNode(kKind, l), op(o), imm(std::move(i)), dst(std::move(d)), src(std::move(sr)) {}
 };
+// How many of a Wgmma's src entries are A's (see above): 8 for the register form (src
+// n/2 + 9 entries), else 1 (a shared element: the descriptor form).
+size_t wgmma_a_operands(const MachineOpNode& op);
 
 // ---------------------------------------------------------------------------------
 // Functions and modules

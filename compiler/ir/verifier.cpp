@@ -451,8 +451,28 @@ private:
             if (op->imm.size() != 9) return (void)counts(9, 0, 0);
             int64_t n = op->imm[0];
             if (n < 8 || n > 256 || n % 8 != 0) return error(op->loc, name + " with n = " + std::to_string(n));
-            if (!counts(9, size_t(n / 2), size_t(n / 2 + 2))) return;
-            DataType ab = op->src[0]->type, bt = op->src[1]->type;
+            // The register form: A's 8 elements first (wgmma_a_operands).
+            const size_t na = wgmma_a_operands(*op);
+            if (!counts(9, size_t(n / 2), size_t(n / 2) + na + 1)) return;
+            DataType ab = op->src[0]->type, bt = op->src[na]->type;
+            if (na == 8) {
+                bool regs = true, same = true;
+                for (size_t i = 0; i < 8; ++i) {
+                    regs = regs && scope_of(op->src[i]) == Scope::Register;
+                    same = same && op->src[i]->type == ab;
+                }
+                if (!regs || !same) error(op->loc, name + ": A's 8 register elements are registers of one type");
+                if (!(((ab.kind == TypeKind::Float && ab.bits == 16) || ab.kind == TypeKind::BFloat) && bt == ab))
+                    error(op->loc, name + " with A in registers: A and B are f16 x f16 or bf16 x bf16");
+                if (scope_of(op->src[8]) != Scope::Shared) error(op->loc, name + ": B is an element of a shared buffer");
+                if (op->imm[1] != 0 || op->imm[3] != 0 || op->imm[4] != 0 || op->imm[5] != 0)
+                    error(op->loc, name + " with A in registers takes no transpose nor descriptor of A (0)");
+                for (size_t i = 0; i < size_t(n / 2); ++i)
+                    if (op->src[9 + i]->type != DataType::f32() || op->dst[i]->type != DataType::f32() ||
+                        scope_of(op->dst[i]) != Scope::Register)
+                        error(op->loc, name + ": the accumulators are f32 registers");
+                return;
+            }
             bool is16 = (ab.kind == TypeKind::Float && ab.bits == 16) || ab.kind == TypeKind::BFloat;
             auto is_f8 = [](DataType t) { return t.kind == TypeKind::Float8E4M3 || t.kind == TypeKind::Float8E5M2; };
             bool f8 = is_f8(ab) && is_f8(bt);
@@ -477,6 +497,15 @@ private:
             if (op->op == MachineOp::WgmmaWait && op->imm[0] < 0) error(op->loc, name + " of a negative group count");
             for (const auto& d : op->dst)
                 if (scope_of(d) != Scope::Register) error(op->loc, name + " names registers");
+            // 16-bit elements (wgmma's A registers) in pairs of one type: one .b32 each.
+            for (size_t i = 0; i < op->dst.size(); ++i) {
+                DataType t = op->dst[i]->type;
+                if (t.bits != 16) continue;
+                if (i + 1 == op->dst.size() || op->dst[i + 1]->type != t || op->src[i]->type != t ||
+                    op->src[i + 1]->type != t)
+                    return error(op->loc, name + ": 16-bit registers come in pairs of one type (a .b32 register)");
+                ++i;
+            }
             return;
         case MachineOp::WgmmaCommit:
         case MachineOp::FenceProxyAsync: counts(0, 0, 0); return;

@@ -2,24 +2,31 @@
 // inter-warpgroup "ping-pong" schedule (Shah et al. 2024, 3.1) for two consumer
 // warpgroups. Where a warp-specialized loop's body issues a wgmma group, waits for it and
 // then does other work before more tensor-core work (attention: S = Q K^T, softmax,
-// O += P V), the two warpgroups take turns issuing that group, so one warpgroup's softmax
-// runs while the other's GEMM has the tensor cores. Warpgroup w (threads 128 w ..) owns
-// named barrier 2 + w (ids 0 and 1 are the block's and the consumers' barriers):
+// O += P V), the two warpgroups take turns issuing their wgmma groups, so one
+// warpgroup's softmax runs while the other's GEMMs have the tensor cores. Every wgmma
+// group the body issues on its straight-line path (not under an `if` or an inner loop:
+// each runs exactly once an iteration) is bracketed; on sm_90a attention both S = Q K^T
+// and O += P V (the register form of wgmma, A = P in registers) are. Warpgroup w
+// (threads 128 w ..) owns named barrier 2 + w (ids 0 and 1 are the block's and the
+// consumers' barriers):
 //
 //   if (w == 1) barrier.arrive 2, 256          before the loop: warpgroup 0 goes first
 //   for j ... {
 //     ...
 //     barrier.sync 2 + w, 256                  wait for the other warpgroup's issue
-//     wgmma_fence; wgmma ...; wgmma_commit     the group, issued
+//     wgmma_fence; wgmma ...; wgmma_commit     a group, issued
 //     barrier.arrive 2 + (1 - w), 256          the other warpgroup may issue its own
-//     wgmma_wait 0; ...
+//     wgmma_wait 0; ...                        (the same around each of the g groups)
 //   }
 //   if (w == 0) barrier.sync 2, 256            after the loop: takes warpgroup 1's last arrive
 //
-// Barrier 3 sees n syncs and n arrives a block, barrier 2 n + 1 of each (the one before
-// and the one after the loop balance it, for any trip count n, 0 included), so no phase
-// is left with arrivals at the block's end. The barriers order issue only, no memory.
-// `@pingpong(false)` keeps the warpgroups unordered.
+// With g bracketed groups an iteration, barrier 3 sees g n syncs and g n arrives a
+// block, barrier 2 g n + 1 of each (the one before and the one after the loop balance
+// it, for any trip count n, 0 included), so no phase is left with arrivals at the
+// block's end. The issues alternate: warpgroup 1's k-th group waits for warpgroup 0's
+// k-th, and warpgroup 0's (k+1)-th for warpgroup 1's k-th, so one warpgroup's arrive
+// never runs a phase ahead of the other's sync. The barriers order issue only, no
+// memory. `@pingpong(false)` keeps the warpgroups unordered.
 #include "ir/visitor.h"
 #include "lower/thread_lower.h"
 
@@ -81,29 +88,38 @@ Stmt per_warpgroup(bool sync_own, SourceLoc loc) {
                    barrier_op(op, sync_own ? kFirstId + 1 : kFirstId, loc), loc);
 }
 
-// The loop body with the first wgmma group's issue bracketed: a sync before its
-// wgmma_fence, an arrive after its wgmma_commit (one Seq holds both: the gemm's lowering).
+// The loop body with each wgmma group's issue bracketed: a sync before its wgmma_fence,
+// an arrive after its wgmma_commit (one Seq holds both: the gemm's lowering). Only on
+// the body's straight-line path: not into an `if` or an inner loop, where a group could
+// run other than once an iteration (the balance above counts g a iteration).
 struct Bracket : IRMutator {
-    bool done = false;
+    int groups = 0;
+    Stmt mutate_for(const ForNode*, const Stmt& self) override { return self; }
+    Stmt mutate_if(const IfNode*, const Stmt& self) override { return self; }
     Stmt mutate_seq(const SeqNode* op, const Stmt& self) override {
-        if (done) return self;
         const auto& v = op->stmts;
+        std::vector<Stmt> out;
+        bool changed = false;
         for (size_t a = 0; a < v.size(); ++a) {
-            if (!machine(v[a], MachineOp::WgmmaFence)) continue;
-            for (size_t b = a + 1; b < v.size(); ++b)
-                if (machine(v[b], MachineOp::WgmmaCommit)) {
-                    std::vector<Stmt> out(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(a));
+            if (machine(v[a], MachineOp::WgmmaFence)) {
+                size_t b = a + 1;
+                while (b < v.size() && !machine(v[b], MachineOp::WgmmaCommit)) ++b;
+                if (b < v.size()) {
                     out.push_back(per_warpgroup(true, v[a]->loc));
                     out.insert(out.end(), v.begin() + static_cast<std::ptrdiff_t>(a),
                                v.begin() + static_cast<std::ptrdiff_t>(b) + 1);
                     out.push_back(per_warpgroup(false, v[b]->loc));
-                    out.insert(out.end(), v.begin() + static_cast<std::ptrdiff_t>(b) + 1, v.end());
-                    done = true;
-                    return make_seq(out, self->loc);
+                    ++groups;
+                    changed = true;
+                    a = b;
+                    continue;
                 }
-            break;
+            }
+            Stmt m = mutate(v[a]);
+            changed |= m != v[a];
+            out.push_back(m);
         }
-        return IRMutator::mutate_seq(op, self);
+        return changed ? make_seq(out, self->loc) : self;
     }
 };
 
@@ -115,7 +131,7 @@ struct Consumers : IRMutator {
         if (!attention_like(op->body)) return IRMutator::mutate_for(op, self);
         Bracket br;
         Stmt body = br.mutate(op->body);
-        if (!br.done) return self;
+        if (br.groups == 0) return self;
         done = true;
         SourceLoc loc = self->loc;
         Stmt loop = make_for(op->var, op->min, op->extent, op->for_kind, body, loc, op->stages);

@@ -597,9 +597,13 @@ private:
         struct Operands : IRVisitor {
             std::unordered_set<const BufferNode*> tiles;
             void visit_machine_op(const MachineOpNode* op) override {
-                if (op->op == MachineOp::Wgmma)
-                    for (size_t k = 0; k < 2; ++k)
-                        if (auto* l = op->src.at(k)->as<LoadNode>()) tiles.insert(l->buffer.get());
+                if (op->op == MachineOp::Wgmma) {
+                    // A's shared tile (the descriptor form) and B's; A in registers is no tile.
+                    const size_t na = wgmma_a_operands(*op);
+                    for (size_t k : {size_t{0}, na})
+                        if (auto* l = op->src.at(k)->as<LoadNode>(); l && l->buffer->scope == Scope::Shared)
+                            tiles.insert(l->buffer.get());
+                }
                 IRVisitor::visit_machine_op(op);
             }
         } operands;

@@ -114,9 +114,15 @@ void gemm_layout(const GemmNode& g, LayoutConstraints& lc) {
                 lc.shared_layout(X, *L, g.loc, "the LDS operand reads of the matrix-core gemm");
         return;
     }
-    // Hopper's warpgroup instructions where both operands are shared tiles, else mma.sync.
+    // Hopper's warpgroup instructions where B is a shared tile and A a shared tile or (the
+    // register form) a fragment, else mma.sync. The register form fixes A's fragment to
+    // the layout the instruction reads (flash attention's p, copied from the scores of a
+    // wgmma of the same rows, has it already: gemm_wgmma.h).
     if (auto w = plan_wgmma(g, lc.gpu_target(), lc.threads())) {
         lc.fixed(g.c.buffer, w->c, g.loc, "the warpgroup tensor-core gemm into '" + g.c.buffer->name + "'");
+        if (w->a)
+            lc.fixed(g.a.buffer, *w->a, g.loc,
+                     "the A registers of the warpgroup tensor-core gemm into '" + g.c.buffer->name + "'");
         if (w->step_k == 32) {
             // 8-bit operands: K-major tiles (a [K, N] b stored transposed).
             for (auto [X, k_last] : {std::pair{g.a.buffer, !g.trans_a}, std::pair{g.b.buffer, g.trans_b}})

@@ -327,9 +327,13 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
     SourceLoc loc = at(op->loc);
     const int n = static_cast<int>(op->imm.at(0));
     const bool trans_a = op->imm.at(1) != 0, trans_b = op->imm.at(2) != 0;
-    auto* la = static_cast<const LoadNode*>(op->src.at(0).get());
-    auto* lb = static_cast<const LoadNode*>(op->src.at(1).get());
-    Storage& sa = storage(la->buffer, loc);
+    // The register form (A's 8 elements a thread, PTX ISA Figure 148) or the descriptor
+    // form (A's shared element).
+    const size_t na = ir::wgmma_a_operands(*op);
+    const bool a_regs = na == 8;
+    auto* la = a_regs ? nullptr : static_cast<const LoadNode*>(op->src.at(0).get());
+    auto* lb = static_cast<const LoadNode*>(op->src.at(na).get());
+    Storage* sa_p = a_regs ? nullptr : &storage(la->buffer, loc);
     Storage& sb = storage(lb->buffer, loc);
     auto operand_type = [&](const Storage& s, DataType t) {
         if (s.scope != Scope::Shared || !s.arena || (s.elem_bytes != 2 && s.elem_bytes != 1))
@@ -341,17 +345,25 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
         default: return isa::WgmmaAbType::F16;
         }
     };
-    const isa::WgmmaAbType type_a = operand_type(sa, op->src[0]->type), type_b = operand_type(sb, op->src[1]->type);
+    auto register_type = [&](DataType t) {
+        if (t.kind == TypeKind::BFloat) return isa::WgmmaAbType::Bf16;
+        if (t.kind == TypeKind::Float && t.bits == 16) return isa::WgmmaAbType::F16;
+        fatal(loc, "wgmma with A in registers of type " + t.str() + ": the register form modelled takes f16 or bf16");
+    };
+    const isa::WgmmaAbType type_a = a_regs ? register_type(op->src[0]->type) : operand_type(*sa_p, op->src[0]->type),
+                           type_b = operand_type(sb, op->src[na]->type);
     const int eb = isa::wgmma_ab_bytes(type_a), K = isa::wgmma_k(type_a);
     begin_statement();
     in_wgmma_ = true;  // wgmma accumulating into registers a wgmma in flight writes: allowed
     for (const auto& e : op->src) prepare(e, act);
-    std::vector<int64_t> off_a(static_cast<size_t>(threads_), -1), off_b(static_cast<size_t>(threads_), -1);
-    std::vector<std::vector<float>> c(static_cast<size_t>(threads_));
+    std::vector<int64_t> off_a(static_cast<size_t>(threads_), a_regs ? 0 : -1), off_b(static_cast<size_t>(threads_), -1);
+    std::vector<std::vector<float>> c(static_cast<size_t>(threads_)), a_vals(static_cast<size_t>(threads_));
     for (int32_t t : act) {
-        off_a[t] = offset_of(sa, la->indices, loc, t, false);
+        if (!a_regs) off_a[t] = offset_of(*sa_p, la->indices, loc, t, false);
+        else
+            for (size_t i = 0; i < 8; ++i) a_vals[t].push_back(static_cast<float>(eval(op->src[i], t).f));
         off_b[t] = offset_of(sb, lb->indices, loc, t, false);
-        for (int i = 0; i < n / 2; ++i) c[t].push_back(static_cast<float>(eval(op->src[2 + i], t).f));
+        for (int i = 0; i < n / 2; ++i) c[t].push_back(static_cast<float>(eval(op->src[na + 1 + i], t).f));
     }
     in_wgmma_ = false;
     flush();
@@ -361,10 +373,12 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
         size_t end = k;
         while (end < act.size() && act[end] / 128 == act[k] / 128) ++end;
         std::array<bool, 128> executes{};
-        std::vector<std::vector<float>> cs(128, std::vector<float>(static_cast<size_t>(n / 2), 0.0f));
+        std::vector<std::vector<float>> cs(128, std::vector<float>(static_cast<size_t>(n / 2), 0.0f)),
+            as(128, std::vector<float>(8, 0.0f));
         for (size_t a = k; a < end; ++a) {
             executes[static_cast<size_t>(act[a] - first)] = true;
             cs[static_cast<size_t>(act[a] - first)] = c[act[a]];
+            if (a_regs) as[static_cast<size_t>(act[a] - first)] = a_vals[act[a]];
         }
         const int lead = act[k];
         if (off_a[lead] < 0 || off_b[lead] < 0) {
@@ -379,16 +393,19 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
             d.swizzle = static_cast<isa::WgmmaSwizzle>(op->imm.at(imm0 + 2) & 3);
             return d;
         };
-        isa::WgmmaDescriptor da = descriptor(sa, off_a[lead], 3), db = descriptor(sb, off_b[lead], 6);
+        isa::WgmmaDescriptor da = a_regs ? isa::WgmmaDescriptor{} : descriptor(*sa_p, off_a[lead], 3),
+                             db = descriptor(sb, off_b[lead], 6);
         for (size_t a = k; a < end; ++a)
             if (off_a[act[a]] != off_a[lead] || off_b[act[a]] != off_b[lead])
                 issue(IssueKind::WarpCollective, loc, act[a], [&] {
                     return "wgmma operands that differ between the threads of a warpgroup (thread " +
                            std::to_string(act[a]) + "): the descriptors are the warpgroup's";
                 });
-        isa::WgmmaResult r = isa::ptx_wgmma_f32(n, type_a, type_b, isa::encode_wgmma_descriptor(da),
-                                                isa::encode_wgmma_descriptor(db), true, trans_a, trans_b,
-                                                arena_.bytes, cs, executes);
+        isa::WgmmaResult r = a_regs ? isa::ptx_wgmma_rs_f32(n, type_a, as, isa::encode_wgmma_descriptor(db), true,
+                                                            trans_b, arena_.bytes, cs, executes)
+                                    : isa::ptx_wgmma_f32(n, type_a, type_b, isa::encode_wgmma_descriptor(da),
+                                                         isa::encode_wgmma_descriptor(db), true, trans_a, trans_b,
+                                                         arena_.bytes, cs, executes);
         for (const auto& is : r.issues)
             issue(is.problem == isa::WgmmaProblem::ThreadNotExecuting ? IssueKind::WarpCollective
                                                                         : IssueKind::MatrixAddress,
@@ -404,6 +421,11 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                       case isa::WgmmaProblem::TransposedEightBit:
                           return std::string("wgmma with a transposed (MN-major) 8-bit operand, which the "
                                              "instruction does not take");
+                      case isa::WgmmaProblem::ARegisterCount:
+                          return "wgmma with A in registers: thread " + std::to_string(first + is.thread) +
+                                 " does not give 8 elements (four .f16x2 registers)";
+                      case isa::WgmmaProblem::ARegisterType:
+                          return std::string("wgmma with A in registers of an 8-bit type (not modelled)");
                       }
                       return std::string("wgmma");
                   });
@@ -437,8 +459,24 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
                     }
                 }
         };
-        mark(sa, da, trans_a, 64);
+        if (!a_regs) mark(*sa_p, da, trans_a, 64);
         mark(sb, db, trans_b, n);
+        // In flight until the wait that completes its group: the accumulators, and A's
+        // registers in the register form (PTX ISA: accessing either before the
+        // wgmma.wait_group is undefined).
+        auto pending = [&](const Expr& reg, int t) {
+            auto* l = static_cast<const LoadNode*>(reg.get());
+            Storage& s = storage(l->buffer, loc);
+            int64_t off = offset_of(s, l->indices, loc, t, true);
+            if (off < 0) return;
+            if (s.wgmma_pending.empty()) s.wgmma_pending.assign(s.init.size() ? s.init.size() : size_t(threads_ * s.size), 0);
+            int64_t slot = t * s.size + off;
+            ++s.wgmma_pending[static_cast<size_t>(slot)];
+            wgmma_group_of(lead).open_regs.push_back({&s, slot});
+        };
+        for (size_t a = k; a < end && a_regs; ++a)
+            for (size_t i = 0; i < 8; ++i)
+                if (expr_as<LoadNode>(op->src[i])) pending(op->src[i], act[a]);
         for (size_t a = k; a < end; ++a) {
             int t = act[a];
             for (int i = 0; i < n / 2; ++i) {

@@ -70,6 +70,11 @@ MatCoord wgmma_d_coord(int thread, int i) {
     return {16 * warp + lane / 4 + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * (lane % 4) + i % 2};
 }
 
+MatCoord wgmma_a_coord(int thread, int i) {
+    int warp = thread / 32, lane = thread % 32;
+    return {16 * warp + lane / 4 + 8 * ((i / 2) % 2), 2 * (lane % 4) + i % 2 + 8 * (i / 4)};
+}
+
 int wgmma_ab_bytes(WgmmaAbType t) { return t == WgmmaAbType::F16 || t == WgmmaAbType::Bf16 ? 2 : 1; }
 
 int wgmma_k(WgmmaAbType t) { return 32 / wgmma_ab_bytes(t); }
@@ -117,6 +122,67 @@ WgmmaResult ptx_wgmma_f32(int n, WgmmaAbType a_type, WgmmaAbType b_type, uint64_
         for (int k = 0; k < K; ++k) A[static_cast<size_t>(m * K + k)] = element(a_type, da, trans_a, m, k);
     for (int k = 0; k < K; ++k)
         for (int j = 0; j < n; ++j) B[static_cast<size_t>(k * n + j)] = element(b_type, db, trans_b, j, k);
+    if (oob) res.issues.push_back({WgmmaProblem::OutOfBounds, -1});
+    for (int t = 0; t < 128; ++t)
+        for (int i = 0; i < n / 2; ++i) {
+            MatCoord at = wgmma_d_coord(t, i);
+            float acc = scale_d ? c[static_cast<size_t>(t)][static_cast<size_t>(i)] : 0.0f;
+            for (int k = 0; k < K; ++k)
+                acc = acc + A[static_cast<size_t>(at.row * K + k)] * B[static_cast<size_t>(k * n + at.col)];
+            res.d[static_cast<size_t>(t)][static_cast<size_t>(i)] = acc;
+        }
+    return res;
+}
+
+WgmmaResult ptx_wgmma_rs_f32(int n, WgmmaAbType ab, const std::vector<std::vector<float>>& a, uint64_t desc_b,
+                             bool scale_d, bool trans_b, std::span<const uint8_t> smem,
+                             const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes) {
+    WgmmaResult res;
+    res.d.assign(128, std::vector<float>(static_cast<size_t>(n / 2), 0.0f));
+    if (n < 8 || n > 256 || n % 8 != 0) {
+        res.issues.push_back({WgmmaProblem::BadN, -1});
+        return res;
+    }
+    if (ab != WgmmaAbType::F16 && ab != WgmmaAbType::Bf16) {
+        res.issues.push_back({WgmmaProblem::ARegisterType, -1});
+        return res;
+    }
+    bool bad_count = false;
+    for (int t = 0; t < 128; ++t) {
+        if (!executes[static_cast<size_t>(t)]) res.issues.push_back({WgmmaProblem::ThreadNotExecuting, t});
+        else if (a.size() != 128 || a[static_cast<size_t>(t)].size() != 8) {
+            res.issues.push_back({WgmmaProblem::ARegisterCount, t});
+            bad_count = true;
+        }
+    }
+    if (bad_count) return res;
+    const WgmmaDescriptor db = decode_wgmma_descriptor(desc_b);
+    if (db.base_offset != 0) {
+        res.issues.push_back({WgmmaProblem::BaseOffsetNotModelled, -1});
+        return res;
+    }
+    const int M = 64, K = 16, eb = 2;
+    // A from the threads' registers (a thread that does not execute gives nothing: its
+    // elements read as 0, and the issue above says so).
+    std::vector<float> A(static_cast<size_t>(M * K), 0.0f);
+    for (int t = 0; t < 128; ++t)
+        if (executes[static_cast<size_t>(t)])
+            for (int i = 0; i < 8; ++i) {
+                MatCoord at = wgmma_a_coord(t, i);
+                A[static_cast<size_t>(at.row * K + at.col)] = a[static_cast<size_t>(t)][static_cast<size_t>(i)];
+            }
+    bool oob = false;
+    std::vector<float> B(static_cast<size_t>(K * n));
+    for (int k = 0; k < K; ++k)
+        for (int j = 0; j < n; ++j) {
+            uint32_t addr = wgmma_operand_address(db, trans_b, eb, j, k);
+            if (size_t(addr) + 2 > smem.size()) {
+                oob = true;
+                continue;
+            }
+            uint16_t bits = static_cast<uint16_t>(smem[addr] | (smem[addr + 1] << 8));
+            B[static_cast<size_t>(k * n + j)] = ab == WgmmaAbType::Bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+        }
     if (oob) res.issues.push_back({WgmmaProblem::OutOfBounds, -1});
     for (int t = 0; t < 128; ++t)
         for (int i = 0; i < n / 2; ++i) {

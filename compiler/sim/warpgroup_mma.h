@@ -30,6 +30,24 @@
 //    (8,0), (8,1), repeated every 8 columns; the four threads of a quad hold neighbouring
 //    column pairs: register i of lane l is at row 16w + l/4 + 8*((i/2) % 2), column
 //    8*(i/4) + 2*(l%4) + i%2.
+//  - The same section, "Multiplicand A in registers" (.f16 / .bf16: four .f16x2
+//    registers a thread, elements a0..a7 low to high), Figure 148 "WGMMA .m64nNk16
+//    register fragment layout for matrix A". The figure is a picture; the text that
+//    reproduces it is CuTe's ALayout_64x16 (cute/atom/mma_traits_sm90_gmma.hpp,
+//    "Register source layout for 16-bit value types"): (thread, value) -> m + 64 k,
+//      ((4,8,4),(2,2,2)) : ((128,1,16),(64,8,512)),
+//    the figure's content: warp w of the warpgroup holds rows 16w .. 16w+15; thread 0
+//    holds a0, a1 at (0,0), (0,1), a2, a3 at (8,0), (8,1), a4, a5 at (0,8), (0,9), a6, a7
+//    at (8,8), (8,9); the four threads of a quad hold neighbouring column pairs, the 8
+//    quads of a warp its 8 rows: element i of lane l is at row 16w + l/4 + 8*((i/2) % 2),
+//    column 2*(l%4) + i%2 + 8*(i/4) (the rows of mma.m16n8k16's A, Figure 79, per warp).
+//    The register form of the instruction (9.7.15.5, syntax):
+//      wgmma.mma_async.sync.aligned.shape.dtype.{f16,bf16}.{f16,bf16} d, a, b-desc,
+//          scale-d, imm-scale-a, imm-scale-b, imm-trans-b;
+//    takes no imm-trans-a (A in registers is always K-major per thread). "Accessing the
+//    accumulator register or the input registers containing fragments of matrix A of a
+//    wgmma.mma_async instruction without first performing a wgmma.wait_group ... that
+//    waits on a wgmma-group including that wgmma.mma_async instruction is undefined."
 //
 // Swizzle<B,M,S> (CuTe): of a byte address, bits [M, M+B) XOR bits [M+S, M+S+B); with
 // M = 4 and S = 3 the 16-byte chunks of a 2^B * 16-byte row are XORed with the row's
@@ -85,6 +103,9 @@ uint32_t wgmma_canonical_offset(const WgmmaDescriptor& d, bool mn_major, int ele
 
 // Register i of thread t (0..127) of the warpgroup in the m64nNk16 accumulator.
 MatCoord wgmma_d_coord(int thread, int i);
+// Element i (a0..a7) of thread t (0..127) of the warpgroup in the .f16 / .bf16
+// m64nNk16 A fragment in registers (Figure 148).
+MatCoord wgmma_a_coord(int thread, int i);
 
 enum class WgmmaProblem : uint8_t {
     ThreadNotExecuting,  // a thread of the warpgroup does not execute it (thread index)
@@ -92,6 +113,8 @@ enum class WgmmaProblem : uint8_t {
     OutOfBounds,        // an operand element outside the shared-memory view
     BadN,               // N not a multiple of 8 in 8..256
     TransposedEightBit, // imm-trans on an 8-bit operand: the document's k32 form has none
+    ARegisterCount,     // A in registers: a thread gives other than 8 elements (4 .f16x2)
+    ARegisterType,      // A in registers of a type other than .f16 / .bf16 (not modelled)
 };
 struct WgmmaIssue {
     WgmmaProblem problem;
@@ -120,5 +143,15 @@ int wgmma_k(WgmmaAbType t);
 WgmmaResult ptx_wgmma_f32(int n, WgmmaAbType a_type, WgmmaAbType b_type, uint64_t desc_a, uint64_t desc_b,
                           bool scale_d, bool trans_a, bool trans_b, std::span<const uint8_t> smem,
                           const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes);
+
+// The register form: wgmma.mma_async.sync.aligned.m64nNk16.f32.atype.btype d, a, b-desc,
+// scale-d, 1, 1, imm-trans-b with .atype = .btype .f16 or .bf16; `a` holds each thread's
+// A elements a0..a7 (Figure 148, the values already of the type), `c` its accumulators.
+// A thread whose `a` has other than 8 elements is reported (ARegisterCount, that thread)
+// and the result left 0; so is an 8-bit type (ARegisterType: the k32 register form is
+// not modelled).
+WgmmaResult ptx_wgmma_rs_f32(int n, WgmmaAbType ab, const std::vector<std::vector<float>>& a, uint64_t desc_b,
+                             bool scale_d, bool trans_b, std::span<const uint8_t> smem,
+                             const std::vector<std::vector<float>>& c, const std::array<bool, 128>& executes);
 
 }  // namespace tilec::sim::isa

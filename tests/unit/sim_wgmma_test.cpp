@@ -10,7 +10,10 @@
 //  - Figure 149 (m64nNk16 accumulator): warp w owns rows 16w..16w+15, thread 0 holds
 //    (0,0), (0,1), (8,0), (8,1) and the same every 8 columns; the map is a bijection;
 //  - D of a whole wgmma against a float64 product of matrices written into shared memory
-//    here through the canonical layouts' formulas above.
+//    here through the canonical layouts' formulas above;
+//  - Figure 148 (m64nNk16 A in registers, .f16 / .bf16): entries of the figure, and the
+//    whole of it as CuTe's ALayout_64x16 prints it; the register form's D with A put
+//    into the threads' registers through that CuTe layout.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -334,4 +337,126 @@ TEST_CASE("wgmma m64nNk32 .e4m3 / .e5m2: D = A * B + C, K-major operands through
               .problem == WgmmaProblem::TransposedEightBit);
     CHECK(wgmma_k(WgmmaAbType::E5m2) == 32);
     CHECK(wgmma_k(WgmmaAbType::Bf16) == 16);
+}
+
+// The register form's A (PTX ISA 9.7.15.5.1.1.1, "Multiplicand A in registers", Figure
+// 148 "WGMMA .m64nNk16 register fragment layout for matrix A"): entries of the figure,
+// thread Tn's element ai at (row, col) of the 64 x 16 tile. Warp 0 holds rows 0..15:
+// row 0 reads T0:a0 T0:a1 T1:a0 T1:a1 ... T3:a1 in columns 0..7, then T0:a4 T0:a5 ...
+// in columns 8..15; row 8 holds the same threads' a2, a3 (columns 0..7) and a6, a7
+// (8..15); row 1 starts with T4; warp 1 (T32..) starts at row 16.
+TEST_CASE("wgmma A fragment in registers m64nNk16 (Figure 148)", "[sim][wgmma]") {
+    struct Entry {
+        int thread, i, row, col;
+    };
+    for (Entry e : {Entry{0, 0, 0, 0}, Entry{0, 1, 0, 1}, Entry{1, 0, 0, 2}, Entry{3, 1, 0, 7}, Entry{0, 4, 0, 8},
+                    Entry{0, 5, 0, 9}, Entry{3, 5, 0, 15}, Entry{0, 2, 8, 0}, Entry{0, 3, 8, 1}, Entry{0, 6, 8, 8},
+                    Entry{0, 7, 8, 9}, Entry{4, 0, 1, 0}, Entry{31, 7, 15, 15}, Entry{32, 0, 16, 0},
+                    Entry{64 + 5, 2, 32 + 9, 2}, Entry{127, 7, 63, 15}}) {
+        CAPTURE(e.thread, e.i);
+        CHECK(wgmma_a_coord(e.thread, e.i).row == e.row);
+        CHECK(wgmma_a_coord(e.thread, e.i).col == e.col);
+    }
+    // The whole figure as the text that reproduces it gives it (CuTe's ALayout_64x16,
+    // cute/atom/mma_traits_sm90_gmma.hpp): (thread, value) -> m + 64 k through
+    // ((4,8,4),(2,2,2)) : ((128,1,16),(64,8,512)); value i is a_i. A bijection onto 64 x 16.
+    std::set<std::pair<int, int>> seen;
+    for (int t = 0; t < 128; ++t)
+        for (int v = 0; v < 8; ++v) {
+            int idx = 128 * (t % 4) + 1 * (t / 4 % 8) + 16 * (t / 32) + 64 * (v % 2) + 8 * (v / 2 % 2) + 512 * (v / 4);
+            CAPTURE(t, v);
+            REQUIRE(wgmma_a_coord(t, v).row == idx % 64);
+            REQUIRE(wgmma_a_coord(t, v).col == idx / 64);
+            seen.insert({idx % 64, idx / 64});
+        }
+    CHECK(seen.size() == 64u * 16u);
+}
+
+TEST_CASE("wgmma m64nNk16 with A in registers: D = A * B + C", "[sim][wgmma]") {
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> small(-8, 8);
+    const int N = 32;
+    for (bool trans_b : {false, true})
+        for (MmaAbType ab : {MmaAbType::F16, MmaAbType::Bf16}) {
+            CAPTURE(trans_b, int(ab));
+            std::vector<uint8_t> smem(16 * 1024, 0);
+            std::vector<double> A(64 * 16), B(16 * N);
+            // B through a 64-byte swizzle: K-major rows of 64 bytes (16 k of 2 bytes fit),
+            // 8-row groups SBO = 512 apart; MN-major: k rows of 64 bytes along n, 8-row k
+            // groups SBO = 512 apart, the next 32 n LBO = 1024 further.
+            WgmmaDescriptor db = desc(trans_b ? 1024 : 16, 512, WgmmaSwizzle::B64, 4096);
+            auto bits = [&](double v) { return ab == MmaAbType::Bf16 ? tilec::scalar::bf16_bits(v) : tilec::scalar::f16_bits(v); };
+            std::set<uint32_t> used;
+            for (int k = 0; k < 16; ++k)
+                for (int n = 0; n < N; ++n) {
+                    double v = small(rng);
+                    B[k * N + n] = v;
+                    uint32_t at = wgmma_operand_address(db, trans_b, 2, n, k);
+                    REQUIRE(used.insert(at).second);
+                    uint16_t b = bits(v);
+                    smem[at] = uint8_t(b), smem[at + 1] = uint8_t(b >> 8);
+                }
+            // A into the threads' registers through CuTe's ALayout_64x16 (the text of
+            // Figure 148), not through the model's formula.
+            std::vector<std::vector<float>> a(128, std::vector<float>(8));
+            for (int m = 0; m < 64; ++m)
+                for (int k = 0; k < 16; ++k) A[m * 16 + k] = small(rng);
+            for (int t = 0; t < 128; ++t)
+                for (int v = 0; v < 8; ++v) {
+                    int idx = 128 * (t % 4) + (t / 4 % 8) + 16 * (t / 32) + 64 * (v % 2) + 8 * (v / 2 % 2) + 512 * (v / 4);
+                    a[t][v] = float(A[(idx % 64) * 16 + idx / 64]);
+                }
+            std::vector<std::vector<float>> c(128, std::vector<float>(N / 2));
+            for (auto& row : c)
+                for (auto& x : row) x = float(small(rng));
+            std::array<bool, 128> all{};
+            all.fill(true);
+            WgmmaResult r = ptx_wgmma_rs_f32(N, ab == MmaAbType::Bf16 ? WgmmaAbType::Bf16 : WgmmaAbType::F16, a,
+                                             encode_wgmma_descriptor(db), true, trans_b, smem, c, all);
+            REQUIRE(r.issues.empty());
+            for (int t = 0; t < 128; ++t)
+                for (int i = 0; i < N / 2; ++i) {
+                    int warp = t / 32, lane = t % 32;  // Figure 149, written out here
+                    int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+                    double want = c[t][i];
+                    for (int k = 0; k < 16; ++k) want += A[row * 16 + k] * B[k * N + col];
+                    REQUIRE(r.d[t][i] == want);
+                }
+            // A permuted register (thread 5's a0 and a2 swapped: (1,2) and (9,2)) changes D.
+            std::swap(a[5][0], a[5][2]);
+            WgmmaResult bad = ptx_wgmma_rs_f32(N, ab == MmaAbType::Bf16 ? WgmmaAbType::Bf16 : WgmmaAbType::F16, a,
+                                               encode_wgmma_descriptor(db), true, trans_b, smem, c, all);
+            bool differs = false;
+            for (int t = 0; t < 128; ++t)
+                for (int i = 0; i < N / 2; ++i) differs |= bad.d[t][i] != r.d[t][i];
+            REQUIRE(A[1 * 16 + 2] != A[9 * 16 + 2]);  // the swap moves a value (this seed)
+            CHECK(differs);
+        }
+}
+
+TEST_CASE("wgmma m64nNk16 with A in registers: problems reported", "[sim][wgmma]") {
+    std::vector<uint8_t> smem(4096, 0);
+    std::vector<std::vector<float>> c(128, std::vector<float>(4)), a(128, std::vector<float>(8, 1.0f));
+    std::array<bool, 128> all{};
+    all.fill(true);
+    uint64_t db = encode_wgmma_descriptor(desc(16, 128, WgmmaSwizzle::None));
+    auto run = [&](int n, WgmmaAbType t, const std::vector<std::vector<float>>& av, const std::array<bool, 128>& ex) {
+        return ptx_wgmma_rs_f32(n, t, av, db, true, false, smem, c, ex);
+    };
+    CHECK(run(8, WgmmaAbType::F16, a, all).issues.empty());
+    CHECK(run(12, WgmmaAbType::F16, a, all).issues.at(0).problem == WgmmaProblem::BadN);
+    // Four .f16x2 registers a thread, no fewer: thread 70 gives 6 elements.
+    auto short_a = a;
+    short_a[70].resize(6);
+    auto r = run(8, WgmmaAbType::F16, short_a, all);
+    REQUIRE(r.issues.size() == 1);
+    CHECK(r.issues[0].problem == WgmmaProblem::ARegisterCount);
+    CHECK(r.issues[0].thread == 70);
+    CHECK(run(8, WgmmaAbType::E4m3, a, all).issues.at(0).problem == WgmmaProblem::ARegisterType);
+    auto ex = all;
+    ex[3] = false;
+    r = run(8, WgmmaAbType::Bf16, a, ex);
+    REQUIRE(!r.issues.empty());
+    CHECK(r.issues[0].problem == WgmmaProblem::ThreadNotExecuting);
+    CHECK(r.issues[0].thread == 3);
 }

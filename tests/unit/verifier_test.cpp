@@ -342,3 +342,51 @@ TEST_CASE("verifier checks thread-level atomics like stores, and they print", "[
     g.body = make_atomic_rmw(AtomicOp::Add, b, {c(0)}, make_bool(true));
     CHECK(has(verify(g), "atomic on 'B' of bool"));
 }
+
+// wgmma's register form (ir.h, MachineOp::Wgmma): A's 8 elements in registers of one
+// f16 / bf16 type, then B's shared element and the n/2 f32 accumulators; no A
+// descriptor nor transpose; wgmma_fence pairs 16-bit registers.
+TEST_CASE("verifier checks wgmma with A in registers", "[verifier][wgmma]") {
+    Fixture fx;
+    fx.f.level = FuncLevel::Thread;
+    Buffer a = make_buffer("a", DataType::f16(), {c(8)}, Scope::Register);
+    Buffer a8 = make_buffer("a8", DataType::f8e4m3(), {c(8)}, Scope::Register);
+    Buffer acc = make_buffer("acc", DataType::f32(), {c(4)}, Scope::Register);
+    Buffer b = make_buffer("b", DataType::f16(), {c(16), c(8)}, Scope::Shared);
+    Buffer as = make_buffer("as", DataType::f16(), {c(64), c(16)}, Scope::Shared);
+    auto regs = [&](const Buffer& r, int n) {
+        std::vector<Expr> out;
+        for (int i = 0; i < n; ++i) out.push_back(make_load(r, {c(i)}));
+        return out;
+    };
+    auto wgmma = [&](std::vector<Expr> a_src, std::vector<int64_t> imm) {
+        std::vector<Expr> src = std::move(a_src);
+        src.push_back(make_load(b, {c(0), c(0)}));
+        for (auto& e : regs(acc, 4)) src.push_back(e);
+        return make_machine_op(MachineOp::Wgmma, std::move(imm), regs(acc, 4), src);
+    };
+    auto run = [&](Stmt s) {
+        return verify(fx.with(make_allocate(a, make_allocate(a8, make_allocate(acc, make_allocate(b, make_allocate(as, s)))))));
+    };
+    const std::vector<int64_t> ok_imm{8, 0, 1, 0, 0, 0, 128, 256, 0};
+    auto good = run(wgmma(regs(a, 8), ok_imm));
+    INFO(all(good));
+    CHECK(good.empty());
+    // A transposed, or an A descriptor: the register form has neither.
+    CHECK(has(run(wgmma(regs(a, 8), {8, 1, 1, 0, 0, 0, 128, 256, 0})), "takes no transpose nor descriptor of A"));
+    CHECK(has(run(wgmma(regs(a, 8), {8, 0, 1, 16, 128, 0, 128, 256, 0})), "takes no transpose nor descriptor of A"));
+    // 8-bit A in registers: not a form tilec emits.
+    CHECK(has(run(wgmma(regs(a8, 8), ok_imm)), "A and B are f16 x f16 or bf16 x bf16"));
+    // Shared elements where A's registers go.
+    std::vector<Expr> shared_a;
+    for (int i = 0; i < 8; ++i) shared_a.push_back(make_load(as, {c(0), c(i)}));
+    CHECK(has(run(wgmma(shared_a, ok_imm)), "A's 8 register elements are registers of one type"));
+    // 7 elements: neither form's operand count.
+    CHECK(has(run(wgmma(regs(a, 7), ok_imm)), "takes 9 immediates"));
+    // wgmma_fence: 16-bit registers in pairs (a .b32 each).
+    std::vector<Expr> fenced = regs(acc, 4);
+    for (auto& e : regs(a, 8)) fenced.push_back(e);
+    CHECK(run(make_machine_op(MachineOp::WgmmaFence, {}, fenced, fenced)).empty());
+    fenced.pop_back();
+    CHECK(has(run(make_machine_op(MachineOp::WgmmaFence, {}, fenced, fenced)), "16-bit registers come in pairs"));
+}
