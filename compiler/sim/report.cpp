@@ -27,6 +27,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::ProxyFence: return "proxy fence";
     case IssueKind::Tma: return "tma";
     case IssueKind::Misaligned: return "misaligned vector access";
+    case IssueKind::Cluster: return "cluster";
     }
     return "?";
 }

@@ -136,6 +136,7 @@ enum class IssueKind : uint8_t {
     Tma,             // a TMA copy the tensor map or destination rules refuse
     ProxyFence,      // wgmma / TMA store reads shared bytes a thread stored (generic proxy) with no fence.proxy.async since
     Misaligned,      // a vector access (vector_copy) whose address is not aligned to its size
+    Cluster,         // thread-block clusters: barrier.cluster misuse, remote operations unordered or into an exited CTA
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
