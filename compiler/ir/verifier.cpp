@@ -506,7 +506,7 @@ private:
             auto g = global_side.empty() ? nullptr : expr_as<LoadNode>(global_side[0]);
             size_t rank = g ? g->indices.size() : 0;
             if (!g) return error(op->loc, name + (store ? "'s destination" : "'s first operand") + " is a load of the global tensor");
-            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, store ? 1 : 2)) return;
+            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, store ? 1 : (op->src.size() == 3 ? 3 : 2))) return;
             // A load's optional third operand: the multicast's ctaMask.
             if (op->dst.size() != 1 || (store ? op->src.size() != 1u : op->src.size() != 2u && op->src.size() != 3u))
                 return error(op->loc, name + (store ? " takes one destination and one operand"

@@ -332,11 +332,12 @@ std::vector<int> Executor::multicast_ranks(const MachineOpNode* op, int t, Sourc
 void Executor::multicast_into(int64_t rank, TmaInFlight f, const Storage& dst, int t, SourceLoc loc) {
     if (!check_remote_mbarrier(rank, f.bar, t, loc, "tma_load multicast")) return;
     Executor& p = peer(rank);
-    // The peer's own execution of the tile's alloc (the same program: the same offsets).
+    // The peer's own (latest) execution of the tile's alloc, at the same offset (the same
+    // program). From its list of instances: its bindings may be swapped out to a warp role.
     int32_t instance = 0;
-    for (auto it = p.buffers_.rbegin(); it != p.buffers_.rend(); ++it)
-        if (it->first == dst.buffer) {
-            instance = it->second->instance;
+    for (size_t i = p.instances_.size(); i-- > 1;)
+        if (p.instances_[i].buffer == dst.buffer && p.instances_[i].base == dst.base) {
+            instance = static_cast<int32_t>(i);
             break;
         }
     uint32_t hi = 0;

@@ -82,7 +82,8 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
                          (kind == SyncKind::ProxyFence && op->op == ir::MachineOp::FenceProxyAsync) ||
                          (kind == SyncKind::BulkWaitRead && op->op == ir::MachineOp::BulkWaitRead) ||
                          (kind == SyncKind::NamedBarrier && op->op == ir::MachineOp::NamedBarrier) ||
-                         (kind == SyncKind::BarrierArrive && op->op == ir::MachineOp::BarrierArrive);
+                         (kind == SyncKind::BarrierArrive && op->op == ir::MachineOp::BarrierArrive) ||
+                         (kind == SyncKind::ClusterWait && op->op == ir::MachineOp::ClusterWait);
             return match ? hit(self) : self;
         }
     } drop;
