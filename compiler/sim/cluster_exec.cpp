@@ -127,7 +127,7 @@ void Executor::run_cluster(const isa::ClusterShape& shape, const std::array<int6
             if (!slot.abort) {
                 e.run_block(isa::cluster_block_of_rank(shape, first, r));
                 // The CTA exits: its threads hold up no cluster-barrier phase any more.
-                report_cluster_exit(c.exits.exit(c.bar, r), r);
+                e.report_cluster_exit(c.exits.exit(c.bar, r), r);
                 ++c.events;
             }
         } catch (const ClusterAbort&) {
