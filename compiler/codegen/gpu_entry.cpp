@@ -243,7 +243,13 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
     auto* grid_arr = alloca_in_entry(dims_type, "grid");
     auto* block_arr = alloca_in_entry(dims_type, "block");
     for (unsigned d = 0; d < 3; ++d) {
-        b.CreateStore(b.CreateTrunc(grid[d], i32), b.CreateConstInBoundsGEP2_32(dims_type, grid_arr, 0, d));
+        llvm::Value* g = grid[d];
+        if (d == 0 && api == GpuApi::Cuda && kernel.cluster_x > 1) {
+            // A launch in clusters needs the grid a multiple of the cluster (CUDA guide).
+            llvm::Value* n = llvm::ConstantInt::get(g->getType(), static_cast<uint64_t>(kernel.cluster_x));
+            g = b.CreateMul(b.CreateUDiv(b.CreateAdd(g, b.CreateSub(n, llvm::ConstantInt::get(g->getType(), 1))), n), n);
+        }
+        b.CreateStore(b.CreateTrunc(g, i32), b.CreateConstInBoundsGEP2_32(dims_type, grid_arr, 0, d));
         b.CreateStore(b.getInt32(d == 0 ? static_cast<uint32_t>(kernel.threads) : 1),
                       b.CreateConstInBoundsGEP2_32(dims_type, block_arr, 0, d));
     }

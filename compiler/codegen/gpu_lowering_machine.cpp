@@ -157,7 +157,9 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
     case ir::MachineOp::BulkWaitRead:
     case ir::MachineOp::SetMaxNReg:
     case ir::MachineOp::NamedBarrier:
-    case ir::MachineOp::BarrierArrive: mbarrier_or_tma(m); return;
+    case ir::MachineOp::BarrierArrive:
+    case ir::MachineOp::ClusterArrive:
+    case ir::MachineOp::ClusterWait: mbarrier_or_tma(m); return;
     case ir::MachineOp::Mfma:
     case ir::MachineOp::Wmma: break;  // amd_matrix_op
     case ir::MachineOp::CpAsyncWait:
@@ -260,6 +262,16 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
         emit("mbarrier.init.shared::cta.b64 [$0], $1;", "r,n,", {shared_address(m.dst.at(0)), b_.getInt32(uint32_t(m.imm.at(0)))});
         return;
     case ir::MachineOp::MbarrierArrive:
+        if (m.src.size() == 1) {
+            // The object at the same CTA-relative offset in CTA `rank` of the cluster (PTX
+            // ISA "mapa": the corresponding variable in the target CTA), arrived on through
+            // the shared::cluster window with release at cluster scope (PTX ISA
+            // "mbarrier.arrive": a .shared::cluster address returns no state, the sink `_`).
+            emit("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}",
+                 "r,r,", {shared_address(m.dst.at(0)), b_.CreateTrunc(expr(m.src.at(0)), b_.getInt32Ty())});
+            return;
+        }
         if (m.imm.at(0) > 0)
             emit("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,n,",
                  {shared_address(m.dst.at(0)), b_.getInt32(uint32_t(m.imm.at(0)))});
@@ -308,6 +320,17 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
         const std::string box = "[$" + std::to_string(map) + ", {" + coords + "}]";
         const std::string last = "[$" + std::to_string(map + 1 + rank) + "]";
         const std::string dim = "cp.async.bulk.tensor." + std::to_string(rank) + "d.";
+        if (load && m.src.size() == 3) {
+            // .multicast::cluster (PTX ISA cp.async.bulk.tensor): the box and the mbarrier
+            // signal land at the same CTA-relative offsets in every CTA of the 16-bit
+            // ctaMask, one bit per %cluster_ctarank.
+            ins.push_back(b_.CreateTrunc(expr(m.src.at(2)), b_.getInt16Ty()));
+            cons += "h,";
+            emit(dim + "shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$0], " + box +
+                     ", " + last + ", $" + std::to_string(map + 2 + rank) + ";",
+                 cons, ins);
+            return;
+        }
         emit(load ? dim + "shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], " + box + ", " + last + ";"
                   : dim + "global.shared::cta.tile.bulk_group " + box + ", " + last + ";",
              cons, ins);
@@ -332,6 +355,12 @@ void GpuLowering::mbarrier_or_tma(const ir::MachineOpNode& m) {
         // of the thread's earlier memory accesses to the threads that sync on it).
         emit("barrier.arrive.aligned $0, $1;", "n,n,", {b_.getInt32(uint32_t(m.imm.at(0))), b_.getInt32(uint32_t(m.imm.at(1)))});
         return;
+    case ir::MachineOp::ClusterArrive:
+        // PTX ISA "barrier.cluster": arrive with release, wait with acquire; .aligned, as
+        // every thread of the block executes both at the kernel's top level.
+        emit("barrier.cluster.arrive.release.aligned;", "", {});
+        return;
+    case ir::MachineOp::ClusterWait: emit("barrier.cluster.wait.acquire.aligned;", "", {}); return;
     default: TILEC_ICE(who_ + ": not an mbarrier, TMA or warp-specialization instruction");
     }
 }

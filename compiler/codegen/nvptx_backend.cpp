@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 
@@ -111,6 +112,31 @@ void emit_kernel(llvm::Module& m, const ir::PrimFunc& f, const target::GpuTarget
     for (auto& [k, v] : f.attrs)
         if (k == "min_blocks_per_sm") annotate("minctasm", std::stoll(v));
         else if (k == "max_registers") annotate("maxnreg", std::stoll(v));
+        // Thread-block clusters (lower/cluster_multicast.cpp): LLVM 19 emits no cluster
+        // directives, so the shape rides on the function to the PTX text
+        // (add_cluster_directives).
+        else if (k == "cluster") fn->addFnAttr("tilec-cluster", v);
+}
+
+// PTX ISA "Cluster Dimension Directives": .explicitcluster (the kernel must be launched
+// with a cluster) and .reqnctapercluster nx, ny, nz (the cluster shape every launch uses;
+// a plain cuLaunchKernel then launches clusters of that shape, and the grid must be a
+// multiple of it), among the entry's performance-tuning directives, before its body.
+std::string add_cluster_directives(std::string ptx, const llvm::Module& m) {
+    for (const auto& fn : m) {
+        if (fn.isDeclaration() || !fn.hasFnAttribute("tilec-cluster")) continue;
+        std::string shape = fn.getFnAttribute("tilec-cluster").getValueAsString().str();
+        long long x = 1, y = 1, z = 1;
+        if (std::sscanf(shape.c_str(), "%lldx%lldx%lld", &x, &y, &z) != 3) TILEC_ICE("NVPTX backend: cluster shape " + shape);
+        const std::string entry = ".entry " + fn.getName().str() + "(";
+        size_t at = ptx.find(entry);
+        if (at == std::string::npos) TILEC_ICE("NVPTX backend: no entry " + fn.getName().str() + " in the PTX");
+        size_t body = ptx.find("\n{", at);
+        if (body == std::string::npos) TILEC_ICE("NVPTX backend: no body of " + fn.getName().str() + " in the PTX");
+        ptx.insert(body + 1, ".explicitcluster\n.reqnctapercluster " + std::to_string(x) + ", " + std::to_string(y) +
+                                 ", " + std::to_string(z) + "\n");
+    }
+    return ptx;
 }
 
 }  // namespace
@@ -155,8 +181,10 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
         StageTimer::Scope timed(target.name, "llvm-ir");
         for (auto& f : funcs) emit_kernel(m, f, target);
     }
-    return gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
-                              what == NvptxOutput::LlvmIr ? std::nullopt : std::optional(llvm::CodeGenFileType::AssemblyFile));
+    std::string out = gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
+                                         what == NvptxOutput::LlvmIr ? std::nullopt
+                                                                     : std::optional(llvm::CodeGenFileType::AssemblyFile));
+    return what == NvptxOutput::LlvmIr ? out : add_cluster_directives(std::move(out), m);
 }
 
 std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
@@ -194,8 +222,9 @@ std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTa
         fn.addFnAttr("target-features", features);
     }
     verify_module(backend_module.module, "NVPTX");
-    return gpu::emit_gpu_module(backend_module.module, *tm, target, "NVPTX", backend_module.llvm_errors,
-                                llvm::CodeGenFileType::AssemblyFile);
+    return add_cluster_directives(gpu::emit_gpu_module(backend_module.module, *tm, target, "NVPTX",
+                                                       backend_module.llvm_errors, llvm::CodeGenFileType::AssemblyFile),
+                                  backend_module.module);
 }
 
 std::string merge_ptx(const std::vector<std::string>& modules) {

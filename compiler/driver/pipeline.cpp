@@ -188,6 +188,10 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
             const ir::PrimFunc& lf = level.funcs.at(i);
             bool specialized = false;
             for (auto& [key, v] : lf.attrs) specialized |= key == "min_blocks_per_sm";
+            // Thread-block clusters (lower/cluster_multicast.cpp: "NxXx1"): the CUDA entry
+            // rounds the grid up to them.
+            for (auto& [key, v] : lf.attrs)
+                if (key == "cluster" && t->is_nvidia()) k.cluster_x = std::max<int64_t>(k.cluster_x, std::stoll(v));
             if (specialized) {
                 if (ir::tma_map_uses(lf).empty() || !t->is_nvidia())
                     TILEC_ICE("warp-specialized kernel " + k.symbol + " without tensor maps");

@@ -443,7 +443,64 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
             diags_.error(s.args[0].value->range, "the rasterization panel must be at least 1");
             return nullptr;
         }
+        for (const auto& [k, v] : attrs_)
+            if (k == "cluster") {
+                diags_.error(s.range, "@rasterize with @cluster is not supported yet (the grouped launch order "
+                                      "would move the blocks of a cluster apart)");
+                return nullptr;
+            }
         attrs_.emplace_back("rasterize", std::to_string(*c));
+        return nullptr;
+    }
+    if (s.name == "cluster") {
+        // sm_90a: launch the grid in thread-block clusters of x * y * z blocks (at most 8,
+        // the portable size) and multicast the TMA fills of pipelined loops that every
+        // block of a cluster loads from the same coordinates (lower/cluster_multicast.h).
+        // @cluster(x = 2), or positional (2, 1, 1); 1 x 1 x 1 is off.
+        int64_t dims[3] = {1, 1, 1};
+        static const char* const names[3] = {"x", "y", "z"};
+        if (s.args.empty() || s.args.size() > 3) {
+            diags_.error(s.range, "@cluster takes the cluster's dimensions: @cluster(x = 2), @cluster(x = 2, y = 1, z = 1)");
+            return nullptr;
+        }
+        bool seen[3] = {false, false, false};
+        for (size_t i = 0; i < s.args.size(); ++i) {
+            int d = static_cast<int>(i);
+            if (!s.args[i].name.empty()) {
+                d = s.args[i].name == "x" ? 0 : s.args[i].name == "y" ? 1 : s.args[i].name == "z" ? 2 : -1;
+                if (d < 0) {
+                    diags_.error(s.args[i].name_range, "@cluster has no argument '" + s.args[i].name + "' (x, y, z)");
+                    return nullptr;
+                }
+            }
+            if (seen[d]) {
+                diags_.error(s.args[i].value->range, std::string("@cluster's ") + names[d] + " is given twice");
+                return nullptr;
+            }
+            seen[d] = true;
+            const std::string what = std::string("the cluster's ") + names[d] + " dimension";
+            auto c = expect_const_int(*s.args[i].value, what.c_str());
+            if (!c) return nullptr;
+            if (*c < 1 || *c > 8) {
+                diags_.error(s.args[i].value->range, what + " must be 1 .. 8, not " + std::to_string(*c));
+                return nullptr;
+            }
+            dims[d] = *c;
+        }
+        if (dims[0] * dims[1] * dims[2] > 8) {
+            diags_.error(s.range, "a cluster of " + std::to_string(dims[0] * dims[1] * dims[2]) +
+                                      " blocks is over the portable size of 8");
+            return nullptr;
+        }
+        for (const auto& [k, v] : attrs_)
+            if (k == "rasterize") {
+                diags_.error(s.range, "@cluster with @rasterize is not supported yet (the grouped launch order "
+                                      "would move the blocks of a cluster apart)");
+                return nullptr;
+            }
+        if (dims[0] * dims[1] * dims[2] > 1)
+            attrs_.emplace_back("cluster", std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" +
+                                               std::to_string(dims[2]));
         return nullptr;
     }
     if (s.name == "warp_policy") {
@@ -499,7 +556,7 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
         attrs_.emplace_back("layout(" + buf + ")", kind);
         return nullptr;
     }
-    diags_.warning(s.name_range, "unknown annotation '@" + s.name + "' ignored (known: @allow_tf32, @layout, "
+    diags_.warning(s.name_range, "unknown annotation '@" + s.name + "' ignored (known: @allow_tf32, @cluster, @layout, "
                                                                    "@pingpong, @rasterize, @warp_policy, "
                                                                    "@warp_specialize)");
     return nullptr;

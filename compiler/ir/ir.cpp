@@ -625,6 +625,8 @@ const char* machine_op_name(MachineOp op) {
     case MachineOp::SetMaxNReg: return "setmaxnreg";
     case MachineOp::NamedBarrier: return "named_barrier";
     case MachineOp::BarrierArrive: return "barrier_arrive";
+    case MachineOp::ClusterArrive: return "cluster_arrive";
+    case MachineOp::ClusterWait: return "cluster_wait";
     case MachineOp::MbarrierInit: return "mbarrier_init";
     case MachineOp::MbarrierArrive: return "mbarrier_arrive";
     case MachineOp::MbarrierWait: return "mbarrier_wait";

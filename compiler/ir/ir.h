@@ -619,7 +619,10 @@ struct FullWriteNode : StmtNode {
 //   MbarrierInit     mbarrier.init.shared::cta.b64 [bar], count; imm {count}; dst {bar}.
 //   MbarrierArrive   mbarrier.arrive{.expect_tx}.shared::cta.b64 _, [bar]{, tx}; imm
 //             {tx}: 0 a plain arrive-on, else expect-tx of tx bytes then the arrive-on;
-//             dst {bar}.
+//             dst {bar}; src {} or {rank}: with a rank (a plain arrive-on only), the
+//             object at the same CTA-relative offset in the cluster's CTA of that
+//             %cluster_ctarank (mapa.shared::cluster, then
+//             mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]).
 //   MbarrierWait     a mbarrier.try_wait.parity.shared::cta.b64 loop; src {bar, parity}:
 //             returns once the phase of that parity (the current or the preceding one)
 //             has completed.
@@ -629,10 +632,13 @@ struct FullWriteNode : StmtNode {
 //             and box, box_0 the innermost; map dimension i is tensor dimension dim_i
 //             (default r-1-i: the last dimension innermost; tma_maps.h's tma_map_dims),
 //             dim_0's stride 1; dst {s[..]}: the shared element where the box starts;
-//             src {G[..], bar}: the global tensor (its tensor map) at the box's first
+//             src {G[..], bar [, mask]}: the global tensor (its tensor map) at the box's first
 //             element in the tensor's coordinates (they may lie outside: those
 //             elements are zero-filled), and the mbarrier whose tx-count the box's bytes
 //             complete. The bytes land when a wait on the barrier sees the phase complete.
+//             With a mask (a u16 ctaMask of %cluster_ctarank bits): .multicast::cluster,
+//             the box and the complete-tx land at the same CTA-relative offsets in every
+//             CTA of the mask (sim/cluster.h).
 //   TmaStore  cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group; imm as
 //             TmaLoad's (the map's swizzle and box, [dims]); dst {G[..]}: the global
 //             tensor (its tensor map) at the box's first element in the tensor's
@@ -660,6 +666,11 @@ struct FullWriteNode : StmtNode {
 //             barrier{.cta}); a NamedBarrier of the same id and count waits for them. The
 //             ping-pong schedule of two consumer warpgroups (lower/pingpong_consumers.cpp)
 //             pairs one warpgroup's sync with the other's arrive.
+// sm_90 thread-block clusters (PrimFunc attribute "cluster" = "XxYxZ"):
+//   ClusterArrive  barrier.cluster.arrive.release.aligned: the executing threads arrive at
+//             the cluster barrier (every thread of every CTA of the cluster counts).
+//   ClusterWait    barrier.cluster.wait.acquire.aligned: waits until every non-exited
+//             thread of the cluster arrived (each thread arrives, then waits, once a use).
 // AMD (issue 13), executed by a whole wave; operands in the element order of AMD's
 // Matrix Instruction Calculator (a lane's element e of A or B is half e % 2 of its
 // GPR e / 2; C/D element g is GPR g):
@@ -705,13 +716,15 @@ enum class MachineOp : uint8_t {
     BarrierArrive,
     Mfma,
     Wmma,
-    VectorCopy
+    VectorCopy,
+    ClusterArrive,
+    ClusterWait
 };
 // "ldmatrix", "mma", "cp_async", "cp_async_commit", "cp_async_wait", "wgmma",
 // "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_proxy_async", "mbarrier_init",
 // "mbarrier_arrive", "mbarrier_wait", "tma_load", "tma_store", "bulk_commit", "bulk_wait_read",
 // "setmaxnreg", "named_barrier", "barrier_arrive", "mfma",
-// "wmma", "vector_copy"
+// "wmma", "vector_copy", "cluster_arrive", "cluster_wait"
 const char* machine_op_name(MachineOp op);
 // Whether `op` is a warp-role split (SetMaxNReg above): its then branch starts with a
 // setmaxnreg.dec, its else branch with a setmaxnreg.inc.

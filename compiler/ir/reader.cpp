@@ -25,7 +25,7 @@ constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, Machin
                                      MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync,
                                      MachineOp::MbarrierInit, MachineOp::MbarrierArrive, MachineOp::MbarrierWait,
                                      MachineOp::TmaLoad, MachineOp::TmaStore, MachineOp::BulkCommit, MachineOp::BulkWaitRead, MachineOp::SetMaxNReg, MachineOp::NamedBarrier, MachineOp::BarrierArrive,
-                                     MachineOp::Mfma, MachineOp::Wmma, MachineOp::VectorCopy};
+                                     MachineOp::Mfma, MachineOp::Wmma, MachineOp::VectorCopy, MachineOp::ClusterArrive, MachineOp::ClusterWait};
 constexpr ReduceKind kReduceKinds[] = {ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min, ReduceKind::AbsMax};
 
 // Statements and functions over ExprReader's expressions.

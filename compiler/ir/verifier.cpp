@@ -511,7 +511,11 @@ private:
         case MachineOp::FenceProxyAsync: counts(0, 0, 0); return;
         case MachineOp::MbarrierInit:
         case MachineOp::MbarrierArrive: {
-            if (!counts(1, 1, 0)) return;
+            // A remote arrive (MbarrierArrive with a cluster rank operand) is a plain arrive-on.
+            const bool remote = op->op == MachineOp::MbarrierArrive && op->src.size() == 1;
+            if (remote && (op->imm.size() != 1 || op->imm[0] != 0 || op->dst.size() != 1 || !op->src[0]->type.is_integer()))
+                return error(op->loc, name + " to a cluster rank takes {0}, the mbarrier and an integer rank");
+            if (!remote && !counts(1, 1, 0)) return;
             if (!is_mbarrier(op->dst[0])) error(op->loc, name + " names an element of a shared u64 buffer");
             if (op->op == MachineOp::MbarrierInit && (op->imm[0] < 1 || op->imm[0] >= (int64_t{1} << 20)))
                 error(op->loc, name + " count outside 1 .. 2^20 - 1");
@@ -532,9 +536,13 @@ private:
             auto g = global_side.empty() ? nullptr : expr_as<LoadNode>(global_side[0]);
             size_t rank = g ? g->indices.size() : 0;
             if (!g) return error(op->loc, name + (store ? "'s destination" : "'s first operand") + " is a load of the global tensor");
-            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, store ? 1 : 2)) return;
-            if (op->dst.size() != 1 || op->src.size() != (store ? 1u : 2u))
-                return error(op->loc, name + (store ? " takes one destination and one operand" : " takes one destination and two operands"));
+            if (op->imm.size() != 2 * rank + 1 && !counts(rank + 1, 1, store ? 1 : (op->src.size() == 3 ? 3 : 2))) return;
+            // A load's optional third operand: the multicast's ctaMask.
+            if (op->dst.size() != 1 || (store ? op->src.size() != 1u : op->src.size() != 2u && op->src.size() != 3u))
+                return error(op->loc, name + (store ? " takes one destination and one operand"
+                                                    : " takes one destination and two operands (three with a ctaMask)"));
+            if (!store && op->src.size() == 3 && !op->src[2]->type.is_integer())
+                error(op->loc, name + "'s ctaMask is an integer");
             const std::vector<size_t> dims = tma_map_dims(op->imm, rank);
             if (dims.empty()) return error(op->loc, name + "'s map dimensions are not a permutation of the tensor's");
             const Buffer& t = g->buffer;
@@ -551,7 +559,9 @@ private:
             if (!store && !is_mbarrier(op->src[1])) error(op->loc, name + " completes on an element of a shared u64 buffer");
             return;
         }
-        case MachineOp::BulkCommit: counts(0, 0, 0); return;
+        case MachineOp::BulkCommit:
+        case MachineOp::ClusterArrive:
+        case MachineOp::ClusterWait: counts(0, 0, 0); return;
         case MachineOp::BulkWaitRead:
             if (counts(1, 0, 0) && op->imm[0] < 0) error(op->loc, name + " of a negative group count");
             return;

@@ -216,6 +216,7 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
         barriers(),
         Pass{"split-warp-roles", [](const PrimFunc& f, PassContext&) { return split_warp_roles(f); }},
         Pass{"pingpong-consumers", [](const PrimFunc& f, PassContext&) { return pingpong_consumers(f); }},
+        Pass{"cluster-multicast", [t = &target](const PrimFunc& f, PassContext&) { return cluster_multicast(f, *t); }},
         verify(),
     };
 }

@@ -26,6 +26,7 @@
 #include "ir/ir.h"
 #include "scalar/scalar.h"
 #include "sim/sim.h"
+#include "sim/cluster.h"
 #include "sim/lds_banks.h"
 #include "sim/mbarrier_tma.h"
 #include "sim/named_barrier.h"
@@ -282,6 +283,52 @@ private:
     std::map<uint32_t, MbarrierInit> mbarrier_inits_;
     void check_init_ordered(uint32_t bar, int t, SourceLoc loc, const char* what);
 
+    // ---- thread-block clusters (cluster_exec.cpp) ------------------------------------
+    // A kernel with the attribute "cluster" (XxYxZ, more than one CTA) runs a cluster's
+    // CTAs together: one Executor per CTA (rank 0 this one, the others made for the
+    // cluster and sharing its tensors, issues and counters), each on a host thread of its
+    // own, one at a time (a baton, as the warp roles have): a CTA runs until a wait it
+    // cannot pass (an mbarrier phase, the cluster barrier; in warp roles, once no role
+    // of it can go on), then another. The cluster's models (sim/cluster.h) are shared:
+    // the cluster barrier, the remote operations and exits. Multicast bytes and remote
+    // arrivals act on the peer Executor's arena and mbarriers directly (the peer is
+    // suspended meanwhile).
+    struct ClusterRun;
+    struct TmaInFlight;
+    ClusterRun* cluster_ = nullptr;
+    int cta_rank_ = 0;
+    Executor* primary_ = nullptr;  // where issues go (null: this one)
+    size_t block_slot_ = 0;         // uniform_'s block index values
+    // Runs the block `b` (the per-block state reset; the body; the end-of-block checks).
+    void run_block(const std::array<int64_t, 3>& b);
+    // Runs the cluster whose first block is `first`.
+    void run_cluster(const isa::ClusterShape& shape, const std::array<int64_t, 3>& first);
+    // Hands control to the other CTAs of the cluster; false when the caller must give up
+    // (nothing in the cluster can progress) or there is no cluster.
+    bool yield_cluster();
+    Executor& peer(int64_t rank);
+    int64_t cluster_thread(int t) const { return int64_t{cta_rank_} * threads_ + t; }
+    void exec_cluster_barrier(const ir::MachineOpNode* op, const Active& act);
+    // The cluster-barrier arrivals of the initialising thread at each mbarrier.init (a
+    // peer's remote use must come after a cluster-barrier phase that follows the init).
+    std::map<uint32_t, uint64_t> init_cluster_arrivals_;
+    // A remote operation by thread t (this CTA) on the mbarrier at `bar` of CTA `rank`:
+    // checked (the peer exited; the object not initialised, or its init not ordered
+    // before by a cluster barrier); false when it must not go on.
+    bool check_remote_mbarrier(int64_t rank, uint32_t bar, int t, SourceLoc loc, const char* what);
+    void report_cluster_exit(isa::ClusterExitProblem p, int64_t rank);
+    // Thread t's cluster-barrier arrivals so far (0 outside clusters).
+    uint64_t cluster_arrivals(int t) const;
+    // MbarrierArrive with a rank operand, by thread t on the object at `bar`.
+    void remote_arrive(int64_t rank, uint32_t bar, int t, SourceLoc loc);
+    // The ranks a multicast TmaLoad of thread t names (reported and empty when bad).
+    std::vector<int> multicast_ranks(const ir::MachineOpNode* op, int t, SourceLoc loc);
+    // A multicast's box into peer `rank`: the bytes `f` at the same offsets of its arena,
+    // completing on its mbarrier `f.bar`; `dst` the issuer's storage of the tile.
+    void multicast_into(int64_t rank, TmaInFlight f, const Storage& dst, int t, SourceLoc loc);
+    // A peer's multicast bytes landed in this CTA.
+    void cluster_landed(uint32_t tx);
+
     // ---- target instructions (machine_ops.cpp) ---------------------------------------
     void exec_machine_op(const ir::MachineOpNode* op, const Active& act);
     void exec_ldmatrix(const ir::MachineOpNode* op, const Active& act);
@@ -324,6 +371,7 @@ private:
     struct TmaInFlight {
         uint32_t bar = 0;
         uint32_t tx = 0;
+        bool remote = false;  // a peer CTA's multicast (its landing counts in ClusterExits)
         std::vector<std::pair<uint32_t, uint8_t>> bytes;  // shared address, value
     };
     std::map<uint32_t, isa::Mbarrier> mbarriers_;

@@ -109,6 +109,8 @@ void Executor::exec_machine_op(const MachineOpNode* op, const Active& act) {
         return;
     case MachineOp::NamedBarrier:
     case MachineOp::BarrierArrive: exec_named_barrier(op, act); return;
+    case MachineOp::ClusterArrive:
+    case MachineOp::ClusterWait: exec_cluster_barrier(op, act); return;
     case MachineOp::CpAsyncCommit:
         for (int32_t t : act) async_thread(t).commit_group();
         return;

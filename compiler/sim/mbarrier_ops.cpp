@@ -40,6 +40,7 @@ void Executor::land_tma(uint32_t bar) {
             arena_.shadow[addr].w_epoch = 0;
         }
         m.complete_tx(it->tx);
+        if (it->remote) cluster_landed(it->tx);
         ++sync_progress_;
         it = tma_in_flight_.erase(it);
     }
@@ -62,6 +63,7 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
     const Expr& bar = op->op == MachineOp::MbarrierWait ? op->src.at(0) : op->dst.at(0);
     for (const auto& i : static_cast<const LoadNode*>(bar.get())->indices) prepare(i, act);
     if (op->op == MachineOp::MbarrierWait) prepare(op->src.at(1), act);
+    if (op->op == MachineOp::MbarrierArrive && op->src.size() == 1) prepare(op->src[0], act);
     auto report = [&](int t, isa::MbarrierProblem p) {
         if (p != isa::MbarrierProblem::None)
             issue(IssueKind::Mbarrier, loc, t, [&] { return std::string(machine_op_name(op->op)) + ": " + isa::mbarrier_problem_text(p); });
@@ -81,10 +83,15 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             report(t, m.init(op->imm.at(0)));
             released_[*addr] = false;
             mbarrier_inits_[*addr] = {t, epoch_};
+            init_cluster_arrivals_[*addr] = cluster_arrivals(t);
             ++sync_progress_;
             break;
         }
         case MachineOp::MbarrierArrive:
+            if (op->src.size() == 1) {  // to the object at this offset in a CTA of the cluster
+                remote_arrive(eval_int(op->src[0], t), *addr, t, loc);
+                break;
+            }
             check_init_ordered(*addr, t, loc, "mbarrier_arrive");
             // A phase waiting on bytes alone completes when they land, which the hardware may
             // do any time: an arrival for the next phase finds them landed.
@@ -164,6 +171,7 @@ Executor::TmaOperands Executor::tma_operands(const MachineOpNode* op, const Acti
     for (const auto& i : gl->indices) prepare(i, act);
     if (load)
         for (const auto& i : static_cast<const LoadNode*>(op->src.at(1).get())->indices) prepare(i, act);
+    if (load && op->src.size() == 3) prepare(op->src[2], act);  // a multicast's ctaMask
     std::vector<size_t> dims = tma_map_dims(op->imm, gl->indices.size());
     if (dims.size() != gl->indices.size() || g.strides.at(dims.at(0)) != 1)
         fatal(loc, std::string(load ? "tma_load of '" : "tma_store into '") + g.name() +
@@ -179,6 +187,13 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
         int64_t doff = offset_of(d, dl->indices, loc, t, true);
         auto bar = mbarrier_address(op->src.at(1), t, loc);
         if (doff < 0 || !bar) continue;
+        // .multicast::cluster: the ranks of the ctaMask (sim/cluster.h).
+        const bool multicast = op->src.size() == 3;
+        std::vector<int> ranks;
+        if (multicast) {
+            ranks = multicast_ranks(op, t, loc);
+            if (ranks.empty()) continue;
+        }
         check_init_ordered(*bar, t, loc, "tma_load");
         // The tensor map of the tensor: map dimension i is tensor dimension dims[i].
         std::vector<int32_t> coords;
@@ -216,6 +231,21 @@ void Executor::exec_tma_load(const MachineOpNode* op, const Active& act) {
             for (int b = 0; b < eb; ++b) {
                 f.bytes.emplace_back(w.smem_addr + static_cast<uint32_t>(b), v[b]);
                 ++arena_.tma_pending[w.smem_addr + static_cast<uint32_t>(b)];
+            }
+        }
+        if (multicast) {
+            // The same box into every CTA of the mask (the issuer's own when its bit is set).
+            bool own = false;
+            for (int r : ranks) {
+                if (r == cta_rank_) {
+                    own = true;
+                    continue;
+                }
+                if (!f.bytes.empty()) multicast_into(r, f, d, t, loc);
+            }
+            if (!own) {
+                for (auto [addr, v] : f.bytes) --arena_.tma_pending[addr];
+                f.bytes.clear();
             }
         }
         if (!f.bytes.empty()) tma_in_flight_.push_back(std::move(f));

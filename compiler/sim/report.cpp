@@ -27,6 +27,7 @@ const char* issue_kind_name(IssueKind k) {
     case IssueKind::ProxyFence: return "proxy fence";
     case IssueKind::Tma: return "tma";
     case IssueKind::Misaligned: return "misaligned vector access";
+    case IssueKind::Cluster: return "cluster";
     }
     return "?";
 }
@@ -81,7 +82,8 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
                          (kind == SyncKind::ProxyFence && op->op == ir::MachineOp::FenceProxyAsync) ||
                          (kind == SyncKind::BulkWaitRead && op->op == ir::MachineOp::BulkWaitRead) ||
                          (kind == SyncKind::NamedBarrier && op->op == ir::MachineOp::NamedBarrier) ||
-                         (kind == SyncKind::BarrierArrive && op->op == ir::MachineOp::BarrierArrive);
+                         (kind == SyncKind::BarrierArrive && op->op == ir::MachineOp::BarrierArrive) ||
+                         (kind == SyncKind::ClusterWait && op->op == ir::MachineOp::ClusterWait);
             return match ? hit(self) : self;
         }
     } drop;

@@ -1,6 +1,8 @@
 // A run of the simulator: argument binding, the block loop, the issue list, and sim::run,
 // which turns the executor's errors into a Result.
+#include <cstdio>
 #include <memory>
+#include <set>
 
 #include "sim/executor.h"
 
@@ -21,6 +23,8 @@ Executor::Executor(const PrimFunc& f, const Options& opt, Result& res) : f_(f), 
 void Executor::issue(IssueKind kind, SourceLoc loc, int t, const std::function<std::string()>& message) {
     ++res_.total_issues;
     auto key = std::make_tuple(static_cast<int>(kind), loc.file, loc.line, loc.col);
+    // A cluster's CTAs share the first one's list (one site, one entry).
+    auto& issue_index_ = primary_ ? primary_->issue_index_ : this->issue_index_;
     auto it = issue_index_.find(key);
     if (it != issue_index_.end()) {
         ++res_.issues[it->second].count;
@@ -142,49 +146,72 @@ void Executor::run(interp::RunArgs& args) {
     }
     for (int d = 0; d < 3; ++d)
         if (!f_.block_idx[d]) fatal(f_.loc, "missing block index variable");
-    size_t block_slot = uniform_.size();
+    block_slot_ = uniform_.size();
     for (int d = 0; d < 3; ++d) uniform_.emplace_back(f_.block_idx[d].get(), Value::of_int(0));
-    auto run_block = [&](int64_t x, int64_t y, int64_t z) {
+    // Thread-block clusters (attribute "cluster" = "XxYxZ"): the CTAs of a cluster run
+    // together, every CTA of each cluster a block asked for belongs to.
+    isa::ClusterShape cluster;
+    for (const auto& [k, v] : f_.attrs)
+        if (k == "cluster") {
+            long long x = 1, y = 1, z = 1;
+            if (std::sscanf(v.c_str(), "%lldx%lldx%lld", &x, &y, &z) != 3)
+                fatal(f_.loc, "cluster attribute '" + v + "' is not XxYxZ");
+            cluster = {x, y, z};
+        }
+    if (cluster.size() > 1) {
+        if (std::string p = isa::cluster_shape_problem(cluster, dims); !p.empty())
+            fatal(f_.loc, "the launch of '" + f_.name + "' in clusters of " + std::to_string(cluster.x) + "x" +
+                              std::to_string(cluster.y) + "x" + std::to_string(cluster.z) + " fails: " + p);
+    }
+    std::set<std::array<int64_t, 3>> clusters_run;
+    auto visit = [&](int64_t x, int64_t y, int64_t z) {
         if (opt_.block_filter && !opt_.block_filter(x, y, z)) return;
-        block_ = {x, y, z};
-        for (int d = 0; d < 3; ++d) uniform_[block_slot + d].second = Value::of_int(block_[d]);
-        epoch_ = 1;
-        shared_top_ = 0;
-        arena_.reset();
-        async_.clear();
-        async_copies_.assign(static_cast<size_t>(threads_), {});
-        mbarriers_.clear();
-        tma_in_flight_.clear();
-        bulk_groups_.clear();
-        released_.clear();
-        mbarrier_inits_.clear();
-        fences_.assign(static_cast<size_t>(threads_), 0);
-        fence_epoch_.assign(static_cast<size_t>(threads_), 0);
-        fences_before_epoch_.assign(static_cast<size_t>(threads_), 0);
-        async_seen_.assign(static_cast<size_t>(threads_), 0);
-        wgmma_groups_.assign(static_cast<size_t>((threads_ + 127) / 128), {});
-        instances_.assign(1, Instance{nullptr, 0, 1});
-        named_barriers_.reset();
-        peer_instances_.clear();
-        peer_allocs_seen_.clear();
-        exec(f_.body, all_);
-        flush();
-        // A barrier phase still in progress at the block's end: arrivals nobody waited
-        // for (an unmatched barrier.arrive), or syncs abandoned after a reported hang.
-        for (const auto& p : named_barriers_.pending())
-            issue(IssueKind::BarrierDivergence, f_.loc, 0, [&] {
-                return "named barrier " + std::to_string(p.id) + " left with " + std::to_string(p.arrived) + " of its " +
-                       std::to_string(p.count) + " arrivals at the block's end (an arrive no barrier.sync completes)";
-            });
-        ++res_.blocks_run;
+        if (cluster.size() <= 1) return this->run_block({x, y, z});
+        auto first = isa::cluster_first_block(cluster, {x, y, z});
+        if (clusters_run.insert(first).second) run_cluster(cluster, first);
     };
     try {
-        if (!interp::for_each_block(dims, opt_.blocks, run_block))
+        if (!interp::for_each_block(dims, opt_.blocks, visit))
             fatal(f_.loc, "a block asked for is outside the grid");
     } catch (const TooManyIssues&) {
         accesses_.clear();
     }
     for (auto& [key, c] : counters_) res_.counters.push_back(c);
+}
+
+void Executor::run_block(const std::array<int64_t, 3>& b) {
+    block_ = b;
+    for (int d = 0; d < 3; ++d) uniform_[block_slot_ + static_cast<size_t>(d)].second = Value::of_int(block_[static_cast<size_t>(d)]);
+    epoch_ = 1;
+    shared_top_ = 0;
+    arena_.reset();
+    async_.clear();
+    async_copies_.assign(static_cast<size_t>(threads_), {});
+    mbarriers_.clear();
+    tma_in_flight_.clear();
+    bulk_groups_.clear();
+    released_.clear();
+    mbarrier_inits_.clear();
+    init_cluster_arrivals_.clear();
+    fences_.assign(static_cast<size_t>(threads_), 0);
+    fence_epoch_.assign(static_cast<size_t>(threads_), 0);
+    fences_before_epoch_.assign(static_cast<size_t>(threads_), 0);
+    async_seen_.assign(static_cast<size_t>(threads_), 0);
+    wgmma_groups_.assign(static_cast<size_t>((threads_ + 127) / 128), {});
+    instances_.assign(1, Instance{nullptr, 0, 1});
+    named_barriers_.reset();
+    peer_instances_.clear();
+    peer_allocs_seen_.clear();
+    exec(f_.body, all_);
+    flush();
+    // A barrier phase still in progress at the block's end: arrivals nobody waited
+    // for (an unmatched barrier.arrive), or syncs abandoned after a reported hang.
+    for (const auto& p : named_barriers_.pending())
+        issue(IssueKind::BarrierDivergence, f_.loc, 0, [&] {
+            return "named barrier " + std::to_string(p.id) + " left with " + std::to_string(p.arrived) + " of its " +
+                   std::to_string(p.count) + " arrivals at the block's end (an arrive no barrier.sync completes)";
+        });
+    ++res_.blocks_run;
 }
 
 }  // namespace tilec::sim::detail

@@ -136,6 +136,7 @@ enum class IssueKind : uint8_t {
     Tma,             // a TMA copy the tensor map or destination rules refuse
     ProxyFence,      // wgmma / TMA store reads shared bytes a thread stored (generic proxy) with no fence.proxy.async since
     Misaligned,      // a vector access (vector_copy) whose address is not aligned to its size
+    Cluster,         // thread-block clusters: barrier.cluster misuse, remote operations unordered or into an exited CTA
 };
 const char* issue_kind_name(IssueKind k);  // "race", "out-of-bounds", ...
 
@@ -194,7 +195,7 @@ ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
 // IR prints) barrier() or cp_async_wait; nullopt if `f` has no such one. For tests that
 // the simulator catches a dropped barrier (a race) or wait (a read of bytes in flight):
 // tilec run --sim-drop-sync=barrier:N / wait:N.
-enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence, BulkWaitRead, NamedBarrier, BarrierArrive };
+enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence, BulkWaitRead, NamedBarrier, BarrierArrive, ClusterWait };
 std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index);
 
 // The counters as a table, one line per source line and kind (--profile).

@@ -55,7 +55,8 @@ void Executor::swap_role_state(RoleState& r) {
 
 bool Executor::yield_blocked() {
     Role* me = current_role_;
-    if (!me) return false;
+    // Outside warp roles, in a cluster: the other CTAs may complete the wait.
+    if (!me) return yield_cluster();
     if (me->give_up) {
         me->give_up = false;
         return false;
@@ -165,6 +166,8 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
             Role& r = roles[(next + k) % n];
             if (!r.done && (!r.waiting || r.progress_seen != sync_progress_)) pick = r.index;
         }
+        // No role of this CTA can go on: in a cluster, the other CTAs may change that.
+        if (pick < 0 && yield_cluster()) continue;
         if (pick < 0) {
             for (size_t k = 0; k < n && pick < 0; ++k)
                 if (!roles[(next + k) % n].done) pick = roles[(next + k) % n].index;
