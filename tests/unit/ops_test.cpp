@@ -35,7 +35,9 @@ struct Recorder : ops::LayoutConstraints {
     }
     void shared_layout(const ir::Buffer& b, layout::Layout L, SourceLoc, std::string) override {
         calls.push_back("shared " + b->name + " " + L.name());
+        shared_layouts.push_back(std::move(L));
     }
+    std::vector<layout::Layout> shared_layouts;
     std::optional<size_t> shared_fill_dim(const ir::Buffer& b) const override {
         auto it = fill_dims.find(b->name);
         return it == fill_dims.end() ? std::nullopt : std::optional<size_t>(it->second);
@@ -174,6 +176,30 @@ TEST_CASE("ops: a gemm on tensor cores fixes its accumulator to the mma.sync fra
                                                       "shared a swizzle64B<b16>"});
         using Atom = layout::Fragment::AmdMatrixAtom;
         CHECK(amd.fixed_layouts[0].same_slots(*layout::Fragment::amd_matrix_c(Atom::Mfma32, 128, 64, 2, 1)));
+    }
+    SECTION("on AMD a tile filled along its first dimension is stored transposed") {
+        // b's tensor holds it [N, K] (a transposed B): its fills read along b's first
+        // dimension (K), so b is stored [64, 32], rows along K, swizzled as a's are, and
+        // a lane's 8 consecutive K of one column are one 16-byte chunk.
+        Recorder amd("gfx942");
+        amd.fill_dims["b"] = 0;
+        ops::infer_layout(*gemm, amd);
+        REQUIRE(amd.calls.size() == 3);
+        CHECK(amd.calls[1] == "shared a swizzle64B<b16>");
+        CHECK(amd.calls[2].rfind("shared b ", 0) == 0);
+        const layout::Layout& L = amd.shared_layouts.at(1);
+        CHECK(L.shape() == std::vector<int64_t>{32, 64});
+        for (int64_t n = 0; n < 64; ++n)
+            for (int64_t k = 0; k < 32; k += 8) {
+                int64_t base = L.offset({k, n});
+                CHECK(base % 8 == 0);
+                for (int64_t e = 1; e < 8; ++e) CHECK(L.offset({k + e, n}) == base + e);
+            }
+        // A fill along the last dimension keeps b as it was (row-major: no request).
+        Recorder rows("gfx942");
+        rows.fill_dims["b"] = 1;
+        ops::infer_layout(*gemm, rows);
+        CHECK(rows.calls.size() == 2);
     }
     SECTION("none for f32 operands, none when K is not a multiple of 16") {
         auto af = tile("af", ir::Scope::Shared, {128, 32});
