@@ -116,7 +116,16 @@ std::optional<layout::Layout> stored_operand_layout(const std::vector<int64_t>& 
         // the 16 rows at one K chunk fall in 2 bank quads of a row-major tile of 64-byte
         // rows (8 words a bank where 4 is the ideal); the XOR swizzle spreads them over
         // all 8 (rows r and r + 2 at different chunks, 16-byte chunks kept whole).
-        if (!k_last || row_bytes > 64) return std::nullopt;
+        // Rows of 256 bytes or more (flash attention's q and k at D = 128 f16 / bf16)
+        // all start at bank 0 row-major, the 16 rows in one quad (16 wavefronts where 2
+        // is the ideal); the 128-byte swizzle (chunk ^ row % 8 within each 128 bytes)
+        // puts rows 0-7 and 8-15 each in all 8 quads, with no LDS added (attn_fwd_wg2
+        // uses all 64 KiB: 16 bytes of padding a row did not fit it) and fewer VGPRs
+        // (attn_fwd 215 -> 209, _causal 224 -> 213). Rows of 65-128 bytes (the D = 64
+        // exports' q and k) stay row-major: attn_fwd_causal_d64 sits at 256 VGPRs and
+        // spilled 16 bytes swizzled (12 with 16 bytes of padding a
+        // row and p's copy padded).
+        if (!k_last || (row_bytes > 64 && row_bytes <= 128)) return std::nullopt;
         auto mode = layout::Layout::widest_swizzle(shape[0], shape[1], dtype.bits);
         return layout::Layout::swizzled(shape[0], shape[1], dtype.bits, mode);
     }

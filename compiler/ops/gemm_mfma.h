@@ -42,8 +42,9 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target
 // reads in distinct banks and keeps each chunk whole, so the fills' 8- and 16-byte
 // stores along the row stay conflict-free too. A tile whose rows run along M or N is
 // read 2 bytes a lane, 32 consecutive elements of one row per half wave: conflict-free
-// row-major. WMMA (RDNA3, whose LDS the simulator does not model per lane group) keeps
-// row-major tiles. Rows wider than 64 bytes (flash attention's q and k, D = 64 or 128)
+// row-major. WMMA (RDNA3, wave32) takes the swizzle for rows along K of at most 64
+// bytes or of more than 128 (stored_operand_layout in gemm_mfma.cpp says why not between).
+// On MFMA, rows wider than 64 bytes (flash attention's q and k, D = 64 or 128)
 // are padded by 16 bytes instead (Layout::padded, rows of a multiple of 128 bytes): the
 // XOR swizzle put each k-step's chunk at a lane-dependent address, and flash attention,
 // at CDNA's 512-register limit, spilled keeping them (attn_fwd_causal 68 bytes on
