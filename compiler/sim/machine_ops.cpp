@@ -484,15 +484,7 @@ void Executor::exec_wgmma(const MachineOpNode* op, const Active& act) {
             for (int i = 0; i < n / 2; ++i) {
                 const Expr& dst = op->dst[static_cast<size_t>(i)];
                 set_register(dst, t, Value::of_float(r.d[static_cast<size_t>(t - first)][static_cast<size_t>(i)]), loc);
-                // In flight until the wait that completes its group.
-                auto* l = static_cast<const LoadNode*>(dst.get());
-                Storage& s = storage(l->buffer, loc);
-                int64_t off = offset_of(s, l->indices, loc, t, true);
-                if (off < 0) continue;
-                if (s.wgmma_pending.empty()) s.wgmma_pending.assign(s.init.size() ? s.init.size() : size_t(threads_ * s.size), 0);
-                int64_t slot = t * s.size + off;
-                ++s.wgmma_pending[static_cast<size_t>(slot)];
-                wgmma_group_of(lead).open_regs.push_back({&s, slot});
+                pending(dst, t);
             }
         }
         k = end;

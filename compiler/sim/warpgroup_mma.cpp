@@ -11,6 +11,20 @@ namespace {
 
 uint64_t descriptor_encode(uint32_t x) { return (x & 0x3FFFFu) >> 4; }
 
+// D = A B (+ C where scale_d) over the wgmma accumulator layout: A row-major M x K, B
+// K x n, each thread's n / 2 elements summed in K order in f32 (both operand forms).
+void multiply_into_d(int n, int K, const std::vector<float>& A, const std::vector<float>& B, bool scale_d,
+                     const std::vector<std::vector<float>>& c, WgmmaResult& res) {
+    for (int t = 0; t < 128; ++t)
+        for (int i = 0; i < n / 2; ++i) {
+            MatCoord at = wgmma_d_coord(t, i);
+            float acc = scale_d ? c[static_cast<size_t>(t)][static_cast<size_t>(i)] : 0.0f;
+            for (int k = 0; k < K; ++k)
+                acc = acc + A[static_cast<size_t>(at.row * K + k)] * B[static_cast<size_t>(k * n + at.col)];
+            res.d[static_cast<size_t>(t)][static_cast<size_t>(i)] = acc;
+        }
+}
+
 }  // namespace
 
 WgmmaDescriptor decode_wgmma_descriptor(uint64_t desc) {
@@ -123,14 +137,7 @@ WgmmaResult ptx_wgmma_f32(int n, WgmmaAbType a_type, WgmmaAbType b_type, uint64_
     for (int k = 0; k < K; ++k)
         for (int j = 0; j < n; ++j) B[static_cast<size_t>(k * n + j)] = element(b_type, db, trans_b, j, k);
     if (oob) res.issues.push_back({WgmmaProblem::OutOfBounds, -1});
-    for (int t = 0; t < 128; ++t)
-        for (int i = 0; i < n / 2; ++i) {
-            MatCoord at = wgmma_d_coord(t, i);
-            float acc = scale_d ? c[static_cast<size_t>(t)][static_cast<size_t>(i)] : 0.0f;
-            for (int k = 0; k < K; ++k)
-                acc = acc + A[static_cast<size_t>(at.row * K + k)] * B[static_cast<size_t>(k * n + at.col)];
-            res.d[static_cast<size_t>(t)][static_cast<size_t>(i)] = acc;
-        }
+    multiply_into_d(n, K, A, B, scale_d, c, res);
     return res;
 }
 
@@ -184,14 +191,7 @@ WgmmaResult ptx_wgmma_rs_f32(int n, WgmmaAbType ab, const std::vector<std::vecto
             B[static_cast<size_t>(k * n + j)] = ab == WgmmaAbType::Bf16 ? bf16_to_float(bits) : f16_to_float(bits);
         }
     if (oob) res.issues.push_back({WgmmaProblem::OutOfBounds, -1});
-    for (int t = 0; t < 128; ++t)
-        for (int i = 0; i < n / 2; ++i) {
-            MatCoord at = wgmma_d_coord(t, i);
-            float acc = scale_d ? c[static_cast<size_t>(t)][static_cast<size_t>(i)] : 0.0f;
-            for (int k = 0; k < K; ++k)
-                acc = acc + A[static_cast<size_t>(at.row * K + k)] * B[static_cast<size_t>(k * n + at.col)];
-            res.d[static_cast<size_t>(t)][static_cast<size_t>(i)] = acc;
-        }
+    multiply_into_d(n, K, A, B, scale_d, c, res);
     return res;
 }
 
