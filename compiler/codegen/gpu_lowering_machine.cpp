@@ -128,7 +128,9 @@ void GpuLowering::machine_op(const ir::MachineOpNode& m) {
         // One vector load and one vector store of it, global <-> shared either way
         // (ld.shared.v4.b32 + st.global.v4.b32, or global_load_dwordx4 + ds_write_b128
         // for 16 bytes): 32-bit words, aligned to the size (the lowering guarantees it;
-        // the simulator checks it).
+        // the simulator checks it). A register side (software-pipeline's register-staged
+        // AMD fills) is the thread's alloca, 16-byte aligned, at a multiple of the size:
+        // SROA makes it the vector's VGPRs.
         int bytes = static_cast<int>(m.imm.at(0));
         auto* dl = m.dst.at(0)->as<ir::LoadNode>();
         auto* sl = m.src.at(0)->as<ir::LoadNode>();

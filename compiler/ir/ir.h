@@ -692,7 +692,11 @@ struct FullWriteNode : StmtNode {
 //             16; dst {X[..]}: the first element written, src {Y[..]}: the first element
 //             read, one global and one shared, of one element type; both addresses
 //             aligned to `bytes` (the store epilogue and the AMD fills of ops/copy.cpp,
-//             which test the global side's alignment at run time).
+//             which test the global side's alignment at run time). Or half of a fill
+//             through the thread's registers: global -> register (the vector load alone,
+//             into `bytes / element` consecutive register elements) and register ->
+//             shared (the vector store alone): software-pipeline's register-staged AMD
+//             fills, whose loads of the next tile are in flight during this one's MFMAs.
 enum class MachineOp : uint8_t {
     Ldmatrix,
     Mma,

@@ -435,9 +435,10 @@ private:
             if (!counts(1, 1, 1)) return;
             int64_t bytes = op->imm[0];
             if (bytes != 4 && bytes != 8 && bytes != 16) error(op->loc, name + " of " + std::to_string(bytes) + " bytes");
-            if (!((scope_of(op->dst[0]) == Scope::Global && scope_of(op->src[0]) == Scope::Shared) ||
-                  (scope_of(op->dst[0]) == Scope::Shared && scope_of(op->src[0]) == Scope::Global)))
-                error(op->loc, name + " copies between global and shared memory");
+            const Scope ds = scope_of(op->dst[0]), ss = scope_of(op->src[0]);
+            if (!((ds == Scope::Global && ss == Scope::Shared) || (ds == Scope::Shared && ss == Scope::Global) ||
+                  (ds == Scope::Register && ss == Scope::Global) || (ds == Scope::Shared && ss == Scope::Register)))
+                error(op->loc, name + " copies between global and shared memory, or through registers");
             if (op->dst[0]->type != op->src[0]->type) error(op->loc, name + " between different element types");
             else if (bytes % std::max(1, op->dst[0]->type.bits / 8) != 0)
                 error(op->loc, name + " of " + std::to_string(bytes) + " bytes: not whole elements");

@@ -35,6 +35,15 @@
 // edge: the barrier lands inside the body, before the first access that conflicts)
 // until no barrier is added and the pending set is stable.
 // Barriers already in the body are dropped first: the pass recomputes all of them.
+//
+// Stages: software-pipeline indexes a multi-buffered buffer's first dimension with
+// (j + c) mod S, j the pipelined loop's variable. Within one iteration, accesses at
+// different c touch different stages and never conflict; the pending accesses that
+// cross the back edge are the previous iteration's, at (j - 1 + c) mod S, so the walk
+// shifts their offsets by one before walking the body again, and forgets the stage
+// (the whole buffer again) once the loop is left. That is what lets a double-buffered
+// pipeline that stores the next tile into one stage while reading the other run on one
+// barrier an iteration rather than two.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -75,6 +84,14 @@ struct MemAccess {
     // or kSeveral. Unknown: every byte of [lo, hi) by every thread.
     bool known = false;
     std::vector<int32_t> owner;
+    // Shared, a stage of a multi-buffered buffer (software-pipeline): dimension
+    // `stage_dim` indexed (stage_var + stage_off) mod stage_mod, stage_var a loop's
+    // variable. Two accesses of one buffer at the same value of it whose offsets differ
+    // modulo stage_mod touch different stages, whatever their other indices.
+    const VarNode* stage_var = nullptr;
+    int64_t stage_mod = 0, stage_off = 0;
+    size_t stage_dim = 0;
+    const MemAccess* origin = nullptr;  // the access this one restages (restaged())
     static constexpr int32_t kNone = -2, kSeveral = -1;
     int32_t owner_of_byte(int64_t b) const { return owner[static_cast<size_t>((b - lo) / elem)]; }
 };
@@ -241,8 +258,10 @@ private:
     }
 
     // ---- accesses ----------------------------------------------------------------
+    // `stage_only`: the access counts as the whole buffer, but for its stage (an
+    // ldmatrix's rows other lanes address, in one stage of a multi-buffered tile).
     const MemAccess* access(const Buffer& b, const std::vector<Expr>& indices, bool write, bool atomic,
-                            const void* node, int64_t span = 1) {
+                            const void* node, int64_t span = 1, const std::vector<Expr>* stage_only = nullptr) {
         if (b->scope != Scope::Shared && b->scope != Scope::Global) return nullptr;
         // The same node under the same binders is the same access (walks repeat).
         std::vector<uintptr_t> key{reinterpret_cast<uintptr_t>(node), uintptr_t(write)};
@@ -255,6 +274,9 @@ private:
         a->write = write || atomic;
         a->atomic = atomic;
         if (a->shared) footprint(*a, b, indices, span);
+        if (a->shared && stage_only && !a->stage_var && b->strides.empty())
+            for (size_t d = 0; d < stage_only->size() && d < b->shape.size() && !a->stage_var; ++d)
+                if (auto extent = as_const_int(b->shape[d])) stage_of(*a, (*stage_only)[d], d, *extent);
         const MemAccess* out = a.get();
         cache_.emplace(std::move(key), std::move(a));
         return out;
@@ -332,6 +354,7 @@ private:
                 if (u[k] && ctx_[k].kind == Binder::Loop && !as_const_int(ctx_[k].b)) ok = false;
             wild[d] = !ok;
             if (ok) exact.push_back(indices[d]);
+            if (!ok && !a.stage_var) stage_of(a, indices[d], d, shape[d]);
         }
         if (exact.empty()) return;
         std::vector<bool> used(ctx_.size(), false);
@@ -449,6 +472,61 @@ private:
         a.known = true;
     }
 
+    // Records in `a` that dimension `d` (of extent `extent`) is a stage index
+    // (v + c) mod extent, v the variable of an enclosing loop.
+    void stage_of(MemAccess& a, const Expr& index, size_t d, int64_t extent) const {
+        auto* mod = index->as<BinaryNode>();
+        if (!mod || mod->op != BinaryOp::FloorMod || as_const_int(mod->b) != extent || extent < 2) return;
+        const VarNode* v = nullptr;
+        int64_t c = 0;
+        if (auto* var = mod->a->as<VarNode>()) {
+            v = var;
+        } else if (auto* sum = mod->a->as<BinaryNode>(); sum && (sum->op == BinaryOp::Add || sum->op == BinaryOp::Sub)) {
+            auto* lhs = sum->a->as<VarNode>();
+            auto rhs = as_const_int(sum->b);
+            if (!lhs || !rhs) return;
+            v = lhs;
+            c = sum->op == BinaryOp::Add ? *rhs : -*rhs;
+        }
+        if (!v) return;
+        bool loop = false;
+        for (auto& b : ctx_) loop |= b.kind == Binder::Loop && b.var == v;
+        if (!loop) return;
+        a.stage_var = v;
+        a.stage_mod = extent;
+        a.stage_off = ((c % extent) + extent) % extent;
+        a.stage_dim = d;
+    }
+
+    // `a` as an access of the previous iteration of the loop over `v` (its stage offset
+    // one less), or with its stage forgotten (`forget`: the loop is left); `a` itself
+    // where its stage does not follow `v`.
+    const MemAccess* restaged(const MemAccess* a, const VarNode* v, bool forget) {
+        if (a->stage_var != v || !v) return a;
+        // Keyed by the original access and the new offset, so that the walk's repeated
+        // shifts come back to the same accesses (the pending sets stabilise).
+        const MemAccess* base = a->origin ? a->origin : a;
+        const int64_t off = forget ? -1 : (a->stage_off + a->stage_mod - 1) % a->stage_mod;
+        if (off == base->stage_off) return base;
+        auto key = std::make_pair(base, off);
+        auto it = restaged_.find(key);
+        if (it != restaged_.end()) return it->second.get();
+        auto copy = std::make_unique<MemAccess>(*base);
+        copy->origin = base;
+        if (forget)
+            copy->stage_var = nullptr;
+        else
+            copy->stage_off = off;
+        const MemAccess* out = copy.get();
+        restaged_.emplace(key, std::move(copy));
+        return out;
+    }
+    Pending restaged(const Pending& p, const VarNode* v, bool forget) {
+        Pending out;
+        for (auto* a : p.list) out.add(restaged(a, v, forget));
+        return out;
+    }
+
     bool conflict(const MemAccess* x, const MemAccess* y) {
         if (!x->write && !y->write) return false;
         if (x->atomic && y->atomic) return false;
@@ -458,6 +536,9 @@ private:
         // kernel storing an element twice) are not ordered.
         if (!x->shared) return x->buffer == y->buffer && (!x->write || !y->write);
         if (x->hi <= y->lo || y->hi <= x->lo) return false;
+        if (x->buffer == y->buffer && x->stage_var && x->stage_var == y->stage_var && x->stage_mod == y->stage_mod &&
+            x->stage_dim == y->stage_dim && x->stage_off != y->stage_off)
+            return false;
         if (!x->known || !y->known) return true;
         auto key = std::make_pair(std::min(x, y), std::max(x, y));
         auto it = conflicts_.find(key);
@@ -578,7 +659,14 @@ private:
                     exact = true;
                     atomic = m->op != MachineOp::MbarrierInit;
                 }
-                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, atomic, l.get(), span))
+                // An ldmatrix reads its stage only, and at once. (Not so a wgmma: its reads
+                // stay in flight until its wait_group, after the barrier that follows its
+                // issue, so its stage is left whole: the refill of the stage the previous
+                // iteration's wgmma read, after that wait, keeps its barrier against the
+                // other warpgroup's wgmma, not yet waited for.)
+                const bool stage_only = m->op == MachineOp::Ldmatrix;
+                if (auto* a = access(l->buffer, exact ? l->indices : std::vector<Expr>{}, write, atomic, l.get(), span,
+                                     stage_only ? &l->indices : nullptr))
                     out.push_back(a);
             };
             for (auto& e : m->src) whole(e, false);
@@ -683,7 +771,7 @@ private:
             Pending entry = p, back;
             for (;;) {
                 Pending q = entry;
-                q.add(back);
+                q.add(restaged(back, f->var.get(), false));
                 size_t barriers = barrier_before_.size();
                 walk(f->body, q);
                 bool stable = barriers == barrier_before_.size() && back.contains(q);
@@ -694,7 +782,7 @@ private:
             // The last iteration's pending accesses (and the entry's, if it may not run).
             auto ext = as_const_int(f->extent);
             if (!ext || *ext <= 0) back.add(entry);
-            p = back;
+            p = restaged(back, f->var.get(), true);
             return;
         }
         default: TILEC_ICE("barrier placement: unexpected statement");
@@ -768,6 +856,7 @@ private:
     std::map<std::vector<uintptr_t>, std::unique_ptr<MemAccess>> cache_;
     std::unordered_map<const BufferNode*, int64_t> unplanned_base_;
     std::map<std::pair<const MemAccess*, const MemAccess*>, bool> conflicts_;
+    std::map<std::pair<const MemAccess*, int64_t>, std::unique_ptr<MemAccess>> restaged_;
     std::unordered_set<const StmtNode*> barrier_before_;
     bool fence_before_barriers_ = false;
     bool after_fence_ = false;  // the statement being rewritten follows a fence in its sequence

@@ -206,10 +206,10 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
         body_pass("hoist-accumulator-scale", hoist_accumulator_scale),
         body_pass("insert-async-waits", insert_async_waits),
         Pass{"software-pipeline",
-             [](const PrimFunc& f, PassContext& ctx) {
+             [t = &target](const PrimFunc& f, PassContext& ctx) {
                  if (!expect_level(f, ctx, "software-pipeline", FuncLevel::Thread, "lower-tile-ops")) return f;
                  PrimFunc out = f;
-                 out.body = software_pipeline(f);
+                 out.body = software_pipeline(f, *t);
                  return out;
              }},
         plan_shared(target),

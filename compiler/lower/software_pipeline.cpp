@@ -61,6 +61,12 @@
 // other loop or thread-dependent `if` (the mbarriers are initialised once, at the top of
 // the kernel).
 //
+// On AMD (no asynchronous copy into LDS) the fills are ops/copy.cpp's vector fills, and
+// the loop is pipelined through registers, two stages whatever S asks (register_staged_
+// pipeline below): iteration j loads tile j + 1 into registers before its compute and
+// stores it into stage (j + 1) % 2 after, where the kernel's registers and LDS leave room
+// for it; otherwise it runs in order.
+//
 // A loop is pipelined when S >= 2 and every fill's indices and guards depend only on
 // the loop variable, lets at the top of the body (index arithmetic, which may read
 // `in` tensors: a page number from a block table, as their values never change, so the
@@ -105,20 +111,104 @@ bool has_mutable_load(const Expr& e) {
     return v.found;
 }
 
-// A fill: full_write X { ... cp.async into X ... }.
-const BufferNode* filled_buffer(const Stmt& s) {
+// A fill: full_write X { ... cp.async into X ... } (an asynchronous fill), or on AMD
+// full_write X { if (inside and aligned) { ... vector_copy into X ... } else { ... } }
+// (ops/copy.cpp's vector fill, staged through registers: register_staged_split).
+enum class FillKind { None, Async, Vector };
+FillKind fill_kind(const Stmt& s) {
     auto* fw = s->as<FullWriteNode>();
-    if (!fw || fw->buffer->scope != Scope::Shared) return nullptr;
+    if (!fw || fw->buffer->scope != Scope::Shared) return FillKind::None;
     struct V : IRVisitor {
         const BufferNode* x;
-        bool async = false;
+        bool async = false, vector = false;
         void visit_machine_op(const MachineOpNode* op) override {
-            if (op->op == MachineOp::CpAsync && op->dst.at(0)->as<LoadNode>()->buffer.get() == x) async = true;
+            if (op->dst.empty() || !op->dst.at(0)->as<LoadNode>() || op->dst.at(0)->as<LoadNode>()->buffer.get() != x)
+                return;
+            async |= op->op == MachineOp::CpAsync;
+            vector |= op->op == MachineOp::VectorCopy;
         }
     } v;
     v.x = fw->buffer.get();
     v.visit(fw->body);
-    return v.async ? fw->buffer.get() : nullptr;
+    if (v.async) return FillKind::Async;
+    auto* branch = fw->body->as<IfNode>();
+    if (v.vector && branch && branch->else_case) return FillKind::Vector;
+    return FillKind::None;
+}
+const BufferNode* filled_buffer(const Stmt& s) {
+    return fill_kind(s) == FillKind::None ? nullptr : s->as<FullWriteNode>()->buffer.get();
+}
+
+// A vector fill's vector branch split in two through a register buffer `regs` of the
+// thread: `load` the vector loads of the chunks into registers (global -> register
+// vector_copy), `store` their stores into the tile (register -> shared). Each vector_copy
+// gets its own registers, indexed by the unrolled loops around it (constant once
+// unrolled: no scratch). nullopt where a loop around one is not unrolled or of
+// run-time length.
+struct RegisterStaged {
+    Stmt load, store;
+    Buffer regs;
+};
+std::optional<RegisterStaged> register_staged_split(const Stmt& vector_branch, const Buffer& tile, SourceLoc loc) {
+    struct Split : IRMutator {
+        bool store_side = false, ok = true;
+        const BufferNode* tile;
+        Buffer regs;
+        int64_t next = 0;  // the next vector_copy's first register element
+        std::vector<std::pair<Var, int64_t>> loops;  // (variable, extent), outermost first
+        Stmt mutate_for(const ForNode* op, const Stmt& self) override {
+            auto ext = as_const_int(op->extent);
+            auto mn = as_const_int(op->min);
+            if (op->for_kind != ForKind::Unroll || !ext || !mn || *mn != 0) {
+                ok = false;
+                return self;
+            }
+            loops.emplace_back(op->var, *ext);
+            Stmt body = mutate(op->body);
+            loops.pop_back();
+            return make_for(op->var, op->min, op->extent, op->for_kind, body, op->loc);
+        }
+        Stmt mutate_machine_op(const MachineOpNode* op, const Stmt& self) override {
+            auto* dst = op->op == MachineOp::VectorCopy ? op->dst.at(0)->as<LoadNode>() : nullptr;
+            if (!dst || dst->buffer.get() != tile) {
+                ok = false;
+                return self;
+            }
+            const int64_t V = op->imm.at(0) / std::max(1, (dst->buffer->dtype.bits + 7) / 8);
+            Expr slot = make_int(0);
+            int64_t count = 1;
+            for (size_t k = loops.size(); k-- > 0;) {
+                slot = add(slot, mul(Expr(loops[k].first), make_int(count)));
+                count *= loops[k].second;
+            }
+            Expr first = add(make_int(next), mul(slot, make_int(V)));
+            next += count * V;
+            Expr reg = make_load(regs, {first}, op->loc);
+            if (store_side) return make_machine_op(MachineOp::VectorCopy, op->imm, op->dst, {reg}, op->loc);
+            return make_machine_op(MachineOp::VectorCopy, op->imm, {reg}, op->src, op->loc);
+        }
+    };
+    // The register buffer's size is known after the walk: a placeholder first.
+    BufferNode rn = *tile;
+    rn.name = tile->name + "_next";
+    rn.scope = Scope::Register;
+    rn.shape = {make_int(1)};
+    rn.strides.clear();
+    rn.shared_offset = -1;
+    Split load;
+    load.tile = tile.get();
+    load.regs = make_buffer(BufferNode(rn));
+    load.mutate(vector_branch);
+    if (!load.ok || load.next == 0) return std::nullopt;
+    rn.shape = {make_int(load.next)};
+    Buffer regs = make_buffer(std::move(rn));
+    Split loads, stores;
+    loads.tile = stores.tile = tile.get();
+    loads.regs = stores.regs = regs;
+    stores.store_side = true;
+    RegisterStaged out{loads.mutate(vector_branch), stores.mutate(vector_branch), regs};
+    (void)loc;
+    return out;
 }
 
 bool is_wait(const Stmt& s) {
@@ -158,8 +248,8 @@ struct DropUnstagedTma : IRMutator {
 
 class Pipeliner : public IRMutator {
 public:
-    Pipeliner(Stmt root, int64_t threads, bool allow_ws)
-        : root_(std::move(root)), threads_(threads), allow_ws_(allow_ws) {}
+    Pipeliner(Stmt root, int64_t threads, bool allow_ws, const target::GpuTarget& target)
+        : root_(std::move(root)), threads_(threads), allow_ws_(allow_ws), target_(target) {}
 
     Stmt mutate_for(const ForNode* op, const Stmt& self) override {
         ++nesting_;
@@ -204,8 +294,7 @@ public:
 
 private:
     std::optional<Stmt> pipeline(const ForNode& loop, const Stmt& body) {
-        const int64_t S = loop.stages;
-        if (S < 2) return std::nullopt;
+        if (loop.stages < 2) return std::nullopt;
         // The lets at the top: index arithmetic the fills may use (reading `in` tensors).
         std::vector<std::pair<Var, Expr>> lets;
         Stmt rest = body;
@@ -221,15 +310,20 @@ private:
             items = {rest};
         std::vector<Stmt> fills, others;
         std::unordered_set<const BufferNode*> filled;
+        bool vector = false, async = false;
         for (auto& it : items) {
             if (const BufferNode* x = filled_buffer(it)) {
                 fills.push_back(it);
                 filled.insert(x);
+                (fill_kind(it) == FillKind::Vector ? vector : async) = true;
             } else if (!is_wait(it)) {
                 others.push_back(it);
             }
         }
-        if (fills.empty()) return std::nullopt;
+        if (fills.empty() || (vector && async)) return std::nullopt;
+        // Register-staged fills hold one tile in flight (in registers): two stages of
+        // shared memory are all they use, whatever `stages` asks.
+        const int64_t S = vector ? 2 : loop.stages;
         // The fills' TMA forms: their conditions and placeholder mbarriers.
         struct TmaStage {
             Expr condition;
@@ -298,13 +392,19 @@ private:
                 IRVisitor::visit_store(op);
             }
             void visit_machine_op(const MachineOpNode* op) override {
-                if (op->op == MachineOp::CpAsync && filled->count(op->dst.at(0)->as<LoadNode>()->buffer.get()))
+                if ((op->op == MachineOp::CpAsync || op->op == MachineOp::VectorCopy) &&
+                    op->dst.at(0)->as<LoadNode>() && filled->count(op->dst.at(0)->as<LoadNode>()->buffer.get()))
                     found = true;
             }
         } writes;
         writes.filled = &filled;
         for (auto& o : others) writes.visit(o);
         if (writes.found) return std::nullopt;
+
+        // Vector fills split in two through registers, where there is room for them
+        // (decided before any buffer is staged).
+        std::vector<RegisterStaged> splits;
+        if (vector && !register_staged_splits(fills, splits)) return std::nullopt;
 
         // S copies of each filled buffer.
         std::unordered_map<const BufferNode*, Buffer> stage_of;
@@ -415,6 +515,7 @@ private:
         }
         Var j = loop.var;
         Stmt body_j = at_iteration(others, Expr(j), true);
+        if (vector) return register_staged_pipeline(loop, fills, splits, body_j, at_iteration);
         std::optional<Stmt> final_wgmma_wait;
         body_j = overlap_wgmma(body_j, final_wgmma_wait);
         // Producer / consumer roles only where no wgmma operand is still copied from
@@ -435,6 +536,95 @@ private:
         Stmt result = make_seq(out, loc);
         for (auto& b : tma_bars) result = make_allocate(b, result, loc);
         return result;
+    }
+
+    // The pipeline of vector fills (AMD: no asynchronous copy into LDS), two stages,
+    // the next tile's loads in flight in registers while this one is computed on:
+    //
+    //   if 0 < n { fills(min) }                          (stage min % 2; both paths)
+    //   for j in min .. min + n:
+    //       if j + 1 < min + n { if fast(j + 1) { regs = global loads of tile j + 1 } }
+    //       the rest of the body for j                   (reads stage j % 2)
+    //       if j + 1 < min + n {
+    //           if fast(j + 1) { stage (j + 1) % 2 = regs }  else { fills(j + 1) }
+    //       }
+    //
+    // fast(i) is the fill's own test (the tile inside the tensor, rows aligned to the
+    // chunk); an edge tile is filled as before, after the body. place-barriers puts one
+    // barrier an iteration before the body's reads (stage j % 2 complete; the stores of
+    // iteration j into the other stage need none: they are apart from the reads of j, and
+    // the reads of j - 1 of that stage precede this barrier). The loads' latency runs
+    // under the barrier and the body's MFMAs; LLVM waits for them (s_waitcnt vmcnt) at
+    // the stores.
+    // Each vector fill's split (register_staged_split), if all split and fit.
+    bool register_staged_splits(const std::vector<Stmt>& fills, std::vector<RegisterStaged>& out) const {
+        int64_t staged_words = 0, stage_bytes = 0;
+        for (auto& f : fills) {
+            auto* fw = f->as<FullWriteNode>();
+            auto split = register_staged_split(fw->body->as<IfNode>()->then_case, fw->buffer, f->loc);
+            if (!split) return false;
+            staged_words += words(split->regs);
+            stage_bytes += bytes_of(fw->buffer);
+            out.push_back(std::move(*split));
+        }
+        return fits(staged_words, stage_bytes);
+    }
+
+    template <typename AtIteration>
+    Stmt register_staged_pipeline(const ForNode& loop, const std::vector<Stmt>& fills,
+                                  const std::vector<RegisterStaged>& splits, const Stmt& body_j,
+                                  AtIteration& at_iteration) {
+        SourceLoc loc = loop.loc;
+        std::vector<Stmt> loads, stores;
+        for (size_t k = 0; k < fills.size(); ++k) {
+            auto* branch = fills[k]->as<FullWriteNode>()->body->as<IfNode>();
+            loads.push_back(make_if(branch->cond, splits[k].load, nullptr, branch->loc));
+            stores.push_back(make_if(branch->cond, splits[k].store, branch->else_case, branch->loc));
+        }
+        Var j = loop.var;
+        Expr mn = loop.min, end = add(loop.min, loop.extent);
+        Expr next = add(Expr(j), make_int(1));
+        Expr has_next = lt(next, end);
+        std::vector<Stmt> out;
+        out.push_back(make_if(lt(make_int(0), loop.extent), at_iteration(fills, mn, false), nullptr, loc));
+        Stmt step = make_seq({make_if(has_next, at_iteration(loads, next, false), nullptr, loc), body_j,
+                              make_if(has_next, at_iteration(stores, next, false), nullptr, loc)},
+                             loc);
+        out.push_back(make_for(j, mn, loop.extent, ForKind::Serial, step, loc));
+        Stmt result = make_seq(out, loc);
+        for (auto& sp : splits) result = make_allocate(sp.regs, result, loc);
+        return result;
+    }
+
+    static int64_t bytes_of(const Buffer& b) {
+        int64_t n = (b->dtype.bits + 7) / 8;
+        for (auto& e : b->shape) n *= as_const_int(e).value_or(0);
+        return n;
+    }
+    static int64_t words(const Buffer& b) { return (bytes_of(b) + 3) / 4; }
+
+    // Whether a register-staged pipeline has room: its staged registers beside every
+    // register buffer of the kernel (an upper bound of what is live at once: the loop's
+    // accumulators and operand registers) within half the thread's registers (the rest
+    // for addresses and temporaries: RDNA3's gemm_f16, whose 128 accumulators left no
+    // room for the 32 staged registers, spilled 70 VGPRs), and a second stage of the
+    // filled buffers beside every shared buffer of the kernel within the LDS (flash
+    // attention's k and v at D = 128 do not fit twice in 64 KiB).
+    bool fits(int64_t staged_words, int64_t stage_bytes) const {
+        struct Sizes : IRVisitor {
+            int64_t words = 0, shared = 0;
+            void visit_allocate(const AllocateNode* op) override {
+                if (op->buffer->scope == Scope::Register) words += Pipeliner::words(op->buffer);
+                if (op->buffer->scope == Scope::Shared) shared += bytes_of(op->buffer);
+                IRVisitor::visit_allocate(op);
+            }
+        } sizes;
+        sizes.visit(root_);
+        // CDNA's MFMA accumulators live in the AccVGPRs, another 256 a thread.
+        bool agprs = false;
+        for (auto& m : target_.mma) agprs |= m.op == target::MatrixOp::Mfma;
+        const int64_t registers = target_.max_registers_per_thread + (agprs ? 256 : 0);
+        return 2 * (sizes.words + staged_words) <= registers && sizes.shared + stage_bytes <= target_.max_shared_bytes;
     }
 
     // The widest wgmma's n in `s`, 0 without one.
@@ -701,6 +891,7 @@ private:
     Stmt root_;
     int64_t threads_;
     bool allow_ws_;
+    const target::GpuTarget& target_;
 
 public:
     // The mbarriers of the TMA stages made so far.
@@ -795,11 +986,11 @@ std::optional<Buffer> tma_placeholder(const Stmt& s) {
     return arrive->dst.at(0)->as<LoadNode>()->buffer;
 }
 
-Stmt software_pipeline(const PrimFunc& f) {
+Stmt software_pipeline(const PrimFunc& f, const target::GpuTarget& target) {
     bool allow_ws = true;
     for (auto& [k, v] : f.attrs)
         if (k == "warp_specialize") allow_ws = v != "0" && v != "false";
-    Pipeliner p(f.body, f.threads, allow_ws);
+    Pipeliner p(f.body, f.threads, allow_ws, target);
     Stmt out = p.mutate(f.body);
     DropUnstagedTma drop;
     drop.staged = &p.staged_tma_;

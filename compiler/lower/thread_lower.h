@@ -77,8 +77,10 @@ ir::Stmt insert_async_waits(const ir::Stmt& body);
 // fills of a pipelined loop issued stages - 1 iterations ahead into multi-buffered
 // shared buffers, with its own commit / wait_group; other loops of kind pipelined serial.
 // On sm_90a, GEMM loops whose fills all have TMA forms get producer / consumer warp roles
-// (split-warp-roles finishes them). Reads f's threads and its warp_specialize attribute.
-ir::Stmt software_pipeline(const ir::PrimFunc& f);
+// (split-warp-roles finishes them). On AMD (vector fills, no cp.async) the next tile is
+// staged through registers into a second stage, where the target's registers and LDS
+// leave room for it. Reads f's threads and its warp_specialize attribute.
+ir::Stmt software_pipeline(const ir::PrimFunc& f, const target::GpuTarget& target);
 // split-warp-roles (split_warp_roles.cpp, after place-barriers): a warp-role split left by
 // software-pipeline moves to the top of the kernel, the block grows by the producer
 // warpgroup, the consumers' barriers become named barriers. Other functions unchanged.

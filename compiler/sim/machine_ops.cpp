@@ -603,11 +603,15 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
     auto* sl = static_cast<const LoadNode*>(op->src.at(0).get());
     Storage& d = storage(dl->buffer, loc);
     Storage& s = storage(sl->buffer, loc);
+    // Global <-> shared either way, or one half of it through a thread's registers
+    // (global -> registers, registers -> shared: software-pipeline's register-staged AMD
+    // fills, a global_load_dwordx4 into four VGPRs and a ds_write_b128 from them).
     const bool to_global = d.scope == Scope::Global && s.scope == Scope::Shared && s.arena;
-    const bool to_shared = d.scope == Scope::Shared && d.arena && s.scope == Scope::Global;
-    if ((!to_global && !to_shared) || s.dtype != d.dtype || s.elem_bytes <= 0 || bytes % s.elem_bytes != 0)
+    const bool to_shared = d.scope == Scope::Shared && d.arena && (s.scope == Scope::Global || s.scope == Scope::Register);
+    const bool to_register = d.scope == Scope::Register && s.scope == Scope::Global;
+    if ((!to_global && !to_shared && !to_register) || s.dtype != d.dtype || s.elem_bytes <= 0 || bytes % s.elem_bytes != 0)
         fatal(loc, "vector_copy from '" + s.name() + "' into '" + d.name() +
-                       "': between global and shared memory, of one type only");
+                       "': between global and shared memory (or through registers), of one type only");
     begin_statement();
     for (const auto& i : dl->indices) prepare(i, act);
     for (const auto& i : sl->indices) prepare(i, act);
@@ -615,6 +619,10 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
     // The shared side's pass over the warp: NVIDIA serves 128 bytes of the request per
     // pass; AMD's lane groups are the bank model's own (lds_banks.h).
     auto phase = [&](int32_t t) { return lds_lane_groups_ ? 0 : (t % warp_) * bytes / 128; };
+    // A register run is a thread's own elements (no address: no alignment to check).
+    auto slot = [&](const Storage& st, int32_t t, int64_t off) {
+        return st.scope == Scope::Register ? t * st.size + off : off;
+    };
     struct Pending {
         int32_t t;
         int64_t doff;
@@ -626,7 +634,7 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
         int64_t doff = offset_of(d, dl->indices, loc, t, true);
         if (soff < 0 || doff < 0) continue;
         int64_t saddr = s.base + soff * eb, daddr = d.base + doff * eb;
-        if (saddr % bytes != 0 || daddr % bytes != 0) {
+        if ((s.scope != Scope::Register && saddr % bytes != 0) || (d.scope != Scope::Register && daddr % bytes != 0)) {
             issue(IssueKind::Misaligned, loc, t, [&] {
                 return "vector_copy of " + std::to_string(bytes) + " bytes from '" + s.name() + "'[" +
                        std::to_string(soff) + "] to '" + d.name() + "'[" + std::to_string(doff) +
@@ -636,27 +644,36 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
         }
         // The global side's elements must lie in one run of its unit-stride dimension:
         // past the end of a row are another row's elements, or none of the tensor's.
-        const Storage& g = to_global ? d : s;
-        const auto& gi = to_global ? dl->indices : sl->indices;
+        const bool global_dst = d.scope == Scope::Global;
+        const Storage* g = global_dst ? &d : s.scope == Scope::Global ? &s : nullptr;
+        const auto& gi = global_dst ? dl->indices : sl->indices;
         int unit = -1;
-        for (size_t k = 0; k < gi.size(); ++k)
-            if (g.strides[k] == 1 && g.shape[k] > 1) unit = static_cast<int>(k);
-        const bool row_end = unit >= 0 && eval_int(gi[static_cast<size_t>(unit)], t) + n > g.shape[static_cast<size_t>(unit)];
+        for (size_t k = 0; g && k < gi.size(); ++k)
+            if (g->strides[k] == 1 && g->shape[k] > 1) unit = static_cast<int>(k);
+        const bool row_end =
+            g && unit >= 0 && eval_int(gi[static_cast<size_t>(unit)], t) + n > g->shape[static_cast<size_t>(unit)];
         if (soff + n > s.size || doff + n > d.size || row_end) {
             issue(IssueKind::OutOfBounds, loc, t, [&] {
                 return "vector_copy of " + std::to_string(n) + " elements past the end of " +
-                       (row_end ? "a row of '" + g.name() + "'" : "'" + (soff + n > s.size ? s.name() : d.name()) + "'");
+                       (row_end ? "a row of '" + g->name() + "'" : "'" + (soff + n > s.size ? s.name() : d.name()) + "'");
             });
             continue;
         }
         Pending p{t, doff, {}};
         for (int e = 0; e < n; ++e) {
-            if (to_global) shared_read(s, soff + e, t, loc, op);
-            p.v.push_back(s.get(soff + e));
+            const int64_t from = slot(s, t, soff + e);
+            if (s.scope == Scope::Shared) shared_read(s, soff + e, t, loc, op);
+            if (s.scope == Scope::Register && !s.init.empty() && !s.init[static_cast<size_t>(from)] &&
+                opt_.check_uninitialized)
+                issue(IssueKind::Uninitialized, loc, t, [&] {
+                    return "vector_copy from uninitialised register element '" + s.name() + "'[" +
+                           std::to_string(soff + e) + "] (never written by thread " + std::to_string(t) + ")";
+                });
+            p.v.push_back(s.get(from));
         }
         if (to_global)
             accesses_.push_back({op, loc, true, false, t, saddr, bytes, phase(t)});
-        else
+        else if (s.scope == Scope::Global)
             accesses_.push_back({sl, loc, false, false, t, saddr, bytes});
         pending.push_back(std::move(p));
     }
@@ -666,13 +683,15 @@ void Executor::exec_vector_copy(const MachineOpNode* op, const Active& act) {
             continue;
         }
         for (int e = 0; e < n; ++e) {
+            const int64_t to = slot(d, p.t, p.doff + e);
             if (to_shared) shared_write(d, p.doff + e, p.t, loc, op);
-            d.set(p.doff + e, p.v[static_cast<size_t>(e)]);
+            d.set(to, p.v[static_cast<size_t>(e)]);
+            if (!d.init.empty()) d.init[static_cast<size_t>(to)] = 1;
             if (d.written) (*d.written)[static_cast<size_t>(p.doff + e)] = 1;
         }
         if (to_global)
             accesses_.push_back({dl, loc, false, true, p.t, d.base + p.doff * eb, bytes});
-        else
+        else if (to_shared)
             accesses_.push_back({op, loc, true, true, p.t, d.base + p.doff * eb, bytes, phase(p.t)});
     }
     flush();

@@ -337,3 +337,84 @@ TEST_CASE("barriers: mbarriers: one after the inits, none between arrivals", "[l
     CHECK(count_barriers(placed) == 1);
     CHECK(k.clean(placed));
 }
+
+TEST_CASE("barriers: a double buffer's stages: one barrier an iteration, before the reads", "[lower][barriers]") {
+    // software-pipeline's register-staged form: stage s[(it + 1) % 2] written (each
+    // thread its own element) after the iteration reads s[it % 2] (a neighbour's
+    // element), in a loop of run-time length (the stage index is not enumerable).
+    Kernel k;
+    ir::Var n = ir::make_size_var("n");
+    k.f.params.push_back(ir::Param{ir::ParamKind::Size, nullptr, n});
+    ir::BufferNode sn = *ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(2), ir::make_int(kThreads)},
+                                        ir::Scope::Shared);
+    sn.shared_offset = 0;
+    ir::Buffer s = ir::make_buffer(std::move(sn));
+    ir::Var it = ir::make_loop_var("it");
+    Expr next = ir::add(it, ir::make_int(1));
+    auto fill = [&](const Expr& stage, const Expr& iter) {
+        return ir::make_store(s, {stage, k.tx},
+                              ir::add(ir::make_load(k.x, {k.tx}), ir::make_cast(ir::DataType::f32(), iter)));
+    };
+    Stmt loop_body = ir::make_seq(
+        {ir::make_store(k.y, {ir::add(ir::mul(it, ir::make_int(kThreads)), k.tx)},
+                        ir::make_load(s, {ir::floormod(it, ir::make_int(2)), k.other()})),
+         ir::make_if(ir::lt(next, n), fill(ir::floormod(next, ir::make_int(2)), next), nullptr)});
+    Stmt body = ir::make_allocate(
+        s, ir::make_seq({fill(ir::make_int(0), ir::make_int(0)),
+                         ir::make_for(it, ir::make_int(0), n, ir::ForKind::Serial, loop_body)}));
+    Stmt placed = lower::place_barriers(body, kThreads);
+    INFO(ir::print(placed));
+    auto stmts = top(placed);
+    // [prologue fill, barrier (the fill before the first reads), loop]
+    REQUIRE(stmts.size() == 3);
+    CHECK(stmts[1]->is<ir::BarrierNode>());
+    auto loop = ir::stmt_as<ir::ForNode>(stmts[2]);
+    REQUIRE(loop);
+    auto inner = top(loop->body);
+    // [barrier (the previous iteration's fill of this stage), read, fill of the other]
+    REQUIRE(inner.size() == 3);
+    CHECK(inner[0]->is<ir::BarrierNode>());
+    CHECK(count_barriers(placed) == 2);
+    for (int64_t len : {1, 2, 5}) {
+        k.f.body = placed;
+        interp::RunArgs a;
+        a.tensors.resize(2);
+        a.tensors[0].data.assign(1024, 1.0);
+        a.tensors[1].data.assign(1024, std::nan(""));
+        a.sizes = {len};
+        sim::Options o;
+        o.target = target::find_gpu_target("gfx942");
+        REQUIRE(o.target);
+        auto r = sim::run(k.f, a, o);
+        std::string all;
+        for (auto& i : r.issues) all += i.str() + "\n";
+        INFO("n = " << len << "\n" << all);
+        CHECK(r.clean());
+        // Without the loop's barrier, iteration it + 1's reads race iteration it's fill.
+        if (len >= 2) {
+            k.f.body = ir::make_allocate(
+                s, ir::make_seq({stmts[0], stmts[1],
+                                 ir::make_for(it, ir::make_int(0), n, ir::ForKind::Serial,
+                                              ir::make_seq({inner[1], inner[2]}))}));
+            auto bad = sim::run(k.f, a, o);
+            bool race = false;
+            for (auto& i : bad.issues) race |= i.kind == sim::IssueKind::Race;
+            CHECK(race);
+        }
+    }
+    // A fill of the stage the iteration reads ((it + 2) % 2 = it % 2) conflicts still:
+    // its barrier goes between the read and the fill.
+    Stmt same = ir::make_allocate(
+        s, ir::make_seq({fill(ir::make_int(0), ir::make_int(0)),
+                         ir::make_for(it, ir::make_int(0), n, ir::ForKind::Serial,
+                                      ir::make_seq({ir::make_store(k.y, {ir::add(ir::mul(it, ir::make_int(kThreads)), k.tx)},
+                                                                   ir::make_load(s, {ir::floormod(it, ir::make_int(2)), k.other()})),
+                                                    fill(ir::floormod(ir::add(it, ir::make_int(2)), ir::make_int(2)), next)}))}));
+    Stmt same_placed = lower::place_barriers(same, kThreads);
+    INFO(ir::print(same_placed));
+    auto same_loop = ir::stmt_as<ir::ForNode>(top(same_placed).back());
+    REQUIRE(same_loop);
+    auto same_inner = top(same_loop->body);
+    REQUIRE(same_inner.size() == 3);
+    CHECK(same_inner[1]->is<ir::BarrierNode>());
+}

@@ -488,6 +488,64 @@ TEST_CASE("sim: vector_copy moves 16 bytes from global to shared memory; misalig
     CHECK(seen);
 }
 
+TEST_CASE("sim: vector_copy through registers: global -> register, register -> shared; unwritten registers reported",
+          "[sim]") {
+    // software-pipeline's register-staged AMD fill on gfx942's wave64: thread t loads
+    // X[4t .. 4t + 3] into its registers r[4 .. 7], stores them into s[4t ..] (a
+    // ds_write_b128 of consecutive lanes: no bank conflict), a barrier, and Y reads s
+    // shifted by one thread. Then a store from r[0 ..], which no load wrote.
+    Hand h(64);
+    auto s = ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(256)}, ir::Scope::Shared);
+    auto regs = ir::make_buffer("r", ir::DataType::f32(), {ir::make_int(8)}, ir::Scope::Register);
+    auto e = ir::make_loop_var("e");
+    auto four = [&](ir::Expr extra) { return ir::add(ir::mul(h.tx, ir::make_int(4)), extra); };
+    auto body = ir::make_allocate(
+        s, ir::make_allocate(
+               regs,
+               ir::make_seq({
+                   ir::make_machine_op(ir::MachineOp::VectorCopy, {16}, {ir::make_load(regs, {ir::make_int(4)}, line(2))},
+                                       {ir::make_load(h.x, {four(ir::make_int(0))}, line(2))}, line(2)),
+                   ir::make_machine_op(ir::MachineOp::VectorCopy, {16},
+                                       {ir::make_load(s, {four(ir::make_int(0))}, line(3))},
+                                       {ir::make_load(regs, {ir::make_int(4)}, line(3))}, line(3)),
+                   ir::make_barrier(),
+                   ir::make_for(e, ir::make_int(0), ir::make_int(4), ir::ForKind::Unroll,
+                                ir::make_store(h.y, {four(e)},
+                                               ir::make_load(s, {ir::floormod(four(ir::add(e, ir::make_int(4))),
+                                                                              ir::make_int(256))},
+                                                             line(4)),
+                                               line(4)),
+                                line(4)),
+                   ir::make_barrier(),
+                   ir::make_machine_op(ir::MachineOp::VectorCopy, {16},
+                                       {ir::make_load(s, {four(ir::make_int(0))}, line(5))},
+                                       {ir::make_load(regs, {ir::make_int(0)}, line(5))}, line(5)),
+               })));
+    h.f.body = body;
+    interp::RunArgs a;
+    a.tensors.resize(2);
+    a.tensors[0].data.resize(1024);
+    for (size_t k = 0; k < 1024; ++k) a.tensors[0].data[k] = double(k) + 0.5;
+    a.tensors[1].data.assign(1024, std::nan(""));
+    sim::Options o;
+    o.target = &gpu("gfx942");
+    auto res = sim::run(h.f, a, o);
+    REQUIRE(res.ok);
+    for (size_t k = 0; k < 256; ++k) CHECK(a.tensors[1].data[k] == double((k + 4) % 256) + 0.5);
+    REQUIRE(res.issues.size() == 1);
+    CHECK(res.issues[0].kind == sim::IssueKind::Uninitialized);
+    CHECK(res.issues[0].loc.line == 5);
+    bool seen = false;
+    for (auto& c : res.counters)
+        if (c.loc.line == 3 && c.shared) {
+            seen = true;
+            CHECK(c.store);
+            CHECK(c.transactions == c.ideal);  // no bank conflict
+            CHECK(c.ideal == 8);
+        }
+    CHECK(seen);
+}
+
 TEST_CASE("sim: floats round per operation to their register type", "[sim]") {
     // The GPU code holds f16 (bf16, the 8-bit floats) in f32 registers and rounds to the
     // type only at a store or conversion (GpuLowering::reg_type): (2048 + 1) + 1 in f16 is
