@@ -96,6 +96,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     if (sti->checkFeatures("+avx512f")) {
         ms.avx512f = true;
         ms.avx512vl = sti->checkFeatures("+avx512vl");
+        ms.avx512dq = sti->checkFeatures("+avx512dq");
         ms.vector_bytes = 64;
         ms.vector_registers = 32;
     } else if (sti->checkFeatures("+avx")) {

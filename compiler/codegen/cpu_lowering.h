@@ -62,6 +62,8 @@ public:
     // x86 AVX-512 foundation and vector-length extensions (vscalefps on 16, 8, 4 lanes).
     bool avx512f = false;
     bool avx512vl = false;
+    // AVX-512 DQ (vreduceps: exp2's fraction in one instruction, cpu_expr.cpp).
+    bool avx512dq = false;
     // Keeps functions (the vector variants of the math functions, cpu_expr.cpp) alive
     // through the optimisation pipeline, until inline_math_functions.
     void keep_until_inlined(const std::vector<llvm::Constant*>& fns);

@@ -41,8 +41,13 @@ static void check(const char* name, unary_fn fn, double (*ref)(double), double l
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 static void specials(const char* name, unary_fn fn, double (*ref)(double)) {
-    float X[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f, 200.0f, -200.0f, 3e38f, -3e38f};
-    enum { n = sizeof X / sizeof X[0] };
+    static const float S[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-30f, -1e-30f, 200.0f, -200.0f, 3e38f, -3e38f};
+    enum { ns = sizeof S / sizeof S[0] };
+    /* Repeated over 7 * 12 = 84 elements, so the specials go through whole vectors of up
+       to 64 lanes (the vectorised loop body) as well as its remainder. */
+    enum { n = 7 * ns };
+    float X[n];
+    for (int i = 0; i < n; ++i) X[i] = S[i % ns];
     float* Y = (float*)e2e_alloc(n, 4);
     E2E_EXPECT(fn(NULL, X, Y, n) == TILE_SUCCESS, "%s specials: %s", name, tile_last_error());
     for (int i = 0; i < n; ++i) {
