@@ -269,8 +269,9 @@ private:
 // Emits NAME_block and NAME_cpu for one export into the module (cpu_entry.cpp).
 void emit_cpu_function(ModuleState& ms, const ir::PrimFunc& f, const std::string& entry_name);
 
-// Runs LLVM's O3 pipeline for the host (cpu_optimize.cpp).
-void optimize_module(llvm::Module& m, llvm::TargetMachine& tm);
+// Runs LLVM's O3 pipeline for `tm`'s target, without the optional passes named in
+// `skipped` (class names, e.g. "DSEPass"; the GPU modules skip some) (cpu_optimize.cpp).
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector<std::string>& skipped = {});
 // Inlines the functions with vector variants (tilec.vf.*: exp, exp2, prefetch, between
 // whose variants the loop vectoriser chose) into their callers and deletes them
 // (cpu_optimize.cpp). Runs after optimize_module, or in its place.

@@ -1,5 +1,9 @@
 // LLVM's O3 pipeline on the CPU module, tuned by the host TargetMachine (vector widths,
 // costs). Its own file because PassBuilder's headers are the slowest to compile.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/Module.h>
@@ -13,7 +17,14 @@
 
 namespace tilec::codegen {
 
-void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector<std::string>& skipped) {
+    // A skipped optional pass is declined by a PassInstrumentation callback (as
+    // opt-bisect skips passes); required ones (the verifier, analyses) always run.
+    llvm::PassInstrumentationCallbacks callbacks;
+    if (!skipped.empty())
+        callbacks.registerShouldRunOptionalPassCallback([&skipped](llvm::StringRef pass, llvm::Any) {
+            return std::find(skipped.begin(), skipped.end(), pass) == skipped.end();
+        });
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -22,7 +33,7 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm) {
     tuning.LoopVectorization = true;
     tuning.SLPVectorization = true;
     tuning.LoopUnrolling = true;
-    llvm::PassBuilder pb(&tm, tuning);
+    llvm::PassBuilder pb(&tm, tuning, std::nullopt, &callbacks);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);

@@ -5,6 +5,7 @@
 #include "lower/rasterize.h"
 #include "ops/lower_util.h"
 
+#include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/module_output.h"
 #include "support/stage_timer.h"
 
@@ -196,32 +197,6 @@ void dump_gpu_ir(const llvm::Module& m, const target::GpuTarget& target, bool na
 // LLVM 19). The CPU backend's O3 (cpu_optimize.cpp) keeps it.
 const std::vector<std::string> kSkippedGpuPasses = {"DSEPass"};
 
-// LLVM's O3 pipeline for a GPU module, with the passes of `skipped` (class names, e.g.
-// "DSEPass") left out: an optional pass a PassInstrumentation callback declines is not
-// run (as opt-bisect skips passes); required ones (the verifier, analyses) always run.
-void optimize_o3_skipping(llvm::Module& m, llvm::TargetMachine& tm, const std::vector<std::string>& skipped) {
-    llvm::PassInstrumentationCallbacks callbacks;
-    callbacks.registerShouldRunOptionalPassCallback([&skipped](llvm::StringRef pass, llvm::Any) {
-        return std::find(skipped.begin(), skipped.end(), pass) == skipped.end();
-    });
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PipelineTuningOptions tuning;
-    tuning.LoopVectorization = true;
-    tuning.SLPVectorization = true;
-    tuning.LoopUnrolling = true;
-    llvm::PassBuilder pb(&tm, tuning, std::nullopt, &callbacks);
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    mpm.run(m, mam);
-}
-
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
                          const std::string& features, const std::string& who, const std::string& llvm_errors,
                          bool narrow_masked_fills) {
@@ -235,7 +210,7 @@ void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target:
     {
         StageTimer::Scope timed(target.name, "llvm-opt");
         vectorize_early(m, tm, who + " backend");
-        optimize_o3_skipping(m, tm, kSkippedGpuPasses);
+        optimize_module(m, tm, kSkippedGpuPasses);
         // Addresses as thread register + immediate (gpu_address_constants.cpp); the
         // duplicated index arithmetic it leaves is merged and the dead removed. NVIDIA
         // only: on AMD serial loops keep their addresses inside (llvm.licm.disable,
