@@ -149,7 +149,7 @@ struct RegisterStaged {
     Stmt load, store;
     Buffer regs;
 };
-std::optional<RegisterStaged> register_staged_split(const Stmt& vector_branch, const Buffer& tile, SourceLoc loc) {
+std::optional<RegisterStaged> register_staged_split(const Stmt& vector_branch, const Buffer& tile) {
     struct Split : IRMutator {
         bool store_side = false, ok = true;
         const BufferNode* tile;
@@ -206,9 +206,7 @@ std::optional<RegisterStaged> register_staged_split(const Stmt& vector_branch, c
     loads.tile = stores.tile = tile.get();
     loads.regs = stores.regs = regs;
     stores.store_side = true;
-    RegisterStaged out{loads.mutate(vector_branch), stores.mutate(vector_branch), regs};
-    (void)loc;
-    return out;
+    return RegisterStaged{loads.mutate(vector_branch), stores.mutate(vector_branch), regs};
 }
 
 bool is_wait(const Stmt& s) {
@@ -561,7 +559,7 @@ private:
         int64_t staged_words = 0, stage_bytes = 0;
         for (auto& f : fills) {
             auto* fw = f->as<FullWriteNode>();
-            auto split = register_staged_split(fw->body->as<IfNode>()->then_case, fw->buffer, f->loc);
+            auto split = register_staged_split(fw->body->as<IfNode>()->then_case, fw->buffer);
             if (!split) return false;
             staged_words += words(split->regs);
             stage_bytes += bytes_of(fw->buffer);
