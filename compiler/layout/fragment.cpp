@@ -170,6 +170,15 @@ std::optional<Fragment> Fragment::amd_matrix_c(AmdMatrixAtom atom, int64_t m, in
         rows = {{2, kThread, 16}, {8, kReg, 1}};
         cols = {{16, kThread, 1}};
         break;
+    case AmdMatrixAtom::Mfma32T:  // i = l % 32, j = 8 * (g / 4) + 4 * (l / 32) + g % 4
+        side = 32, regs = 16;
+        rows = {{32, kThread, 1}};
+        cols = {{4, kReg, 1}, {2, kThread, 32}, {4, kReg, 4}};
+        break;
+    case AmdMatrixAtom::Mfma16T:  // i = l % 16, j = 4 * (l / 16) + g % 4
+        rows = {{16, kThread, 1}};
+        cols = {{4, kReg, 1}, {4, kThread, 16}};
+        break;
     }
     if (warps_m <= 0 || warps_n <= 0 || m % (side * warps_m) != 0 || n % (side * warps_n) != 0) return std::nullopt;
     int64_t am = m / warps_m / side, an = n / warps_n / side;
@@ -182,7 +191,7 @@ std::optional<Fragment> Fragment::amd_matrix_c(AmdMatrixAtom atom, int64_t m, in
     cols.push_back({warps_n, kThread, wave});
     d.dims = {rows, cols};
     for (auto& ds : d.dims) std::erase_if(ds, [](const Digit& g) { return g.extent == 1; });
-    static const char* names[] = {"mfma_32x32_c", "mfma_16x16_c", "wmma_16x16_c"};
+    static const char* names[] = {"mfma_32x32_c", "mfma_16x16_c", "wmma_16x16_c", "mfma_32x32_ct", "mfma_16x16_ct"};
     return from_digits(names[static_cast<int>(atom)], d, wave * warps_m * warps_n);
 }
 

@@ -79,8 +79,13 @@ public:
     //            i = 4 * (l / 16) + g % 4,  j = l % 16
     //   Wmma16   RDNA3 v_wmma_f32_16x16x16_{f16,bf16} (wave32, 8 GPRs):
     //            i = 2 * g + l / 16,  j = l % 16
+    //   Mfma32T, Mfma16T  the same instructions issued with A and B swapped, which
+    //            compute D^T: the accumulator of C = A B held as Mfma32 / Mfma16 hold C^T,
+    //            i and j exchanged (Mfma16T: i = l % 16, j = 4 * (l / 16) + g % 4). A lane
+    //            then holds one row of each atom, at the K slots the A operand of the next
+    //            MFMA wants: flash attention's p @ v reads p from its registers.
     // nullopt if the tile doesn't divide into atoms.
-    enum class AmdMatrixAtom : uint8_t { Mfma32, Mfma16, Wmma16 };
+    enum class AmdMatrixAtom : uint8_t { Mfma32, Mfma16, Wmma16, Mfma32T, Mfma16T };
     static std::optional<Fragment> amd_matrix_c(AmdMatrixAtom atom, int64_t m, int64_t n, int64_t warps_m,
                                                 int64_t warps_n);
 

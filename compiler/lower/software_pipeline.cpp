@@ -603,26 +603,40 @@ private:
 
     // Whether a register-staged pipeline has room: its staged registers beside every
     // register buffer of the kernel (an upper bound of what is live at once: the loop's
-    // accumulators and operand registers) within half the thread's registers (the rest
-    // for addresses and temporaries: RDNA3's gemm_f16, whose 128 accumulators left no
-    // room for the 32 staged registers, spilled 70 VGPRs), and a second stage of the
-    // filled buffers beside every shared buffer of the kernel within the LDS (flash
-    // attention's k and v at D = 128 do not fit twice in 64 KiB).
+    // accumulators and operand registers), each counted twice (the other half for
+    // addresses and temporaries), within the thread's registers; on CDNA, whose MFMA
+    // accumulators the instructions update in place in the AccVGPRs (another 256 a
+    // thread), the accumulators once. And a second stage of the filled buffers beside
+    // every shared buffer of the kernel within the LDS (flash attention's k and v at
+    // D = 128 do not fit twice in 64 KiB). Counting RDNA3's accumulators once too let
+    // gemm_i8 on gfx1100 (128 + 2 * (32 + 16) <= 256) spill 78 VGPRs; gemm_f16 there
+    // (2 * (192 + 32) > 256) spilled 70 staged under the first form of this gate.
+    // CDNA's attn_fwd_d64: 128 + 2 * (100 + 32) <= 512, no VGPR spilled staged.
     bool fits(int64_t staged_words, int64_t stage_bytes) const {
         struct Sizes : IRVisitor {
             int64_t words = 0, shared = 0;
+            std::unordered_set<const BufferNode*> accumulators;
+            std::unordered_map<const BufferNode*, int64_t> register_words;
             void visit_allocate(const AllocateNode* op) override {
-                if (op->buffer->scope == Scope::Register) words += Pipeliner::words(op->buffer);
+                if (op->buffer->scope == Scope::Register)
+                    words += 2 * (register_words[op->buffer.get()] = Pipeliner::words(op->buffer));
                 if (op->buffer->scope == Scope::Shared) shared += bytes_of(op->buffer);
                 IRVisitor::visit_allocate(op);
             }
+            void visit_machine_op(const MachineOpNode* op) override {
+                if (op->op == MachineOp::Mfma || op->op == MachineOp::Wmma)
+                    for (auto& d : op->dst)
+                        if (auto* l = d->as<LoadNode>()) accumulators.insert(l->buffer.get());
+                IRVisitor::visit_machine_op(op);
+            }
         } sizes;
         sizes.visit(root_);
-        // CDNA's MFMA accumulators live in the AccVGPRs, another 256 a thread.
         bool agprs = false;
         for (auto& m : target_.mma) agprs |= m.op == target::MatrixOp::Mfma;
+        if (agprs)
+            for (auto* b : sizes.accumulators) sizes.words -= sizes.register_words[b];
         const int64_t registers = target_.max_registers_per_thread + (agprs ? 256 : 0);
-        return 2 * (sizes.words + staged_words) <= registers && sizes.shared + stage_bytes <= target_.max_shared_bytes;
+        return sizes.words + 2 * staged_words <= registers && sizes.shared + stage_bytes <= target_.max_shared_bytes;
     }
 
     // The widest wgmma's n in `s`, 0 without one.

@@ -201,11 +201,15 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
     };
     // AMD's matrix cores (a fragment operand staged through LDS, its rows padded as
     // amd_operand_layout pads a shared tile's where they run along K).
+    // A fragment A that a transposed plan reads from its registers is not staged.
     if (auto amd = plan_amd_matrix(g, lc.gpu_target(), lc.threads(), lc.attr("warp_policy"));
         amd && lc.registers(cb).frag.same_slots(amd->c)) {
-        Buffer ab = stage(g.a.buffer, amd_stage_pad(*g.a.buffer, !g.trans_a, *amd)),
+        std::optional<std::vector<std::vector<std::vector<int64_t>>>> a_regs;
+        if (g.a.buffer->scope == Scope::Fragment)
+            a_regs = amd_direct_a_registers(lc.registers(g.a.buffer).frag, g, *amd);
+        Buffer ab = a_regs ? g.a.buffer : stage(g.a.buffer, amd_stage_pad(*g.a.buffer, !g.trans_a, *amd)),
                bb = stage(g.b.buffer, amd_stage_pad(*g.b.buffer, g.trans_b, *amd));
-        Stmt out = lower_gemm_amd_matrix(g, *amd, ab, bb, lc);
+        Stmt out = lower_gemm_amd_matrix(g, *amd, ab, bb, lc, a_regs ? &*a_regs : nullptr);
         if (g.clear) out = make_seq({zero_c(), out}, loc);
         return finish(out);
     }

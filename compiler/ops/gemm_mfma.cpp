@@ -5,6 +5,7 @@
 // document (sim/wave_mfma.h), so a mistake here shows as a wrong result there.
 #include "ops/gemm_mfma.h"
 
+#include "ir/visitor.h"
 #include "ops/gemm_mma.h"  // warp_split
 #include "ops/lower_util.h"
 
@@ -75,10 +76,16 @@ std::optional<AmdMatrixPlan> plan_amd_matrix(const GemmNode& g, const target::Gp
         auto split = warp_split(m, n, threads / wave, policy, s->m, s->m);
         if (!split) continue;
         using Atom = layout::Fragment::AmdMatrixAtom;
-        Atom atom = wmma ? Atom::Wmma16 : s->m == 32 ? Atom::Mfma32 : Atom::Mfma16;
+        // Swapping the operands needs the instruction for (B, A)'s types: the same types.
+        const bool transposed = policy == "full_row" && !wmma && A->dtype == B->dtype;
+        Atom atom = wmma           ? Atom::Wmma16
+                    : s->m == 32   ? (transposed ? Atom::Mfma32T : Atom::Mfma32)
+                                   : (transposed ? Atom::Mfma16T : Atom::Mfma16);
         auto c = layout::Fragment::amd_matrix_c(atom, m, n, split->first, split->second);
         if (!c) continue;
-        return AmdMatrixPlan{m, n, k, split->first, split->second, s->m, s->k, wave, wmma, *c};
+        return AmdMatrixPlan{m,    n,          k,          split->first, split->second,
+                             s->m, s->k,       wave,       wmma,         transposed,
+                             A->scope == Scope::Fragment, *c};
     }
     return std::nullopt;
 }
@@ -97,6 +104,9 @@ int64_t k_row_pad_bytes(const AmdMatrixPlan& plan) { return plan.atom == 16 ? 32
 // The k-steps a lane loads at once: K is summed in any order, so up to 16 bytes of
 // consecutive K (one ds_read_b128) feed `pack` MFMAs.
 int64_t k_steps_packed(const AmdMatrixPlan& p, DataType t) {
+    // A fragment A read from its registers (amd_direct_a_registers): a transposed
+    // accumulator gives a lane one atom_k run per K atom, not `pack` consecutive ones.
+    if (p.a_fragment && p.transposed) return 1;
     const int64_t groups = p.wmma ? 1 : p.wave / p.atom, per = p.atom_k / groups, eb = (t.bits + 7) / 8;
     const int64_t steps_k = p.k / p.atom_k;
     int64_t pack = 1;
@@ -177,8 +187,41 @@ int64_t amd_stage_pad(const BufferNode& x, bool k_last, const AmdMatrixPlan& pla
     return row_bytes % 32 == 0 ? 128 / x.dtype.bits : 0;
 }
 
+std::optional<std::vector<std::vector<std::vector<int64_t>>>> amd_direct_a_registers(const layout::Fragment& F,
+                                                                                    const GemmNode& g,
+                                                                                    const AmdMatrixPlan& p) {
+    if (!p.transposed || !p.a_fragment || p.wmma || g.trans_a || F.rank() != 2 ||
+        F.shape() != std::vector<int64_t>{p.m, p.k})
+        return std::nullopt;
+    const int64_t threads = p.wave * p.warps_m * p.warps_n;
+    if (F.thread_count() != threads) return std::nullopt;
+    const int64_t groups = p.wave / p.atom, per = p.atom_k / groups, run = k_steps_packed(p, g.a.buffer->dtype) * per;
+    const int64_t wtile_m = p.m / p.warps_m, atoms_m = wtile_m / p.atom, steps = p.k / (run * groups);
+    std::vector<std::vector<std::vector<int64_t>>> regs(
+        steps, std::vector<std::vector<int64_t>>(atoms_m, std::vector<int64_t>(run, -1)));
+    for (int64_t t = 0; t < threads; ++t) {
+        // As lower_gemm_amd_matrix addresses A: the wave's row of waves, the lane's row in
+        // the atom and its K group.
+        const int64_t warp_m = t / p.wave / p.warps_n, lane = t % p.wave;
+        const int64_t lane_row = lane % p.atom, lane_k = lane / p.atom;
+        for (int64_t kk = 0; kk < steps; ++kk)
+            for (int64_t mi = 0; mi < atoms_m; ++mi)
+                for (int64_t e = 0; e < run; ++e) {
+                    const int64_t row = warp_m * wtile_m + mi * p.atom + lane_row;
+                    const int64_t col = (kk * groups + lane_k) * run + e;
+                    int64_t reg = -1;
+                    for (const auto& slot : F.owners({row, col}))
+                        if (slot.thread == t) reg = slot.reg;
+                    int64_t& want = regs[kk][mi][e];
+                    if (reg < 0 || (want >= 0 && want != reg)) return std::nullopt;
+                    want = reg;
+                }
+    }
+    return regs;
+}
+
 Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buffer& a, const Buffer& b,
-                           LowerContext& lc) {
+                           LowerContext& lc, const std::vector<std::vector<std::vector<int64_t>>>* a_regs) {
     SourceLoc loc = g.loc;
     const LowerContext::Registers& c = lc.registers(g.c.buffer);
     const DataType t = a->dtype;
@@ -217,7 +260,10 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
         step.push_back(make_for(e, make_int(0), make_int(run), ForKind::Unroll,
                                 make_store(regs_buf, {add(make_int(first), Expr(e))}, v, loc), loc));
     };
-    for (int64_t mi = 0; mi < atoms_m; ++mi)
+    // k-step `kstep` (a constant only where A comes from registers; else kk).
+    auto k_step = [&](int64_t kstep) {
+    step.clear();
+    for (int64_t mi = 0; mi < atoms_m && !a_regs; ++mi)
         load_run(af, mi * run, a, g.trans_a, true,
                  add(add(mul(Expr(warp_m), make_int(wtile_m)), make_int(mi * p.atom)), Expr(lane_row)));
     const MachineOp op = p.wmma ? MachineOp::Wmma : MachineOp::Mfma;
@@ -227,8 +273,18 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
     };
     auto mma = [&](int64_t gi, int64_t mi, int64_t ni) {
         int64_t c0 = c_regs * (mi * atoms_n + ni);
-        std::vector<Expr> src = regs(af, mi * run + gi * per, per);
-        for (auto& e : regs(bf, ni * run + gi * per, per)) src.push_back(e);
+        std::vector<Expr> src_a, src_b = regs(bf, ni * run + gi * per, per);
+        if (a_regs) {
+            const Buffer& held = lc.registers(g.a.buffer).regs;
+            for (int64_t e = gi * per; e < (gi + 1) * per; ++e)
+                src_a.push_back(make_load(held, {make_int((*a_regs)[kstep][mi][e])}, loc));
+        } else {
+            src_a = regs(af, mi * run + gi * per, per);
+        }
+        // Transposed: B's registers as the instruction's A, A's as its B (C^T = B^T A^T;
+        // an MFMA lane holds the same elements of X as an A operand as of X^T as a B one).
+        std::vector<Expr> src = p.transposed ? src_b : src_a;
+        for (auto& e : p.transposed ? src_a : src_b) src.push_back(e);
         for (auto& e : regs(c.regs, c0, c_regs)) src.push_back(e);
         step.push_back(make_machine_op(op, {p.atom, p.atom, p.atom_k}, regs(c.regs, c0, c_regs), std::move(src), loc));
     };
@@ -250,8 +306,20 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
                 for (int64_t mi = 0; mi < atoms_m; ++mi) mma(gi, mi, ni);
         }
     }
-    Stmt body =
-        make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, make_seq(step, loc), loc);
+    return make_seq(step, loc);
+    };
+    Stmt body;
+    if (a_regs) {
+        std::vector<Stmt> steps;
+        for (int64_t s = 0; s < steps_k / pack; ++s) {
+            VarMap at;
+            at[kk.get()] = make_int(s);
+            steps.push_back(substitute(k_step(s), at));
+        }
+        body = make_seq(steps, loc);
+    } else {
+        body = make_for(kk, make_int(0), make_int(steps_k / pack), ForKind::Serial, k_step(0), loc);
+    }
     Stmt scale_down, scale_up;
     if (is_f8(t)) {
         // CDNA3's fp8 MFMA reads FNUZ bytes, which the lowering of the instruction makes of
@@ -276,7 +344,8 @@ Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buff
         };
         scale_down = scale(0.25), scale_up = scale(4.0);
     }
-    body = make_allocate(af, make_allocate(bf, body, loc), loc);
+    body = make_allocate(bf, body, loc);
+    if (!a_regs) body = make_allocate(af, body, loc);
     body = make_let(lane_k, p.wmma ? make_int(0) : floordiv(lane, make_int(p.atom)), body, loc);
     body = make_let(lane_row, floormod(lane, make_int(p.atom)), body, loc);
     body = make_let(warp_n, floormod(wave, make_int(p.warps_n)), body, loc);

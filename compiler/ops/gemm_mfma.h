@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "layout/layout.h"
 #include "ops/context.h"
@@ -15,13 +16,18 @@ namespace tilec::ops {
 // The matrix-core plan of one gemm: C (M x N) split over warps_m x warps_n waves, each a
 // (M / warps_m) x (N / warps_n) tile of atom x atom x atom_k instructions (32x32x8 or
 // 16x16x16 MFMA, 16x16x16 WMMA); c is the accumulator's fragment
-// (Fragment::amd_matrix_c of that partition).
+// (Fragment::amd_matrix_c of that partition). `transposed`: the instructions take A and B
+// swapped and so compute C^T; c is then the transposed atoms' fragment (Mfma16T / Mfma32T),
+// a lane holding rows where it held columns. `a_fragment`: A is a fragment (read from
+// registers where its layout gives each lane its operand elements: amd_direct_a_registers).
 struct AmdMatrixPlan {
     int64_t m, n, k;
     int64_t warps_m, warps_n;
     int64_t atom, atom_k;
     int64_t wave;
     bool wmma;
+    bool transposed;
+    bool a_fragment;
     layout::Fragment c;
 };
 
@@ -30,6 +36,12 @@ struct AmdMatrixPlan {
 // instruction for the types (f16 x f16 or bf16 x bf16 into f32), operands that are not
 // on chip, or a shape no atom tiles. The target's preferred shape (its table's order:
 // 32x32x8 before 16x16x16) is taken when it tiles the waves' tiles.
+// Under @warp_policy(full_row) on MFMA (flash attention: each wave owns whole rows) the
+// plan is transposed: the scores' accumulator then holds the A operand of p @ v in the
+// lanes and registers that MFMA reads it from (so p needs no LDS copy), its row
+// statistics one row of an atom a lane (4 lanes groups sharing it, where the plain layout
+// gave a lane 4 rows of each atom: fewer registers, two shuffle steps a reduction instead
+// of four), and the output accumulator the same rows as the scores.
 std::optional<AmdMatrixPlan> plan_amd_matrix(const ir::GemmNode& g, const target::GpuTarget& t, int64_t threads,
                                              const std::string& policy);
 
@@ -62,6 +74,14 @@ std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k
 // 16-byte chunks apart and fall in 8 bank quads; else 0.
 int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
 
+// Where a transposed plan's A fragment `F` already holds each lane's A operand elements
+// (flash attention's p, copied from the scores' transposed accumulator): regs[kk][mi][e]
+// is the register of F holding element e of the lane's K run of A atom mi at k-step kk,
+// the same in every thread; nullopt where some lane lacks one or threads disagree.
+std::optional<std::vector<std::vector<std::vector<int64_t>>>> amd_direct_a_registers(const layout::Fragment& F,
+                                                                                    const ir::GemmNode& g,
+                                                                                    const AmdMatrixPlan& plan);
+
 // c (+)= op(a) @ op(b) with `a` and `b` whole shared tiles (the operands, or their shared
 // copies), c's registers laid out as plan.c: per `pack` k-steps of atom_k, each wave
 // loads the elements its lanes hold of its A atoms and B atoms (the calculator's layouts:
@@ -77,7 +97,10 @@ int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan&
 // hoist-accumulator-scale (lower/accumulator_scale.cpp) moves the pair out of a K loop.
 inline constexpr const char* kFp8ScaleVar = "fp8_scale";
 
+// `a_regs` (amd_direct_a_registers): A is read from its fragment's registers, the
+// k-steps unrolled so that their indices are constants.
 ir::Stmt lower_gemm_amd_matrix(const ir::GemmNode& g, const AmdMatrixPlan& plan, const ir::Buffer& a,
-                               const ir::Buffer& b, LowerContext& lc);
+                               const ir::Buffer& b, LowerContext& lc,
+                               const std::vector<std::vector<std::vector<int64_t>>>* a_regs = nullptr);
 
 }  // namespace tilec::ops

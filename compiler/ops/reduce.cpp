@@ -175,7 +175,10 @@ Stmt lower_reduce(const ReduceNode& op, LowerContext& lc) {
         else if (mine != leaders)
             bits.clear();
     }
-    if (bits.empty() || leaders.empty() || static_cast<int64_t>(leaders.size()) * (mask + 1) != P) {
+    // Each leader stands for the 2^|bits| lanes its butterfly folds (not mask + 1: the bits
+    // need not be the lowest, e.g. lane bits 16 and 32 for MFMA's transposed accumulator).
+    if (bits.empty() || leaders.empty() ||
+        static_cast<int64_t>(leaders.size()) * (int64_t{1} << bits.size()) != P) {
         bits.clear();
         leaders.clear();
     }

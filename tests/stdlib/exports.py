@@ -19,10 +19,6 @@ ONLY_ON = {
     # scratch apart from the k_pe stages, 232 KiB, above its 227.
     "mla_decode_f16_sm90a": {"sm_90a"},
     "mla_decode_bf16_sm90a": {"sm_90a"},
-    # 128 query rows of d 128: 72 KiB of LDS on gfx90a / gfx942 (p staged through it
-    # beside q, k and v), above their 64; gfx1100's WMMA path fits.
-    "attn_fwd_wg2": {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "gfx1100"},
-    "attn_fwd_causal_wg2": {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "gfx1100"},
 }
 
 

@@ -328,6 +328,10 @@ TEST_CASE("AMD MFMA / WMMA accumulators follow the calculator's C/D table, tiled
         {Atom::Mfma16, 16, 64, 4, [](int64_t i, int64_t j) { return FragmentSlot{16 * (i / 4) + j, i % 4}; }},
         // GPR: floor(i / 2); Lane: ((16 * i) % 32) + j
         {Atom::Wmma16, 16, 32, 8, [](int64_t i, int64_t j) { return FragmentSlot{(16 * i) % 32 + j, i / 2}; }},
+        // The MFMA atoms of the product computed with the operands swapped (D^T = B^T
+        // A^T): element (i, j) of the tile sits where the table puts D^T's (j, i).
+        {Atom::Mfma32T, 32, 64, 16, [](int64_t i, int64_t j) { return FragmentSlot{(32 * (j / 4)) % 64 + i, 4 * (j / 8) + j % 4}; }},
+        {Atom::Mfma16T, 16, 64, 4, [](int64_t i, int64_t j) { return FragmentSlot{16 * (j / 4) + i, j % 4}; }},
     };
     for (const Case& k : cases)
         for (int64_t m : {32, 64, 128})
