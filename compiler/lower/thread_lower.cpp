@@ -106,6 +106,7 @@ ops::LowerContext::Footprint ThreadLowering::kernel_footprint() const {
     for (auto& [b, n] : sum.bytes) {
         auto it = sum.stages.find(b);
         sum.out.shared_bytes += n * (it == sum.stages.end() ? 1 : std::max<int64_t>(1, it->second));
+        sum.out.shared_bytes_once += n;
     }
     return sum.out;
 }

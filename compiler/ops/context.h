@@ -154,9 +154,12 @@ public:
     // What the kernel's own buffers take: the bytes of its shared buffers, one filled in
     // a `pipelined` loop counted once per stage (as software-pipeline multi-buffers it),
     // which a staging buffer that lives after them may reuse; and the registers per
-    // thread of each fragment (64-bit elements two).
+    // thread of each fragment (64-bit elements two). `shared_bytes_once`: each shared
+    // buffer once (where no pipeline takes a second stage: AMD's register-staged
+    // pipelines decide theirs with the staging copies counted).
     struct Footprint {
         int64_t shared_bytes = 0;
+        int64_t shared_bytes_once = 0;
         std::vector<std::pair<const ir::BufferNode*, int64_t>> fragment_registers;
     };
     virtual Footprint kernel_footprint() const = 0;

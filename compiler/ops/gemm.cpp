@@ -207,8 +207,9 @@ Stmt lower_gemm(const GemmNode& g, LowerContext& lc) {
         std::optional<std::vector<std::vector<std::vector<int64_t>>>> a_regs;
         if (g.a.buffer->scope == Scope::Fragment)
             a_regs = amd_direct_a_registers(lc.registers(g.a.buffer).frag, g, *amd);
-        Buffer ab = a_regs ? g.a.buffer : stage(g.a.buffer, amd_stage_pad(*g.a.buffer, !g.trans_a, *amd)),
-               bb = stage(g.b.buffer, amd_stage_pad(*g.b.buffer, g.trans_b, *amd));
+        const int64_t lds_left = lc.gpu_target().max_shared_bytes - lc.kernel_footprint().shared_bytes_once;
+        Buffer ab = a_regs ? g.a.buffer : stage(g.a.buffer, amd_stage_pad(*g.a.buffer, !g.trans_a, *amd, lds_left)),
+               bb = stage(g.b.buffer, amd_stage_pad(*g.b.buffer, g.trans_b, *amd, lds_left));
         Stmt out = lower_gemm_amd_matrix(g, *amd, ab, bb, lc, a_regs ? &*a_regs : nullptr);
         if (g.clear) out = make_seq({zero_c(), out}, loc);
         return finish(out);

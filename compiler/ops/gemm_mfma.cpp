@@ -180,11 +180,18 @@ std::optional<layout::Layout> amd_operand_layout(const BufferNode& x, bool k_las
     return (stored ? *stored : layout::Layout::row_major({cols, rows})).compose(transpose);
 }
 
-int64_t amd_stage_pad(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan) {
+int64_t amd_stage_pad(const BufferNode& x, bool k_last, const AmdMatrixPlan& plan, int64_t lds_left) {
     auto s = const_shape(x.shape);
-    if (!k_last || plan.wmma || !s || s->size() != 2 || 128 % x.dtype.bits != 0) return 0;
+    if (!k_last || !s || s->size() != 2 || 128 % x.dtype.bits != 0) return 0;
     const int64_t row_bytes = (*s)[1] * x.dtype.bits / 8;
-    return row_bytes % 32 == 0 ? 128 / x.dtype.bits : 0;
+    if (!plan.wmma) return row_bytes % 32 == 0 ? 128 / x.dtype.bits : 0;
+    // WMMA: rows of a multiple of 128 bytes all start in one bank quad; 48 bytes more a
+    // row (3 quads) put the 16 rows a lane group reads in distinct quads and the stores'
+    // row pairs (2g, 2g + 1) apart, where the padded copy fits beside the kernel's other
+    // shared buffers.
+    if (row_bytes % 128 != 0 || 384 % x.dtype.bits != 0) return 0;
+    const int64_t pad = 384 / x.dtype.bits;
+    return (*s)[0] * ((*s)[1] + pad) * x.dtype.bits / 8 <= lds_left ? pad : 0;
 }
 
 std::optional<std::vector<std::vector<std::vector<int64_t>>>> amd_direct_a_registers(const layout::Fragment& F,

@@ -71,8 +71,11 @@ std::optional<layout::Layout> amd_operand_layout(const ir::BufferNode& x, bool k
 // The padding (elements a row) of the LDS copy of a fragment operand (flash attention's
 // p in p @ v): 16 bytes where its rows run along K on MFMA and are a multiple of 32
 // bytes, so that the rows a ds_read_b128 lane group reads start an odd number of
-// 16-byte chunks apart and fall in 8 bank quads; else 0.
-int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan);
+// 16-byte chunks apart and fall in 8 bank quads; 48 bytes on WMMA where they run along
+// K and are a multiple of 128 bytes, if the padded copy takes at most `lds_left` bytes
+// (what the kernel's other shared buffers leave: flash attention's _wg2 uses all 64 KiB
+// of gfx1100's LDS unpadded); else 0.
+int64_t amd_stage_pad(const ir::BufferNode& x, bool k_last, const AmdMatrixPlan& plan, int64_t lds_left);
 
 // Where a transposed plan's A fragment `F` already holds each lane's A operand elements
 // (flash attention's p, copied from the scores' transposed accumulator): regs[kk][mi][e]
