@@ -218,6 +218,20 @@ private:
     bool lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int64_t N, int64_t K,
                             const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_a,
                             const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& load_b);
+    // The rows of the global region a block-local tile was last copied from in the
+    // innermost serial loop around the copy, as that region lies in the loop's next
+    // iteration: where the gemm micro-kernel prefetches its operands' next tiles.
+    struct NextTileRows {
+        llvm::Value* first = nullptr;       // the region's first element (i8 address)
+        llvm::Value* row_stride = nullptr;  // bytes from one row to the next (i64)
+        int64_t rows = 0;
+        int64_t bytes = 0;  // per row
+        int64_t lines = 0;  // addresses prefetched per row: one per 64 bytes, and the row's last byte
+    };
+    std::optional<NextTileRows> next_tile_rows(const ir::Buffer& tile);
+    // Records `s` as the source of its destination tile when it copies a global region
+    // that moves with an enclosing serial loop.
+    void note_tile_source(const ir::CopyNode& s);
     void lower_fill(const ir::FillNode& s);
     void lower_reduce(const ir::ReduceNode& s);
     // The reduction's starting value, and acc combined with one element x (in dst's type).
@@ -263,6 +277,18 @@ private:
     std::unordered_map<const ir::BufferNode*, BufferInfo> buffers_;
     std::unordered_map<const ir::VarNode*, std::pair<int64_t, int64_t>> ranges_;  // of loop/let vars
     std::vector<llvm::MDNode*> access_groups_;  // of the enclosing parallel loops
+    // The serial loops around the statement being lowered, innermost last, and the
+    // region each block-local tile was last copied from in one of them (by loop depth).
+    struct SerialLoop {
+        const ir::VarNode* var = nullptr;
+        llvm::Value* index = nullptr;  // i64
+    };
+    struct TileSource {
+        ir::Region src;
+        size_t loop = 0;  // index into serial_loops_
+    };
+    std::vector<SerialLoop> serial_loops_;
+    std::unordered_map<const ir::BufferNode*, TileSource> tile_sources_;
     uint64_t stack_bytes_ = 0;                  // block-local buffers on the stack so far
 };
 

@@ -337,11 +337,17 @@ void FunctionLowering::lower_for(const ir::ForNode& s) {
         group = llvm::MDNode::getDistinct(ms_.ctx, {});
         access_groups_.push_back(group);
     }
+    const bool serial = s.for_kind != ir::ForKind::Parallel;
     emit_loop(
         lo, extent, hint,
         [&](llvm::Value* i) {
             bind(s.var, convert(i, DataType::i64(), s.var->type));
+            if (serial) serial_loops_.push_back({s.var.get(), i});
             stmt(s.body);
+            if (serial) {
+                serial_loops_.pop_back();
+                std::erase_if(tile_sources_, [&](const auto& e) { return e.second.loop >= serial_loops_.size(); });
+            }
         },
         group);
     if (group) access_groups_.pop_back();

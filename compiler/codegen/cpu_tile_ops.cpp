@@ -8,6 +8,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/cpu_lowering.h"
+#include "ir/visitor.h"
 #include "support/diagnostics.h"
 
 namespace tilec::codegen {
@@ -262,6 +263,61 @@ void FunctionLowering::lower_copy(const ir::CopyNode& s) {
         emit_if(region_inside(*this, s.src), [&] { emit(true); }, [&] { emit(false); });
     else
         emit(false);
+    note_tile_source(s);
+}
+
+void FunctionLowering::note_tile_source(const ir::CopyNode& s) {
+    tile_sources_.erase(s.dst.buffer.get());
+    if (s.src.buffer->scope != ir::Scope::Global || s.dst.buffer->scope == ir::Scope::Global) return;
+    for (size_t l = serial_loops_.size(); l-- > 0;)
+        for (auto& e : s.src.start)
+            if (ir::uses_var(e, serial_loops_[l].var)) {
+                tile_sources_[s.dst.buffer.get()] = {s.src, l};
+                return;
+            }
+}
+
+std::optional<FunctionLowering::NextTileRows> FunctionLowering::next_tile_rows(const ir::Buffer& tile) {
+    auto it = tile_sources_.find(tile.get());
+    if (it == tile_sources_.end() || it->second.loop >= serial_loops_.size()) return std::nullopt;
+    const ir::Region& r = it->second.src;
+    const SerialLoop& loop = serial_loops_[it->second.loop];
+    if (r.start.size() != 2 || r.buffer->dtype.bits < 8) return std::nullopt;
+    for (auto& e : r.start) {
+        bool pure = true;  // index arithmetic only: evaluating it again has no effect
+        ir::for_each_expr(e, [&](const ir::Expr& x) {
+            if (x->kind == ir::ExprKind::Load || x->kind == ir::ExprKind::Call) pure = false;
+        });
+        if (!pure) return std::nullopt;
+    }
+    // Rows along one dimension, consecutive elements along the other (unit stride).
+    const BufferInfo& info = buffer(r.buffer);
+    auto unit = [&](size_t d) {
+        auto* c = llvm::dyn_cast<llvm::ConstantInt>(info.strides[d]);
+        return c && c->getSExtValue() == 1;
+    };
+    size_t inner = unit(1) ? 1 : unit(0) ? 0 : 2;
+    if (inner == 2) return std::nullopt;
+    size_t outer = 1 - inner;
+    const int64_t elem_bytes = storage_type(ms_.ctx, r.buffer->dtype)->getPrimitiveSizeInBits() / 8;
+    NextTileRows next;
+    next.rows = const_extent(r.extent[outer], "a copy extent");
+    next.bytes = const_extent(r.extent[inner], "a copy extent") * elem_bytes;
+    // A row of 128 bytes that starts off a line (e.g. 16 bytes past one, where glibc's
+    // malloc puts large blocks) covers 3 lines: addresses 0, 64, ... and the last byte
+    // reach every line the row touches, however it is aligned.
+    next.lines = (next.bytes + 63) / 64 + 1;
+    // The region's start with the loop variable one step on (past the loop's end in its
+    // last iteration: a prefetch never faults).
+    llvm::Value* saved = vars_[loop.var];
+    vars_[loop.var] = convert(b_.CreateAdd(loop.index, b_.getInt64(1)), DataType::i64(), loop.var->type);
+    std::vector<llvm::Value*> start;
+    for (auto& e : r.start) start.push_back(convert(expr(e), e->type, DataType::i64()));
+    vars_[loop.var] = saved;
+    // A plain GEP: the address may lie outside the tensor.
+    next.first = b_.CreateGEP(storage_type(ms_.ctx, r.buffer->dtype), info.base, element_offset(info, start));
+    next.row_stride = b_.CreateMul(info.strides[outer], b_.getInt64(elem_bytes));
+    return next;
 }
 
 void FunctionLowering::lower_atomic_add(const ir::AtomicAddNode& s) {
@@ -384,6 +440,15 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
         });
     }
 
+    // The operands' next tiles, where they are copied from global tensors in a serial
+    // loop around the gemm: each micro-tile below prefetches its share of their lines,
+    // so that the loads arrive spread over the whole product instead of stalling the
+    // next copy (a row of each tile on its own page: no hardware prefetcher follows).
+    std::vector<NextTileRows> prefetches;
+    for (const ir::Buffer& operand : {s.a.buffer, s.b.buffer})
+        if (auto next = next_tile_rows(operand)) prefetches.push_back(*next);
+    const int64_t micro_tiles = (M / MR) * (N / NR);
+
     auto* vec_ty = llvm::FixedVectorType::get(acc_ty, static_cast<unsigned>(NR));
     const llvm::Align elem_align(acc_ty->getPrimitiveSizeInBits() / 8);
     // One stack slot per accumulator row; SROA turns them into registers.
@@ -398,6 +463,27 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
         };
         for (int64_t r = 0; r < MR; ++r)
             b_.CreateStore(b_.CreateAlignedLoad(vec_ty, c_ptr(r), elem_align), slots[r]);
+        llvm::Value* tile = b_.CreateAdd(b_.CreateMul(blk[0], b_.getInt64(N / NR)), blk[1]);
+        for (const NextTileRows& next : prefetches) {
+            // Lines [tile * per_tile, (tile + 1) * per_tile) of the next tile, row by row.
+            const int64_t total = next.rows * next.lines;
+            const int64_t per_tile = (total + micro_tiles - 1) / micro_tiles;
+            for (int64_t q = 0; q < per_tile; ++q) {
+                llvm::Value* line = b_.CreateAdd(b_.CreateMul(tile, b_.getInt64(per_tile)), b_.getInt64(q));
+                llvm::Value* row = b_.CreateUDiv(line, b_.getInt64(next.lines));
+                if (total % micro_tiles != 0)
+                    row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, row, b_.getInt64(next.rows - 1));
+                llvm::Value* col = b_.CreateURem(line, b_.getInt64(next.lines));
+                llvm::Value* in_row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateMul(col, b_.getInt64(64)),
+                                                               b_.getInt64(next.bytes - 1));
+                llvm::Value* off = b_.CreateAdd(b_.CreateMul(row, next.row_stride), in_row);
+                llvm::Value* p = b_.CreateGEP(b_.getInt8Ty(), next.first, off);
+                // read, into every cache level (prefetcht0; into L2 only measured no
+                // better), data
+                b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                                   {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+            }
+        }
         emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::None, [&](llvm::Value* k) {
             llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(N)), n0);
             llvm::Value* bv = b_.CreateAlignedLoad(vec_ty, b_.CreateGEP(acc_ty, pb, boff), elem_align);
