@@ -111,9 +111,19 @@ void GpuLowering::lower_for(const ir::ForNode& f) {
     // no scratch (gemm_f16_nt 160 -> 0 bytes, attn_fwd_causal_d64 504 -> 80). The
     // register allocator's own rematerialisation and MachineLICM still hoist what the
     // registers allow.
-    if (target_.is_amd()) {
-        llvm::Metadata* hint = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.licm.disable")});
-        llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, hint});
+    //
+    // A rolled loop (a copy's cold element fallback, ir::ForKind::Rolled): unrolling off
+    // (llvm.loop.unroll.disable; LLVM unrolled these by 2, or wholly at 8 iterations).
+    // They run only at ragged edges and on misaligned rows; unrolled, they cost gemm_f16
+    // a third of ptxas's time on sm_90a and 40% on sm_80 (docs/architecture.md, "Compile
+    // time").
+    std::vector<llvm::Metadata*> hints;
+    if (target_.is_amd()) hints.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.licm.disable")}));
+    if (f.for_kind == ir::ForKind::Rolled)
+        hints.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+    if (!hints.empty()) {
+        hints.insert(hints.begin(), nullptr);
+        llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, hints);
         loop_id->replaceOperandWith(0, loop_id);
         latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
     }

@@ -107,6 +107,7 @@ const char* for_kind_name(ForKind k) {
     case ForKind::Unroll: return "unroll";
     case ForKind::Parallel: return "parallel";
     case ForKind::Pipelined: return "pipelined";
+    case ForKind::Rolled: return "rolled";
     }
     return "?";
 }

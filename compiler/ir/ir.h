@@ -103,7 +103,11 @@ enum class Access : uint8_t { In, Out, InOut };
 // parameter; Let / Loop: bound by LetStmt / For; BlockIdx / ThreadIdx: hardware indices
 // with `dim` 0..2 (x, y, z).
 enum class VarKind : uint8_t { Size, Scalar, Let, Loop, BlockIdx, ThreadIdx };
-enum class ForKind : uint8_t { Serial, Unroll, Parallel, Pipelined };
+// Rolled: a serial loop on a cold path (an NVIDIA copy's element fallback for misaligned
+// rows or the ragged edge) that the GPU code generator keeps rolled: LLVM is told not to
+// unroll it (llvm.loop.unroll.disable): unrolled, such loops cost ptxas time and ran
+// only at the edges.
+enum class ForKind : uint8_t { Serial, Unroll, Parallel, Pipelined, Rolled };
 enum class ReduceKind : uint8_t { Sum, Max, Min, AbsMax };
 // The operation of a thread-level atomic read-modify-write (AtomicRmwNode).
 enum class AtomicOp : uint8_t { Add };
@@ -180,7 +184,7 @@ bool is_warp_shuffle(CallOp op);
 const char* scope_name(Scope s);             // "global", "shared", "fragment", "local", "register"
 const char* access_name(Access a);           // "in", "out", "inout"
 const char* var_kind_name(VarKind k);        // "size", "scalar", "let", "loop", "block_idx", "thread_idx"
-const char* for_kind_name(ForKind k);        // "serial", "unroll", "parallel", "pipelined"
+const char* for_kind_name(ForKind k);        // "serial", "unroll", "parallel", "pipelined", "rolled"
 const char* reduce_kind_name(ReduceKind k);  // "sum", "max", "min", "absmax"
 const char* atomic_op_name(AtomicOp op);     // "add"
 const char* binary_op_name(BinaryOp op);     // "+", "-", "*", "/", "/", "%", "fmod", "min", ... "&&"

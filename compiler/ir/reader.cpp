@@ -19,7 +19,8 @@ using reader::SyntaxError;
 using reader::Token;
 using reader::TokKind;
 
-constexpr ForKind kForKinds[] = {ForKind::Serial, ForKind::Unroll, ForKind::Parallel, ForKind::Pipelined};
+constexpr ForKind kForKinds[] = {ForKind::Serial, ForKind::Unroll, ForKind::Parallel, ForKind::Pipelined,
+                                 ForKind::Rolled};
 constexpr MachineOp kMachineOps[] = {MachineOp::Ldmatrix, MachineOp::Mma, MachineOp::CpAsync, MachineOp::CpAsyncCommit,
                                      MachineOp::CpAsyncWait, MachineOp::Wgmma, MachineOp::WgmmaFence,
                                      MachineOp::WgmmaCommit, MachineOp::WgmmaWait, MachineOp::FenceProxyAsync,

@@ -131,21 +131,24 @@ Stmt write(LowerContext& lc, const Side& s, const std::vector<int64_t>& tile, co
     return guard_replica(rep, make_store(b, coord, v, loc));
 }
 
-// `s` with its unrolled loops made serial: a copy whose loads cannot be vectors anyway
-// keeps few values in registers (the unrolled form would hold them all at once). The
-// loops over the variables in `keep` stay unrolled (one vector's elements).
-Stmt rolled(const Stmt& s, const std::vector<const VarNode*>& keep = {}) {
+// `s` with its unrolled loops made `kind` (serial, or rolled on a cold path: LLVM does not
+// unroll it either): a copy whose loads cannot be vectors anyway keeps few values in
+// registers (the unrolled form would hold them all at once). The loops over the
+// variables in `keep` stay unrolled (one vector's elements).
+Stmt rolled(const Stmt& s, ForKind kind, const std::vector<const VarNode*>& keep = {}) {
     struct Rolled : IRMutator {
         const std::vector<const VarNode*>* keep;
+        ForKind kind;
         Stmt mutate_for(const ForNode* op, const Stmt& self) override {
             if (std::find(keep->begin(), keep->end(), op->var.get()) != keep->end()) return self;
             Stmt body = mutate(op->body);
             if (op->for_kind != ForKind::Unroll && body == op->body) return self;
-            ForKind k = op->for_kind == ForKind::Unroll ? ForKind::Serial : op->for_kind;
+            ForKind k = op->for_kind == ForKind::Unroll ? kind : op->for_kind;
             return make_for(op->var, op->min, op->extent, k, body, op->loc, op->stages);
         }
     } r;
     r.keep = &keep;
+    r.kind = kind;
     return r.mutate(s);
 }
 
@@ -288,8 +291,11 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
     for (int64_t bytes : {16, 8, 4}) {
         Expr aligned;
         // The fallback (misaligned rows) is rare: its element loops stay loops rather
-        // than unrolled loads, so it does not raise the kernel's register count.
-        if (auto fill = async_fill(c, lc, bytes, aligned)) return make_if(aligned, *fill, rolled(sync), c.loc);
+        // than unrolled loads, so it does not raise the kernel's register count, and
+        // LLVM keeps them rolled too (unrolled by 2, they took a third of ptxas's time
+        // for gemm_f16 on sm_90a).
+        if (auto fill = async_fill(c, lc, bytes, aligned))
+            return make_if(aligned, *fill, rolled(sync, ForKind::Rolled), c.loc);
     }
     return std::nullopt;
 }
@@ -368,8 +374,11 @@ std::optional<Stmt> lower_copy_vector_fill(const CopyNode& c, LowerContext& lc) 
                                                           {make_load(t, gi, loc)}, loc));
             });
         };
+        // Serial, not ForKind::Rolled: rolled, gfx942's gemm assembly shrank by a quarter
+        // (116k -> 88k lines) but the scalar code and block layout of the MFMA k-loop,
+        // which holds this fill, changed, and that needs a GPU to judge.
         return make_if(logical_and(aligned, region_in_bounds(g)), chunk_loop(Chunks::Vectors),
-                       rolled(chunk_loop(Chunks::Elements), element_loops), loc);
+                       rolled(chunk_loop(Chunks::Elements), ForKind::Serial, element_loops), loc);
     }
     return std::nullopt;
 }
@@ -495,7 +504,7 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
         Expr je = add(j, Expr(e));
         std::vector<Expr> ge = global_indices(g, *tile, {i, je});
         Stmt element = make_if(in_bounds(t, ge), make_store(t, ge, make_load(st, {at(i, je)}, loc), loc), nullptr, loc);
-        return make_for(e, make_int(0), make_int(V), ForKind::Serial, element, loc);
+        return make_for(e, make_int(0), make_int(V), ForKind::Rolled, element, loc);
     };
     // On sm_90a, one thread stores the tile through TMA where the tensor map encodes: the
     // unit clips the ragged edge, so no masked path, and the threads' stores end at the
@@ -508,10 +517,10 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
     if (auto tma = lower_store_tma(g, st, L, {rows, cols}, lc, loc))
         return make_allocate(st,
                              make_seq({writes, make_if(tma->condition, tma->issue,
-                                                       chunk_loop(ForKind::Serial, elements), loc)},
+                                                       chunk_loop(ForKind::Rolled, elements), loc)},
                                       loc),
                              loc);
-    Stmt slow = chunk_loop(ForKind::Serial, [&](const Expr& i, const Expr& j) {
+    Stmt slow = chunk_loop(ForKind::Rolled, [&](const Expr& i, const Expr& j) {
         std::vector<Expr> gi = global_indices(g, *tile, {i, j});
         Expr inside = logical_and(in_bounds(t, gi), lt(add(gi[last], make_int(V - 1)), t->shape[last]));
         return make_if(logical_and(aligned, inside), vector(i, j), elements(i, j), loc);
@@ -661,7 +670,7 @@ Stmt lower_copy(const CopyNode& c, LowerContext& lc) {
     // tensor (a transposed operand): element loads that cannot become vectors.
     const Buffer& t = g->region->buffer;
     bool contiguous = t->strides.empty() || is_const_int(t->strides.back(), 1);
-    if (src.global && dst.region->buffer->scope == Scope::Shared && !contiguous) return rolled(sync);
+    if (src.global && dst.region->buffer->scope == Scope::Shared && !contiguous) return rolled(sync, ForKind::Serial);
     return sync;
 }
 
