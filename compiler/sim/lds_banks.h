@@ -12,11 +12,18 @@
 // programming guide's "shared memory" sections: a request is split into as many
 // conflict-free wavefronts as needed).
 //
-// AMD RDNA3, wave32 (gfx1100): PerWarp as well, 32 banks of 4 bytes, the whole wave one
-// group. Unlike the two above, no document backs this: none of AMD's RDNA3 documents on
-// how its LDS groups the lanes of a wide (b64 / b128) access has been read for it yet
-// (the RDNA3 ISA guide's LDS chapter is the one to check). Counts on gfx1100 are this
-// assumption's.
+// AMD RDNA3, wave32 (gfx1100): PerWarp as well. RDNA3 ISA reference guide (AMD, 2023),
+// 12.1 "Overview" (chapter 12, "Data Share Operations"): 128 kB a WGP in "64 banks of
+// DWORD-wide RAMs ... two sets of 32-banks each where 32 of the banks are affiliated with
+// a pair of SIMD32's"; "DWORDs are placed in the banks serially"; "32 store or load
+// instructions, each nominally 32-bits" execute concurrently, and accesses to one bank at
+// the same time are turned "into serial accesses". So a wave32 instruction sees 32 banks,
+// bank = (address / 4) % 32, one DWORD a bank a cycle. The guide does not say how the
+// lanes of a wider access (b64 / b96 / b128) are grouped; the model serves them as one
+// group, the fewest cycles the 32 banks allow (a lower bound if the hardware splits them
+// as CDNA does), and it shares a DWORD read by several lanes (a broadcast), which the
+// guide does not state either. tests/unit/sim_lds_banks_test.cpp checks the guide's
+// statements.
 //
 // AMD CDNA, wave64 (BankModel::CdnaPasses, gfx90a / gfx942). Documents read:
 //  - ROCm Composable Kernel documentation, "Understanding AMD GPU LDS and Bank Conflicts"

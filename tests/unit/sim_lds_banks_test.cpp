@@ -8,7 +8,8 @@
 //    "Bank Conflict Check Rule");
 //  - AMD's OpenCL optimization guide (GCN LDS): "Threads 0 through 31 are checked for
 //    conflicts as are threads 32 through 63 within a wavefront" (the model's rule for
-//    accesses of up to 8 bytes per lane).
+//    accesses of up to 8 bytes per lane);
+//  - the RDNA3 ISA reference guide, 12.1 (gfx1100's wave32 model; its test, last).
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -104,4 +105,37 @@ TEST_CASE("lds banks: every lane on the same 16 bytes is one cycle per group", "
     LdsCycles o = lds_cycles(BankModel::CdnaPasses, one, 16, false);
     CHECK(o.actual == 1);
     CHECK(o.ideal == 1);
+}
+
+// RDNA3 ISA reference guide (AMD, 2023), section 12.1 "Overview" of chapter 12, "Data
+// Share Operations": "64 banks of DWORD-wide RAMs ... sub-divided into two sets of
+// 32-banks each where 32 of the banks are affiliated with a pair of SIMD32's"; "DWORDs
+// are placed in the banks serially"; "it is possible to concurrently execute 32 store or
+// load instructions, each nominally 32-bits; extended instructions, load_2addr /
+// store_2addr, can be 64-bits each. If, however, more than one access attempt is made to
+// the same bank at the same time ... turning them into serial accesses." A wave32
+// instruction therefore sees 32 banks, bank = (address / 4) % 32 (BankModel::PerWarp).
+TEST_CASE("lds banks: RDNA3 wave32, 32 banks served serially per dword", "[sim][lds]") {
+    auto wave32 = [](int bytes, auto addr) {
+        std::vector<LdsLaneAccess> v;
+        for (int l = 0; l < 32; ++l) v.push_back({l, addr(l), bytes});
+        return v;
+    };
+    // 32 lanes x 32 bits on consecutive DWORDs: one per bank, all at once.
+    LdsCycles linear = lds_cycles(BankModel::PerWarp, wave32(4, [](int l) -> int64_t { return 4 * l; }), 4, false);
+    CHECK(linear.actual == 1);
+    CHECK(linear.ideal == 1);
+    // DWORDs placed serially: 32 DWORDs (128 bytes) apart is the same bank, so 32 lanes a
+    // row apart are 32 serial accesses of one bank.
+    LdsCycles column = lds_cycles(BankModel::PerWarp, wave32(4, [](int l) -> int64_t { return 128 * l; }), 4, true);
+    CHECK(column.actual == 32);
+    CHECK(column.ideal == 1);
+    // Lanes 2k and 2k + 1 on DWORD k of two rows 1 KiB apart: two accesses per bank.
+    LdsCycles two = lds_cycles(BankModel::PerWarp, wave32(4, [](int l) -> int64_t { return 1024 * (l % 2) + 4 * (l / 2); }), 4, false);
+    CHECK(two.actual == 2);
+    CHECK(two.ideal == 1);
+    // 64 bits a lane (load_2addr / a b64): 64 consecutive DWORDs, two per bank.
+    LdsCycles wide = lds_cycles(BankModel::PerWarp, wave32(8, [](int l) -> int64_t { return 8 * l; }), 8, false);
+    CHECK(wide.actual == 2);
+    CHECK(wide.ideal == 2);
 }
