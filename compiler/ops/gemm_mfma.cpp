@@ -200,31 +200,16 @@ std::optional<std::vector<std::vector<std::vector<int64_t>>>> amd_direct_a_regis
     if (!p.transposed || !p.a_fragment || p.wmma || g.trans_a || F.rank() != 2 ||
         F.shape() != std::vector<int64_t>{p.m, p.k})
         return std::nullopt;
-    const int64_t threads = p.wave * p.warps_m * p.warps_n;
-    if (F.thread_count() != threads) return std::nullopt;
     const int64_t groups = p.wave / p.atom, per = p.atom_k / groups, run = k_steps_packed(p, g.a.buffer->dtype) * per;
-    const int64_t wtile_m = p.m / p.warps_m, atoms_m = wtile_m / p.atom, steps = p.k / (run * groups);
-    std::vector<std::vector<std::vector<int64_t>>> regs(
-        steps, std::vector<std::vector<int64_t>>(atoms_m, std::vector<int64_t>(run, -1)));
-    for (int64_t t = 0; t < threads; ++t) {
-        // As lower_gemm_amd_matrix addresses A: the wave's row of waves, the lane's row in
-        // the atom and its K group.
-        const int64_t warp_m = t / p.wave / p.warps_n, lane = t % p.wave;
-        const int64_t lane_row = lane % p.atom, lane_k = lane / p.atom;
-        for (int64_t kk = 0; kk < steps; ++kk)
-            for (int64_t mi = 0; mi < atoms_m; ++mi)
-                for (int64_t e = 0; e < run; ++e) {
-                    const int64_t row = warp_m * wtile_m + mi * p.atom + lane_row;
-                    const int64_t col = (kk * groups + lane_k) * run + e;
-                    int64_t reg = -1;
-                    for (const auto& slot : F.owners({row, col}))
-                        if (slot.thread == t) reg = slot.reg;
-                    int64_t& want = regs[kk][mi][e];
-                    if (reg < 0 || (want >= 0 && want != reg)) return std::nullopt;
-                    want = reg;
-                }
-    }
-    return regs;
+    const int64_t wtile_m = p.m / p.warps_m;
+    return fragment_operand_registers(
+        F, p.wave * p.warps_m * p.warps_n, p.k / (run * groups), wtile_m / p.atom, run,
+        [&](int64_t t, int64_t kk, int64_t mi, int64_t e) -> std::pair<int64_t, int64_t> {
+            // As lower_gemm_amd_matrix addresses A: the wave's row of waves, the lane's row
+            // in the atom and its K group.
+            const int64_t warp_m = t / p.wave / p.warps_n, lane = t % p.wave;
+            return {warp_m * wtile_m + mi * p.atom + lane % p.atom, (kk * groups + lane / p.atom) * run + e};
+        });
 }
 
 Stmt lower_gemm_amd_matrix(const GemmNode& g, const AmdMatrixPlan& p, const Buffer& a, const Buffer& b,

@@ -99,29 +99,16 @@ std::optional<std::vector<std::vector<std::vector<int64_t>>>> direct_a_registers
                                                                                  const MmaPlan& p) {
     if (p.atom_k != 16 || g.trans_a || F.rank() != 2 || F.shape() != std::vector<int64_t>{p.m, p.k})
         return std::nullopt;
-    const int64_t threads = 32 * p.warps_m * p.warps_n;
-    if (F.thread_count() != threads) return std::nullopt;
-    const int64_t wtile_m = p.m / p.warps_m, atoms_m = wtile_m / 16, steps_k = p.k / 16;
-    std::vector<std::vector<std::vector<int64_t>>> regs(
-        steps_k, std::vector<std::vector<int64_t>>(atoms_m, std::vector<int64_t>(8, -1)));
-    for (int64_t t = 0; t < threads; ++t) {
-        int64_t warp_m = t / 32 / p.warps_n, lane = t % 32, group = lane / 4, in_group = lane % 4;
-        for (int64_t kk = 0; kk < steps_k; ++kk)
-            for (int64_t mi = 0; mi < atoms_m; ++mi)
-                for (int64_t i = 0; i < 8; ++i) {
-                    // PTX ISA 9.7.14.5.8: a_i at row groupID + 8 * ((i >> 1) & 1), column
-                    // threadID_in_group * 2 + (i & 1) + 8 * (i >> 2).
-                    int64_t row = p.atom_row(warp_m, mi) + group + 8 * ((i >> 1) & 1);
-                    int64_t col = kk * 16 + in_group * 2 + (i & 1) + 8 * (i >> 2);
-                    int64_t reg = -1;
-                    for (const auto& slot : F.owners({row, col}))
-                        if (slot.thread == t) reg = slot.reg;
-                    int64_t& want = regs[kk][mi][i];
-                    if (reg < 0 || (want >= 0 && want != reg)) return std::nullopt;
-                    want = reg;
-                }
-    }
-    return regs;
+    const int64_t wtile_m = p.m / p.warps_m;
+    return fragment_operand_registers(
+        F, 32 * p.warps_m * p.warps_n, p.k / 16, wtile_m / 16, 8,
+        [&](int64_t t, int64_t kk, int64_t mi, int64_t i) -> std::pair<int64_t, int64_t> {
+            const int64_t warp_m = t / 32 / p.warps_n, lane = t % 32, group = lane / 4, in_group = lane % 4;
+            // PTX ISA 9.7.14.5.8: a_i at row groupID + 8 * ((i >> 1) & 1), column
+            // threadID_in_group * 2 + (i & 1) + 8 * (i >> 2).
+            return {p.atom_row(warp_m, mi) + group + 8 * ((i >> 1) & 1),
+                    kk * 16 + in_group * 2 + (i & 1) + 8 * (i >> 2)};
+        });
 }
 
 Stmt lower_gemm_mma(const GemmNode& g, const MmaPlan& p, const Buffer& a, const Buffer& b, LowerContext& lc,

@@ -84,4 +84,24 @@ std::vector<Expr> register_elements(const Buffer& r, int64_t first, int64_t coun
     return out;
 }
 
+std::optional<OperandRegisters> fragment_operand_registers(
+    const layout::Fragment& F, int64_t threads, int64_t steps, int64_t atoms, int64_t slots,
+    const std::function<std::pair<int64_t, int64_t>(int64_t, int64_t, int64_t, int64_t)>& element) {
+    if (F.rank() != 2 || F.thread_count() != threads) return std::nullopt;
+    OperandRegisters regs(steps, std::vector<std::vector<int64_t>>(atoms, std::vector<int64_t>(slots, -1)));
+    for (int64_t t = 0; t < threads; ++t)
+        for (int64_t kk = 0; kk < steps; ++kk)
+            for (int64_t mi = 0; mi < atoms; ++mi)
+                for (int64_t i = 0; i < slots; ++i) {
+                    auto [row, col] = element(t, kk, mi, i);
+                    int64_t reg = -1;
+                    for (const auto& slot : F.owners({row, col}))
+                        if (slot.thread == t) reg = slot.reg;
+                    int64_t& want = regs[kk][mi][i];
+                    if (reg < 0 || (want >= 0 && want != reg)) return std::nullopt;
+                    want = reg;
+                }
+    return regs;
+}
+
 }  // namespace tilec::ops

@@ -2,11 +2,13 @@
 // tensor regions seen per element (the indices of a tile coordinate, bounds tests).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/ir.h"
+#include "layout/fragment.h"
 
 namespace tilec::ops {
 
@@ -38,5 +40,15 @@ std::vector<ir::Expr> register_elements(const ir::Buffer& r, int64_t first, int6
 // A store to memory all threads see, done by replica 0 only (`rep` from a register
 // loop; unchanged when it is the constant 0).
 ir::Stmt guard_replica(const ir::Expr& rep, ir::Stmt s);
+
+// A matrix instruction reading its A operand straight from a fragment's registers
+// (mma.sync, MFMA): regs[k-step][atom][slot] is the register of F that holds the element
+// `element(thread, k-step, atom, slot)` = (row, column) for every one of `threads`
+// threads. The instruction names one register for all threads, so nullopt where a thread
+// does not hold its element or two threads hold theirs in different registers.
+using OperandRegisters = std::vector<std::vector<std::vector<int64_t>>>;
+std::optional<OperandRegisters> fragment_operand_registers(
+    const layout::Fragment& F, int64_t threads, int64_t steps, int64_t atoms, int64_t slots,
+    const std::function<std::pair<int64_t, int64_t>(int64_t, int64_t, int64_t, int64_t)>& element);
 
 }  // namespace tilec::ops
