@@ -201,6 +201,11 @@ Pass verify() {
 
 std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
     return {
+        Pass{"overlap-softmax-gemm",
+             [t = &target](const PrimFunc& f, PassContext& ctx) {
+                 if (!expect_level(f, ctx, "overlap-softmax-gemm", FuncLevel::Tile, nullptr)) return f;
+                 return overlap_softmax_gemm(f, *t);
+             }},
         layout_inference(target),
         lower_tile_ops(target),
         body_pass("hoist-accumulator-scale", hoist_accumulator_scale),
@@ -217,6 +222,7 @@ std::vector<Pass> build_gpu_passes(const target::GpuTarget& target) {
         Pass{"split-warp-roles", [](const PrimFunc& f, PassContext&) { return split_warp_roles(f); }},
         Pass{"pingpong-consumers", [](const PrimFunc& f, PassContext&) { return pingpong_consumers(f); }},
         Pass{"cluster-multicast", [t = &target](const PrimFunc& f, PassContext&) { return cluster_multicast(f, *t); }},
+        Pass{"sink-wgmma-waits", [t = &target](const PrimFunc& f, PassContext&) { return sink_wgmma_waits(f, *t); }},
         verify(),
     };
 }

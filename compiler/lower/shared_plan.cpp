@@ -110,13 +110,28 @@ protected:
     }
     void visit_if(const IfNode* op) override {
         for (auto& loop : loops_) ++loop.nested;
-        IRVisitor::visit_if(op);
+        if (is_warp_role_split(*op)) {
+            // The producer's branch: split-warp-roles moves it to the top of the kernel,
+            // where it runs beside everything the consumers do before the loop, so the
+            // tiles it fills are live from the start (a tile used only before the loop,
+            // flash attention's peeled first K tile, must not take their bytes).
+            used_in_producer_.clear();
+            producer_ = true;
+            visit(op->cond);
+            visit(op->then_case);
+            producer_ = false;
+            for (size_t i : used_in_producer_) buffers[i].live.add(0, 0);
+            if (op->else_case) visit(op->else_case);
+        } else {
+            IRVisitor::visit_if(op);
+        }
         for (auto& loop : loops_) --loop.nested;
     }
     void visit_buffer_use(const Buffer& b) override {
         auto it = index.find(b.get());
         if (it == index.end()) return;
         buffers[it->second].live.add(pos_, pos_);
+        if (producer_) used_in_producer_.push_back(it->second);
         for (auto& loop : loops_) loop.first_is_overwrite.emplace(it->second, false);  // kept if already seen
         if (!loops_.empty()) loops_.back().used.push_back(it->second);
     }
@@ -131,6 +146,8 @@ private:
     };
     const FullWrites& full_writes_;
     int64_t pos_ = 0;
+    bool producer_ = false;
+    std::vector<size_t> used_in_producer_;
     std::vector<Loop> loops_;
 };
 

@@ -96,6 +96,15 @@ ir::PrimFunc pingpong_consumers(const ir::PrimFunc& f);
 // empty ring, cluster barriers after the inits and at the end, the grid's x a multiple of
 // n. Elsewhere (or with nothing to multicast) the attribute is dropped.
 ir::PrimFunc cluster_multicast(const ir::PrimFunc& f, const target::GpuTarget& target);
+// overlap-softmax-gemm (overlap_softmax_gemm.cpp, tile level, before layout-inference):
+// on sm_90a, an attention loop (fill, GEMM, softmax, fill, GEMM with A in registers) is
+// rotated so that iteration j issues its first GEMM and then iteration j - 1's second,
+// FlashAttention-3's intra-warpgroup overlap, where no buffer dependence forbids it.
+ir::PrimFunc overlap_softmax_gemm(const ir::PrimFunc& f, const target::GpuTarget& target);
+// sink-wgmma-waits (sink_wgmma_waits.cpp, last before the verifier): on sm_90a each
+// wgmma_wait moves down to the first statement that needs its group's registers (or
+// does what must follow it), past other groups' issue, counting their commits.
+ir::PrimFunc sink_wgmma_waits(const ir::PrimFunc& f, const target::GpuTarget& target);
 // `s` with a new variable for every let and loop it binds (a statement placed twice must
 // not bind one variable twice).
 ir::Stmt with_fresh_binders(const ir::Stmt& s);
