@@ -8,7 +8,10 @@
 // remote arrive finds the object not initialised), none before the exit (a peer's remote
 // operation unordered before the exit), a refill of a peer's stage its consumers have not
 // waited for, a ctaMask naming a CTA outside the cluster, a grid that is not a multiple
-// of the cluster.
+// of the cluster. And a 2x2x1 cluster (gemm's B multicast): each CTA issues half of the
+// box to the CTAs of its cluster column (ctaMask 0b0101 << %cluster_ctaid.x, ranks x + 2 y),
+// and every CTA gets the whole box; with the row's mask instead, a CTA gets the same half
+// twice and never the other (both reported).
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -24,13 +27,14 @@ SourceLoc line(uint32_t l) {
     return SourceLoc{0, l, 5};
 }
 
-// X: f32[20, 12]; Y: f32[256] (128 per CTA); 128 threads a CTA, grid 2 in one cluster.
+// X: f32[20, 12]; Y: f32[512] (128 per CTA); 128 threads a CTA, grid 2 in one cluster
+// (or grid_x x grid_y in clusters of `cluster`).
 // The box is 16 (columns) x 8 (rows) at X[14, 4]; rank r issues rows 4r..4r+3 of it.
 struct ClusterKernel {
     ir::Var tx = ir::make_thread_idx_var(0);
     std::array<ir::Var, 3> block = ir::make_block_idx_vars();
     ir::Buffer x = ir::make_tensor("X", ir::DataType::f32(), {ir::make_int(20), ir::make_int(12)}, ir::Access::In);
-    ir::Buffer y = ir::make_tensor("Y", ir::DataType::f32(), {ir::make_int(256)}, ir::Access::Out);
+    ir::Buffer y = ir::make_tensor("Y", ir::DataType::f32(), {ir::make_int(512)}, ir::Access::Out);
     ir::Buffer bar = ir::make_buffer("bar", ir::DataType::u64(), {ir::make_int(1)}, ir::Scope::Shared);
     ir::Buffer s = ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(8), ir::make_int(16)}, ir::Scope::Shared);
     ir::Expr rank() { return ir::floormod(block[0], ir::make_int(2)); }
@@ -45,27 +49,30 @@ struct ClusterKernel {
         return ir::make_machine_op(ir::MachineOp::MbarrierArrive, {tx_bytes}, {bar0()}, {}, line(4));
     }
     // This rank's half, multicast to the CTAs of `mask`.
-    ir::Stmt half(int64_t mask, uint32_t l = 5) {
-        ir::Expr row = ir::mul(rank(), ir::make_int(4));
+    ir::Stmt half(int64_t mask, uint32_t l = 5) { return half_of(rank(), ir::make_int(mask), l); }
+    // Half `part` (0 or 1) of the box, multicast to the CTAs of `mask`.
+    ir::Stmt half_of(ir::Expr part, ir::Expr mask, uint32_t l = 5) {
+        ir::Expr row = ir::mul(std::move(part), ir::make_int(4));
         return ir::make_machine_op(ir::MachineOp::TmaLoad, {0, 16, 4}, {ir::make_load(s, {row, ir::make_int(0)})},
                                    {ir::make_load(x, {ir::add(ir::make_int(14), row), ir::make_int(4)}), bar0(),
-                                    ir::make_int(mask)},
+                                    std::move(mask)},
                                    line(l));
     }
     ir::Stmt wait() { return ir::make_machine_op(ir::MachineOp::MbarrierWait, {}, {}, {bar0(), ir::make_int(0)}, line(6)); }
     ir::Stmt read_all() {
-        return ir::make_store(y, {ir::add(ir::mul(block[0], ir::make_int(128)), tx)},
+        ir::Expr cta = ir::add(block[0], ir::mul(block[1], ir::make_int(grid)));
+        return ir::make_store(y, {ir::add(ir::mul(cta, ir::make_int(128)), tx)},
                               ir::make_load(s, {ir::floordiv(tx, ir::make_int(16)), ir::floormod(tx, ir::make_int(16))}, line(7)),
                               line(7));
     }
     interp::RunArgs a;
-    int64_t grid = 2;
+    int64_t grid = 2, grid_y = 1;
     std::string cluster = "2x1x1";
     sim::Result run(std::vector<ir::Stmt> stmts) {
         ir::PrimFunc f;
         f.name = "mc";
         f.params = {ir::Param{ir::ParamKind::Tensor, x, nullptr}, ir::Param{ir::ParamKind::Tensor, y, nullptr}};
-        f.grid = {ir::make_int(grid)};
+        f.grid = {ir::make_int(grid), ir::make_int(grid_y)};
         f.threads = 128;
         f.block_idx = block;
         f.level = ir::FuncLevel::Thread;
@@ -74,7 +81,7 @@ struct ClusterKernel {
         a = interp::RunArgs{};
         a.tensors.resize(2);
         for (int i = 0; i < 240; ++i) a.tensors[0].data.push_back(1.0 + i);
-        a.tensors[1].data.assign(256, std::nan(""));
+        a.tensors[1].data.assign(512, std::nan(""));
         sim::Options o;
         o.target = target::find_gpu_target("sm_90a");
         REQUIRE(o.target);
@@ -188,5 +195,37 @@ TEST_CASE("sim cluster: mistakes of the cluster protocol are reported", "[sim][c
         auto r = k.run(k.program());
         CHECK_FALSE(r.ok);
         CHECK(r.message.find("not a multiple of the cluster's") != std::string::npos);
+    }
+}
+
+TEST_CASE("sim cluster: a 2x2 cluster multicasts along its columns", "[sim][cluster]") {
+    // Ranks x + 2 y (%cluster_ctaid (x, y)); CTA (x, y) issues half y of the box to its
+    // column {x, x + 2}: ctaMask 0b0101 << x.
+    ClusterKernel k;
+    k.grid_y = 2;
+    k.cluster = "2x2x1";
+    ir::Expr cx = ir::floormod(k.block[0], ir::make_int(2)), cy = ir::floormod(k.block[1], ir::make_int(2));
+    auto program = [&](ir::Expr mask) {
+        return std::vector<ir::Stmt>{k.init(), k.cluster_sync(3),
+                                     k.on_thread0(ir::make_seq({k.arrive(512), k.half_of(cy, std::move(mask))}), 4),
+                                     k.wait(), k.read_all(), k.cluster_sync(8)};
+    };
+    SECTION("the column's mask: every CTA gets the whole box") {
+        auto r = k.run(program(ir::make_binary(ir::BinaryOp::Shl, ir::make_int(5), cx)));
+        REQUIRE(r.ok);
+        for (const auto& i : r.issues) INFO(i.message);
+        CHECK(r.issues.empty());
+        CHECK(r.blocks_run == 4);
+        for (int b = 0; b < 4; ++b)
+            for (int t = 0; t < 128; ++t) CHECK(k.a.tensors[1].data[static_cast<size_t>(b * 128 + t)] == k.expected(t));
+    }
+    SECTION("the row's mask: a CTA gets its row peer's copy of the same half, never the other half") {
+        // The row peers issue the same half (their y is the same): the second copy into a
+        // CTA writes bytes the first still fills, and the other half is never written
+        // (the mbarrier completes all the same: two halves' bytes arrived).
+        auto r = k.run(program(ir::make_binary(ir::BinaryOp::Shl, ir::make_int(3), ir::mul(cy, ir::make_int(2)))));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::AsyncCopy, "while a TMA copy into it is in flight"));
+        CHECK(has(r, sim::IssueKind::Uninitialized, "(never written)"));
     }
 }
