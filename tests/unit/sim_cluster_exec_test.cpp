@@ -11,7 +11,10 @@
 // of the cluster. And a 2x2x1 cluster (gemm's B multicast): each CTA issues half of the
 // box to the CTAs of its cluster column (ctaMask 0b0101 << %cluster_ctaid.x, ranks x + 2 y),
 // and every CTA gets the whole box; with the row's mask instead, a CTA gets the same half
-// twice and never the other (both reported).
+// twice and never the other (both reported). And a stage refilled once its consumers
+// released it: with every CTA's consumers arriving on each peer's empty mbarrier, quiet;
+// with only their own CTA's (the empty ring of a cluster that forgot its peers), the
+// refill's multicast into the peer is reported although this run's order let it pass.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -35,7 +38,8 @@ struct ClusterKernel {
     std::array<ir::Var, 3> block = ir::make_block_idx_vars();
     ir::Buffer x = ir::make_tensor("X", ir::DataType::f32(), {ir::make_int(20), ir::make_int(12)}, ir::Access::In);
     ir::Buffer y = ir::make_tensor("Y", ir::DataType::f32(), {ir::make_int(512)}, ir::Access::Out);
-    ir::Buffer bar = ir::make_buffer("bar", ir::DataType::u64(), {ir::make_int(1)}, ir::Scope::Shared);
+    // bar[0]: the full mbarrier; bar[1]: an empty one (the refill tests).
+    ir::Buffer bar = ir::make_buffer("bar", ir::DataType::u64(), {ir::make_int(2)}, ir::Scope::Shared);
     ir::Buffer s = ir::make_buffer("s", ir::DataType::f32(), {ir::make_int(8), ir::make_int(16)}, ir::Scope::Shared);
     ir::Expr rank() { return ir::floormod(block[0], ir::make_int(2)); }
     ir::Expr bar0() { return ir::make_load(bar, {ir::make_int(0)}); }
@@ -227,5 +231,62 @@ TEST_CASE("sim cluster: a 2x2 cluster multicasts along its columns", "[sim][clus
         REQUIRE(r.ok);
         CHECK(has(r, sim::IssueKind::AsyncCopy, "while a TMA copy into it is in flight"));
         CHECK(has(r, sim::IssueKind::Uninitialized, "(never written)"));
+    }
+}
+
+TEST_CASE("sim cluster: a refill multicast only after the peer's consumers released the stage to the issuer",
+          "[sim][cluster]") {
+    // Two fills of one stage; between them every thread reads the stage, arrives on the
+    // empty mbarrier bar[1] of its own CTA and (done right) of the peer (mapa + remote
+    // arrive), and thread 0 waits for its empty phase before the refill.
+    ClusterKernel k;
+    ir::Expr bar1 = ir::make_load(k.bar, {ir::make_int(1)});
+    enum class Release { EveryThread, OwnCtaOnly, Thread0Only };
+    auto program = [&](Release to_peer) {
+        ir::Stmt remote = ir::make_machine_op(ir::MachineOp::MbarrierArrive, {0}, {bar1},
+                                              {ir::sub(ir::make_int(1), k.rank())}, line(12));
+        std::vector<ir::Stmt> release{ir::make_machine_op(ir::MachineOp::MbarrierArrive, {0}, {bar1}, {}, line(12))};
+        if (to_peer == Release::EveryThread) release.push_back(remote);
+        if (to_peer == Release::Thread0Only) release.push_back(k.on_thread0(remote, 12));
+        const int64_t count = to_peer == Release::EveryThread ? 256 : to_peer == Release::Thread0Only ? 129 : 128;
+        auto wait_full = [&](int64_t parity) {
+            return ir::make_machine_op(ir::MachineOp::MbarrierWait, {}, {}, {k.bar0(), ir::make_int(parity)}, line(6));
+        };
+        return std::vector<ir::Stmt>{
+            k.init(),
+            k.on_thread0(ir::make_machine_op(ir::MachineOp::MbarrierInit, {count}, {bar1}, {}, line(2)), 2),
+            k.cluster_sync(3),
+            k.on_thread0(ir::make_seq({k.arrive(512), k.half(3)}), 4),
+            wait_full(0),
+            k.read_all(),
+            ir::make_seq(release),
+            k.on_thread0(ir::make_seq({ir::make_machine_op(ir::MachineOp::MbarrierWait, {}, {},
+                                                           {bar1, ir::make_int(0)}, line(13)),
+                                       k.arrive(512), k.half(3, 14)}),
+                         13),
+            wait_full(1),
+            k.read_all(),
+            k.cluster_sync(8)};
+    };
+    SECTION("released to every peer: quiet, and both fills land whole") {
+        auto r = k.run(program(Release::EveryThread));
+        REQUIRE(r.ok);
+        for (const auto& i : r.issues) INFO(i.message);
+        CHECK(r.issues.empty());
+        for (int b = 0; b < 2; ++b)
+            for (int t = 0; t < 128; ++t) CHECK(k.a.tensors[1].data[static_cast<size_t>(b * 128 + t)] == k.expected(t));
+    }
+    SECTION("released to its own CTA only: the peer refills bytes not yet read") {
+        auto r = k.run(program(Release::OwnCtaOnly));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::Cluster, "have not released the stage"));
+    }
+    SECTION("only thread 0 releases to the peer: the other readers' bytes are reported, though this run read them first") {
+        // The peer's refill waits for thread 0's remote arrival, which comes after every
+        // thread's read here; on the GPU nothing orders the other threads' reads before it.
+        auto r = k.run(program(Release::Thread0Only));
+        REQUIRE(r.ok);
+        CHECK(has(r, sim::IssueKind::Cluster, "read with no mbarrier arrival since that this thread acquired"));
+        CHECK_FALSE(has(r, sim::IssueKind::Cluster, "an earlier copy still fills"));
     }
 }
