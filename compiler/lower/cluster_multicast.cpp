@@ -58,7 +58,7 @@
 // TMA multicast (only sm_90a: the PTX ISA restricts .multicast::cluster to sm_90a), where
 // the kernel has no warp-role split, where the cluster spans z, or where no fill
 // qualifies (its box's outermost dimension splits into a (b) parts of whole 1024-byte
-// swizzle patterns).
+// swizzle patterns); a one-dimensional grid ignores y (no blocks along y to share with).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -125,7 +125,10 @@ PrimFunc cluster_multicast(const PrimFunc& f, const target::GpuTarget& target) {
     find_split.visit(f.body);
     if (!split) return drop();
 
-    const int64_t a = x, b = y;
+    // A grid of one dimension has no blocks along y to share with (and rounding its y up
+    // would run the whole grid again): y is left out there.
+    const int64_t a = x, b = f.grid.size() >= 2 ? y : 1;
+    if (a * b < 2) return drop();
     std::map<const VarNode*, Expr> lets;
     struct Lets : IRVisitor {
         std::map<const VarNode*, Expr>* lets;
@@ -284,7 +287,6 @@ PrimFunc cluster_multicast(const PrimFunc& f, const target::GpuTarget& target) {
     out.body = body;
     out.attrs[static_cast<size_t>(attr - f.attrs.begin())].second =
         std::to_string(a) + "x" + std::to_string(b) + "x1";
-    while (out.grid.size() < (b > 1 ? 2u : 1u)) out.grid.push_back(make_int(1));
     auto round_up = [](const Expr& e, int64_t n) { return mul(floordiv(add(e, make_int(n - 1)), make_int(n)), make_int(n)); };
     if (a > 1) out.grid[0] = round_up(out.grid[0], a);
     if (b > 1) out.grid[1] = round_up(out.grid[1], b);
