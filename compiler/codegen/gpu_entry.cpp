@@ -244,9 +244,10 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
     auto* block_arr = alloca_in_entry(dims_type, "block");
     for (unsigned d = 0; d < 3; ++d) {
         llvm::Value* g = grid[d];
-        if (d == 0 && api == GpuApi::Cuda && kernel.cluster_x > 1) {
+        const int64_t cluster = d == 0 ? kernel.cluster_x : d == 1 ? kernel.cluster_y : 1;
+        if (api == GpuApi::Cuda && cluster > 1) {
             // A launch in clusters needs the grid a multiple of the cluster (CUDA guide).
-            llvm::Value* n = llvm::ConstantInt::get(g->getType(), static_cast<uint64_t>(kernel.cluster_x));
+            llvm::Value* n = llvm::ConstantInt::get(g->getType(), static_cast<uint64_t>(cluster));
             g = b.CreateMul(b.CreateUDiv(b.CreateAdd(g, b.CreateSub(n, llvm::ConstantInt::get(g->getType(), 1))), n), n);
         }
         b.CreateStore(b.CreateTrunc(g, i32), b.CreateConstInBoundsGEP2_32(dims_type, grid_arr, 0, d));

@@ -61,10 +61,11 @@ struct GpuKernel {
     // (tile_cuda_launch_tma) for those images only.
     std::vector<ir::TmaMapUse> tma_maps;
     std::vector<std::string> tma_archs;
-    // Thread-block clusters of an image (lower/cluster_multicast.cpp: n x 1 x 1, its PTX's
-    // .reqnctapercluster): NAME_cuda rounds the grid's x up to a multiple of it, as the
-    // lowered kernel's grid is (the extra blocks' copies and stores are masked). 1: none.
+    // Thread-block clusters of an image (lower/cluster_multicast.cpp: x x y x 1, its PTX's
+    // .reqnctapercluster): NAME_cuda rounds the grid's x and y up to multiples of them, as
+    // the lowered kernel's grid is (the extra blocks' copies and stores are masked). 1: none.
     int64_t cluster_x = 1;
+    int64_t cluster_y = 1;
 };
 
 struct GpuEmbedding {

@@ -188,10 +188,16 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
             const ir::PrimFunc& lf = level.funcs.at(i);
             bool specialized = false;
             for (auto& [key, v] : lf.attrs) specialized |= key == "min_blocks_per_sm";
-            // Thread-block clusters (lower/cluster_multicast.cpp: "NxXx1"): the CUDA entry
+            // Thread-block clusters (lower/cluster_multicast.cpp: "XxYx1"): the CUDA entry
             // rounds the grid up to them.
             for (auto& [key, v] : lf.attrs)
-                if (key == "cluster" && t->is_nvidia()) k.cluster_x = std::max<int64_t>(k.cluster_x, std::stoll(v));
+                if (key == "cluster" && t->is_nvidia()) {
+                    long long cx = 1, cy = 1, cz = 1;
+                    if (std::sscanf(v.c_str(), "%lldx%lldx%lld", &cx, &cy, &cz) != 3)
+                        TILEC_ICE("cluster attribute '" + v + "' of " + k.symbol + " is not XxYxZ");
+                    k.cluster_x = std::max<int64_t>(k.cluster_x, cx);
+                    k.cluster_y = std::max<int64_t>(k.cluster_y, cy);
+                }
             if (specialized) {
                 if (ir::tma_map_uses(lf).empty() || !t->is_nvidia())
                     TILEC_ICE("warp-specialized kernel " + k.symbol + " without tensor maps");

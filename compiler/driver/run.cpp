@@ -62,7 +62,7 @@ constexpr DropSyncKind kDropSyncKinds[] = {
     {"wgmma_wait", sim::SyncKind::WgmmaWait},      {"mbarrier_wait", sim::SyncKind::MbarrierWait},
     {"fence_proxy_async", sim::SyncKind::ProxyFence}, {"bulk_wait_read", sim::SyncKind::BulkWaitRead},
     {"named_barrier", sim::SyncKind::NamedBarrier}, {"barrier_arrive", sim::SyncKind::BarrierArrive},
-    {"cluster_wait", sim::SyncKind::ClusterWait},
+    {"cluster_wait", sim::SyncKind::ClusterWait},  {"remote_arrive", sim::SyncKind::RemoteArrive},
 };
 
 const DropSyncKind* find_drop_sync_kind(const std::string& name) {

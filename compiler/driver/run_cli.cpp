@@ -129,7 +129,9 @@ int run_command(int argc, char** argv, const std::string& default_stdlib) {
                    "wgmma_wait, sm_90a), mbarrier_wait:N (the N-th mbarrier_wait of a TMA\n"
                    "pipeline, sm_90a), fence_proxy_async:N, bulk_wait_read:N (a TMA store's\n"
                    "wait, sm_90a), named_barrier:N or barrier_arrive:N (barrier.sync /\n"
-                   "barrier.arrive, sm_90a), and run: the simulator should report the race, the read of\n"
+                   "barrier.arrive, sm_90a), cluster_wait:N (barrier.cluster.wait) or remote_arrive:N\n"
+                   "(an mbarrier_arrive on a peer CTA's object, sm_90a clusters), and run: the\n"
+                   "simulator should report the race, the read of\n"
                    "bytes still in flight, the write of bytes a wgmma or a TMA store still reads,\n"
                    "or a wgmma or TMA store read of stores not fenced for its proxy, or a hang /\n"
                    "an arrival left at a named barrier")

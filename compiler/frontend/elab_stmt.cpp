@@ -454,8 +454,9 @@ ir::Stmt Elaborator::elab_annotation(const ast::Stmt& s) {
     }
     if (s.name == "cluster") {
         // sm_90a: launch the grid in thread-block clusters of x * y * z blocks (at most 8,
-        // the portable size) and multicast the TMA fills of pipelined loops that every
-        // block of a cluster loads from the same coordinates (lower/cluster_multicast.h).
+        // the portable size) and multicast the TMA fills of pipelined loops that the
+        // blocks of a cluster row or column load from the same coordinates
+        // (lower/cluster_multicast.cpp).
         // @cluster(x = 2), or positional (2, 1, 1); 1 x 1 x 1 is off.
         int64_t dims[3] = {1, 1, 1};
         static const char* const names[3] = {"x", "y", "z"};

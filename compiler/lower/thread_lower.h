@@ -90,11 +90,13 @@ ir::PrimFunc split_warp_roles(const ir::PrimFunc& f);
 // the first wgmma group of an attention-like loop body (named barriers 2 and 3), unless
 // the kernel says @pingpong(false). Other functions unchanged.
 ir::PrimFunc pingpong_consumers(const ir::PrimFunc& f);
-// cluster-multicast (cluster_multicast.cpp, after pingpong-consumers): @cluster(x = n) on
-// sm_90a: thread-block clusters of n along x, the warp-specialized TMA fills every block
-// of a cluster loads alike multicast (each block issues 1/n of the box), a cluster-wide
-// empty ring, cluster barriers after the inits and at the end, the grid's x a multiple of
-// n. Elsewhere (or with nothing to multicast) the attribute is dropped.
+// cluster-multicast (cluster_multicast.cpp, after pingpong-consumers): @cluster(x = a,
+// y = b) on sm_90a: thread-block clusters of a x b, the warp-specialized TMA fills that the
+// blocks of a cluster row (fills free of block.x) or of a cluster column (free of
+// block.y) load alike multicast among them (each block issues its share of the box), a
+// cluster-wide empty ring over each block's row and column peers, cluster barriers after
+// the inits and at the end, the grid's x and y multiples of a and b. Elsewhere (or with
+// nothing to multicast) the attribute is dropped.
 ir::PrimFunc cluster_multicast(const ir::PrimFunc& f, const target::GpuTarget& target);
 // overlap-softmax-gemm (overlap_softmax_gemm.cpp, tile level, before layout-inference):
 // on sm_90a, an attention loop (fill, GEMM, softmax, fill, GEMM with A in registers) is

@@ -14,7 +14,14 @@
 //    and complete-tx go to every CTA of the mask at the same CTA-relative offsets, landing
 //    in a peer as in the issuer (when a wait there finds the phase short of them). Into a
 //    peer's bytes that a copy still fills or a wgmma still reads (a stage its consumers
-//    have not released), reported.
+//    have not released), reported. And, whatever order the run took: into peer bytes
+//    whose last reader has no release since the read that the issuing thread acquired
+//    (a plain mbarrier arrival, local or remote, or a cluster-barrier arrival, of the
+//    reader after the read, reaching the issuer through an mbarrier phase it waited for or
+//    a cluster barrier it passed), reported: the peer's consumers did not release the
+//    stage to this producer (a cluster's empty ring that leaves out a peer writing into the
+//    stage, which this run's schedule may have let pass). Releases are followed directly,
+//    not transitively through third threads, which the empty rings never need.
 //  - a remote MbarrierArrive (a rank operand): mapa + mbarrier.arrive.shared::cluster on
 //    the peer's object at the same offset.
 //  - a peer's mbarrier used by a remote operation must be initialised, and its init
@@ -254,7 +261,10 @@ void Executor::exec_cluster_barrier(const MachineOpNode* op, const Active& act) 
             issue(IssueKind::Cluster, loc, t, [&] { return std::string(isa::cluster_barrier_problem_text(p)); });
     };
     if (op->op == MachineOp::ClusterArrive) {
-        for (int32_t t : act) report(t, c.bar.arrive(cluster_thread(t)));
+        for (int32_t t : act) {
+            report(t, c.bar.arrive(cluster_thread(t)));
+            ++release_arrivals_[static_cast<size_t>(t)];  // a release, as a plain mbarrier arrival is
+        }
         ++c.events;
         return;
     }
@@ -277,8 +287,14 @@ void Executor::exec_cluster_barrier(const MachineOpNode* op, const Active& act) 
         }
         report(t, c.bar.wait(id));
     }
-    // Every access of the cluster before the phase is ordered before the threads' after it.
+    // Every access of the cluster before the phase is ordered before the threads' after it
+    // (so are the peers' reads, for the multicast's release check).
     ++epoch_;
+    release_floor_.assign(static_cast<size_t>(c.shape.size() * threads_), 0);
+    for (int64_t r = 0; r < c.shape.size(); ++r)
+        for (int64_t u = 0; u < threads_; ++u)
+            if (static_cast<size_t>(u) < peer(r).release_arrivals_.size())
+                release_floor_[static_cast<size_t>(r * threads_ + u)] = peer(r).release_arrivals_[static_cast<size_t>(u)];
 }
 
 uint64_t Executor::cluster_arrivals(int t) const {
@@ -303,7 +319,9 @@ void Executor::remote_arrive(int64_t rank, uint32_t bar, int t, SourceLoc loc) {
     Executor& p = cluster_ ? peer(rank) : *this;
     isa::Mbarrier& m = p.mbarriers_[bar];
     if (m.initialised && m.pending == 0) p.land_tma(bar);
+    const isa::Mbarrier before = m;
     isa::MbarrierProblem r = m.arrive();
+    if (cluster_) release_arrive(p, bar, before, m, t);
     if (r != isa::MbarrierProblem::None)
         issue(IssueKind::Mbarrier, loc, t, [&] {
             return "mbarrier_arrive to CTA rank " + std::to_string(rank) + ": " + isa::mbarrier_problem_text(r);
@@ -367,10 +385,54 @@ void Executor::multicast_into(int64_t rank, TmaInFlight f, const Storage& dst, i
             }
         }
     }
+    // The bytes' last readers in the peer released them to this thread: an arrival of
+    // theirs after the read is among those it acquired (its empty-ring waits).
+    if (!reported) {
+        const auto& known = release_acquired_[t];
+        for (const auto& [addr, v] : f.bytes) {
+            const int32_t r = p.arena_.reader[addr];
+            if (r < 0) continue;
+            const int64_t who = p.cluster_thread(r);
+            auto k = known.find(who);
+            if (k != known.end() && k->second > p.arena_.reader_arrivals[addr]) continue;
+            if (static_cast<size_t>(who) < release_floor_.size() &&
+                release_floor_[static_cast<size_t>(who)] > p.arena_.reader_arrivals[addr])
+                continue;
+            issue(IssueKind::Cluster, loc, t, [&] {
+                return "tma_load multicast into '" + dst.name() + "' of CTA rank " + std::to_string(rank) +
+                       ", whose bytes thread " + std::to_string(r) +
+                       " of that CTA read with no mbarrier arrival since that this thread acquired: the peer's "
+                       "consumers have not released the stage to this CTA (its producer may overwrite bytes they "
+                       "have yet to read)";
+            });
+            break;
+        }
+    }
     cluster_->exits.in_flight(rank, f.tx);
     f.remote = true;
     p.tma_in_flight_.push_back(std::move(f));
     ++p.sync_progress_;
+}
+
+void Executor::release_arrive(Executor& p, uint32_t bar, const isa::Mbarrier& before, const isa::Mbarrier& after,
+                              int t) {
+    const uint32_t n = ++release_arrivals_[static_cast<size_t>(t)];
+    Executor::ReleaseKnown& k = p.release_known_[bar];
+    k.pending[cluster_thread(t)] = n;
+    if (after.phase != before.phase) {  // the arrival completed the phase
+        k.done[before.phase & 1] = std::move(k.pending);
+        k.pending.clear();
+    }
+}
+
+void Executor::release_acquire(uint32_t bar, uint32_t parity, int t) {
+    auto k = release_known_.find(bar);
+    if (k == release_known_.end()) return;
+    auto& mine = release_acquired_[t];
+    for (const auto& [thread, n] : k->second.done[parity & 1]) {
+        uint32_t& m = mine[thread];
+        m = std::max(m, n);
+    }
 }
 
 }  // namespace tilec::sim::detail

@@ -95,6 +95,11 @@ struct SharedArena {
     // count then: the async proxy (wgmma) sees the store only after the writer fences.
     std::vector<int32_t> proxy_writer;
     std::vector<uint32_t> proxy_fence;
+    // Per byte, in a cluster: the thread that read it last (-1: none) and its plain
+    // mbarrier arrivals then (Executor::release_*: a peer's multicast into it must have
+    // acquired a later arrival of that thread).
+    std::vector<int32_t> reader;
+    std::vector<uint32_t> reader_arrivals;
     void ensure(int64_t n);
     // A new block: nothing written, no accesses; the bytes read as NaN until written.
     void reset();
@@ -317,6 +322,27 @@ private:
     // before by a cluster barrier); false when it must not go on.
     bool check_remote_mbarrier(int64_t rank, uint32_t bar, int t, SourceLoc loc, const char* what);
     void report_cluster_exit(isa::ClusterExitProblem p, int64_t rank);
+    // Releases across CTAs (a cluster's empty ring), tracked by what each thread acquired:
+    // thread t's plain mbarrier arrivals (release_arrivals_, local and remote), per
+    // mbarrier the latest arrival of each (cluster) thread in the phase under way and in
+    // the last completed phase of each parity (release_known_), and per thread the latest
+    // arrivals it acquired by passing such phases (release_acquired_). A multicast into a
+    // peer's bytes whose last reader has no arrival after the read among those the issuer
+    // acquired is reported: the peer's consumers did not release the stage to it (on the
+    // GPU it may overwrite bytes they have yet to read, whatever order this run took).
+    struct ReleaseKnown {
+        std::map<int64_t, uint32_t> pending, done[2];
+    };
+    std::vector<uint32_t> release_arrivals_;
+    std::map<uint32_t, ReleaseKnown> release_known_;
+    std::map<int32_t, std::map<int64_t, uint32_t>> release_acquired_;
+    // Every cluster thread's arrivals when this CTA's threads last passed a cluster
+    // barrier (.aligned: all of them at once), which orders everything before it.
+    std::vector<uint32_t> release_floor_;
+    // Thread t (of this CTA) arrives on mbarrier `m` at `bar` of CTA `p`, or passes a wait
+    // of parity `parity` on this CTA's `bar`.
+    void release_arrive(Executor& p, uint32_t bar, const isa::Mbarrier& before, const isa::Mbarrier& after, int t);
+    void release_acquire(uint32_t bar, uint32_t parity, int t);
     // Thread t's cluster-barrier arrivals so far (0 outside clusters).
     uint64_t cluster_arrivals(int t) const;
     // MbarrierArrive with a rank operand, by thread t on the object at `bar`.

@@ -82,6 +82,7 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
                 issue(IssueKind::Mbarrier, loc, t, [&] { return std::string("mbarrier_init of an object with TMA bytes in flight"); });
             report(t, m.init(op->imm.at(0)));
             released_[*addr] = false;
+            release_known_.erase(*addr);
             mbarrier_inits_[*addr] = {t, epoch_};
             init_cluster_arrivals_[*addr] = cluster_arrivals(t);
             ++sync_progress_;
@@ -96,7 +97,11 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             // A phase waiting on bytes alone completes when they land, which the hardware may
             // do any time: an arrival for the next phase finds them landed.
             if (m.initialised && m.pending == 0) land_tma(*addr);
-            report(t, op->imm.at(0) > 0 ? m.arrive_expect_tx(op->imm.at(0)) : m.arrive());
+            {
+                const isa::Mbarrier before = m;
+                report(t, op->imm.at(0) > 0 ? m.arrive_expect_tx(op->imm.at(0)) : m.arrive());
+                if (op->imm.at(0) == 0 && cluster_) release_arrive(*this, *addr, before, m, t);
+            }
             if (op->imm.at(0) == 0) released_[*addr] = true;
             ++sync_progress_;
             break;
@@ -113,6 +118,7 @@ void Executor::exec_mbarrier(const MachineOpNode* op, const Active& act) {
             // The other threads of this wait do not ask again once one gave up.
             gave_up |= !m.test_wait_parity(parity);
             if (m.test_wait_parity(parity)) {
+                if (cluster_) release_acquire(*addr, parity, t);
                 // Passing a phase other threads arrived on (not only bytes landing):
                 // their accesses before the arrival are ordered before this thread's
                 // after the wait (release / acquire), a new epoch of the race shadow.

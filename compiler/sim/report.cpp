@@ -83,7 +83,8 @@ std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int6
                          (kind == SyncKind::BulkWaitRead && op->op == ir::MachineOp::BulkWaitRead) ||
                          (kind == SyncKind::NamedBarrier && op->op == ir::MachineOp::NamedBarrier) ||
                          (kind == SyncKind::BarrierArrive && op->op == ir::MachineOp::BarrierArrive) ||
-                         (kind == SyncKind::ClusterWait && op->op == ir::MachineOp::ClusterWait);
+                         (kind == SyncKind::ClusterWait && op->op == ir::MachineOp::ClusterWait) ||
+                         (kind == SyncKind::RemoteArrive && op->op == ir::MachineOp::MbarrierArrive && !op->src.empty());
             return match ? hit(self) : self;
         }
     } drop;

@@ -191,6 +191,10 @@ void Executor::run_block(const std::array<int64_t, 3>& b) {
     tma_in_flight_.clear();
     bulk_groups_.clear();
     released_.clear();
+    release_arrivals_.assign(static_cast<size_t>(threads_), 0);
+    release_known_.clear();
+    release_acquired_.clear();
+    release_floor_.clear();
     mbarrier_inits_.clear();
     init_cluster_arrivals_.clear();
     fences_.assign(static_cast<size_t>(threads_), 0);

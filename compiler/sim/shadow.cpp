@@ -72,6 +72,11 @@ void Executor::check_pending(const Storage& s, int64_t off, int t, SourceLoc loc
 void Executor::shared_read(const Storage& s, int64_t off, int t, SourceLoc loc, const void* node) {
     check_pending(s, off, t, loc, false);
     const int64_t first = s.base + off * s.elem_bytes;
+    if (cluster_)
+        for (int b = 0; b < s.elem_bytes; ++b) {
+            arena_.reader[static_cast<size_t>(first + b)] = t;
+            arena_.reader_arrivals[static_cast<size_t>(first + b)] = release_arrivals_[static_cast<size_t>(t)];
+        }
     ByteShadow* sh = arena_.shadow.data() + first;
     if (opt_.check_races) {
         uint32_t me = 0;  // looked up when first needed: most reads find their epoch's reader set

@@ -195,7 +195,8 @@ ir::PrimFunc drop_barriers(const ir::PrimFunc& f);
 // IR prints) barrier() or cp_async_wait; nullopt if `f` has no such one. For tests that
 // the simulator catches a dropped barrier (a race) or wait (a read of bytes in flight):
 // tilec run --sim-drop-sync=barrier:N / wait:N.
-enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence, BulkWaitRead, NamedBarrier, BarrierArrive, ClusterWait };
+enum class SyncKind { Barrier, AsyncWait, WgmmaWait, MbarrierWait, ProxyFence, BulkWaitRead, NamedBarrier, BarrierArrive, ClusterWait,
+                      RemoteArrive };
 std::optional<ir::PrimFunc> drop_sync(const ir::PrimFunc& f, SyncKind kind, int64_t index);
 
 // The counters as a table, one line per source line and kind (--profile).

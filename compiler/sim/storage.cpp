@@ -113,6 +113,8 @@ void SharedArena::ensure(int64_t n) {
     bulk_reading.resize(static_cast<size_t>(n), 0);
     proxy_writer.resize(static_cast<size_t>(n), -1);
     proxy_fence.resize(static_cast<size_t>(n), 0);
+    reader.resize(static_cast<size_t>(n), -1);
+    reader_arrivals.resize(static_cast<size_t>(n), 0);
 }
 
 void SharedArena::reset() {
@@ -123,6 +125,7 @@ void SharedArena::reset() {
     std::fill(tma_pending.begin(), tma_pending.end(), 0);
     std::fill(bulk_reading.begin(), bulk_reading.end(), 0);
     std::fill(proxy_writer.begin(), proxy_writer.end(), -1);
+    std::fill(reader.begin(), reader.end(), -1);
 }
 
 void Storage::allocate_own(int64_t n) {

@@ -157,6 +157,9 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
         return false;
     };
     size_t next = 0;
+    // The CTA abandoned (in a cluster, another CTA failed): its roles unwind as below, and
+    // the abandonment goes on up once their threads are joined.
+    std::exception_ptr abandoned;
     // A fatal error in one role ends the run: the others are abandoned where they wait.
     while (!all_done() && !any_error()) {
         // The next role that may progress: not done, and not waiting on a state nothing
@@ -167,7 +170,16 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
             if (!r.done && (!r.waiting || r.progress_seen != sync_progress_)) pick = r.index;
         }
         // No role of this CTA can go on: in a cluster, the other CTAs may change that.
-        if (pick < 0 && yield_cluster()) continue;
+        if (pick < 0) {
+            bool resumed = false;
+            try {
+                resumed = yield_cluster();
+            } catch (...) {
+                abandoned = std::current_exception();
+                break;
+            }
+            if (resumed) continue;
+        }
         if (pick < 0) {
             for (size_t k = 0; k < n && pick < 0; ++k)
                 if (!roles[(next + k) % n].done) pick = roles[(next + k) % n].index;
@@ -194,6 +206,7 @@ void Executor::run_roles(const IfNode* op, const Active& producers, const Active
     for (auto& t : threads) t.join();
     swap_role_state(outer);
     if (error) std::rethrow_exception(error);
+    if (abandoned) std::rethrow_exception(abandoned);
 }
 
 void Executor::exec_named_barrier(const MachineOpNode* op, const Active& act) {

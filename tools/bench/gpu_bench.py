@@ -121,15 +121,18 @@ def main():
                  1e-2 if tname == "f16" else 2e-2)
 
     # gemm_f16 in thread-block clusters of 2 along N (gemm_f16_cluster2_cuda: A's tile
-    # multicast to both blocks of a cluster on sm_90a, no rasterization), beside gemm_f16.
-    gemm_c2 = entry("gemm_f16_cluster2_cuda", P, P, P, I64, I64, I64)
-    for (M, N, K) in gemm_sizes:
-        A = torch.randn(M, K, device="cuda", dtype=h)
-        B = torch.randn(K, N, device="cuda", dtype=h)
-        C = torch.empty(M, N, device="cuda", dtype=h)
-        run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K: gemm_c2(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
-        run.out = C
-        case(f"gemm_f16_cluster2 {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", 1e-2)
+    # multicast to both blocks of a cluster on sm_90a, no rasterization), and of 2 x 2
+    # (gemm_f16_cluster2x2_cuda: A along the cluster's rows, B along its columns), beside
+    # gemm_f16.
+    for cname in ("cluster2", "cluster2x2"):
+        gemm_c = entry(f"gemm_f16_{cname}_cuda", P, P, P, I64, I64, I64)
+        for (M, N, K) in gemm_sizes:
+            A = torch.randn(M, K, device="cuda", dtype=h)
+            B = torch.randn(K, N, device="cuda", dtype=h)
+            C = torch.empty(M, N, device="cuda", dtype=h)
+            run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K, g=gemm_c: g(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
+            run.out = C
+            case(f"gemm_f16_{cname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", 1e-2)
 
     # The linear layer's shape: C = X @ W^T with W stored [N, K] (gemm_f16_nt_cuda; on
     # sm_90a its transposed operand is a TMA box in memory order, with the warp roles).
