@@ -76,16 +76,13 @@ int64_t fragment_registers(const PrimFunc& f) {
 struct Effects : IRVisitor {
     BufferSet reads, writes;
     bool ok = true;
-    void region_read(const Region& r) {
-        reads.insert(r.buffer.get());
+    void region(const Region& r, BufferSet& into) {
+        into.insert(r.buffer.get());
         for (auto& e : r.start) visit(e);
         for (auto& e : r.extent) visit(e);
     }
-    void region_write(const Region& r) {
-        writes.insert(r.buffer.get());
-        for (auto& e : r.start) visit(e);
-        for (auto& e : r.extent) visit(e);
-    }
+    void region_read(const Region& r) { region(r, reads); }
+    void region_write(const Region& r) { region(r, writes); }
     void visit_load(const LoadNode* op) override {
         reads.insert(op->buffer.get());
         IRVisitor::visit_load(op);
@@ -169,13 +166,19 @@ struct RenameBuffers : IRMutator {
     }
 };
 
+using Lets = std::vector<std::pair<Var, Expr>>;
+
+// `s` under `lets`, the first outermost.
+Stmt under(const Lets& lets, Stmt s, SourceLoc loc) {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) s = make_let(it->first, it->second, s, loc);
+    return s;
+}
+
 // `stmts` (under the body's leading lets) at iteration `j`, on fresh binders, with the
 // shared tiles its copies fill from global memory moved to tiles of their own, each
 // allocated around the result.
-Stmt peeled(const std::vector<std::pair<Var, Expr>>& lets, const std::vector<Stmt>& stmts, const Var& var,
-            const Expr& j, SourceLoc loc) {
-    Stmt s = make_seq(stmts, loc);
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it) s = make_let(it->first, it->second, s, loc);
+Stmt peeled(const Lets& lets, const std::vector<Stmt>& stmts, const Var& var, const Expr& j, SourceLoc loc) {
+    Stmt s = under(lets, make_seq(stmts, loc), loc);
     VarMap at;
     at[var.get()] = j;
     s = with_fresh_binders(substitute(s, at));
@@ -198,7 +201,7 @@ Stmt peeled(const std::vector<std::pair<Var, Expr>>& lets, const std::vector<Stm
 
 // The rotated loop, or nullopt where the body is not of the shape above.
 std::optional<Stmt> rotate(const ForNode& loop, SourceLoc loc) {
-    std::vector<std::pair<Var, Expr>> lets;
+    Lets lets;
     Stmt body = loop.body;
     while (auto* l = body->as<LetStmtNode>()) {
         lets.emplace_back(l->var, l->value);
@@ -262,7 +265,7 @@ std::optional<Stmt> rotate(const ForNode& loop, SourceLoc loc) {
     // at the top of the body only).
     VarMap back;
     back[j.get()] = sub(Expr(j), make_int(1));
-    std::vector<std::pair<Var, Expr>> prev_lets;
+    Lets prev_lets;
     for (auto& [var, value] : lets) {
         Var fresh = make_var(var->name, var->type, var->var_kind, var->loc, var->dim);
         prev_lets.emplace_back(fresh, substitute(value, back));
@@ -271,10 +274,7 @@ std::optional<Stmt> rotate(const ForNode& loop, SourceLoc loc) {
     std::vector<Stmt> rotated = h1;
     rotated.push_back(with_fresh_binders(substitute(make_seq(t, loc), back)));
     rotated.insert(rotated.end(), h2.begin(), h2.end());
-    Stmt new_body = make_seq(rotated, loc);
-    for (auto it = prev_lets.rbegin(); it != prev_lets.rend(); ++it)
-        new_body = make_let(it->first, it->second, new_body, loc);
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it) new_body = make_let(it->first, it->second, new_body, loc);
+    Stmt new_body = under(lets, under(prev_lets, make_seq(rotated, loc), loc), loc);
     Stmt rotated_loop = make_for(j, add(loop.min, make_int(1)), maximum(sub(n, make_int(1)), make_int(0)),
                                  loop.for_kind, new_body, loop.loc, loop.stages);
     return make_seq({prologue, rotated_loop, epilogue}, loc);

@@ -115,12 +115,10 @@ protected:
             // where it runs beside everything the consumers do before the loop, so the
             // tiles it fills are live from the start (a tile used only before the loop,
             // flash attention's peeled first K tile, must not take their bytes).
-            used_in_producer_.clear();
             producer_ = true;
             visit(op->cond);
             visit(op->then_case);
             producer_ = false;
-            for (size_t i : used_in_producer_) buffers[i].live.add(0, 0);
             if (op->else_case) visit(op->else_case);
         } else {
             IRVisitor::visit_if(op);
@@ -130,8 +128,7 @@ protected:
     void visit_buffer_use(const Buffer& b) override {
         auto it = index.find(b.get());
         if (it == index.end()) return;
-        buffers[it->second].live.add(pos_, pos_);
-        if (producer_) used_in_producer_.push_back(it->second);
+        buffers[it->second].live.add(producer_ ? 0 : pos_, pos_);
         for (auto& loop : loops_) loop.first_is_overwrite.emplace(it->second, false);  // kept if already seen
         if (!loops_.empty()) loops_.back().used.push_back(it->second);
     }
@@ -146,8 +143,7 @@ private:
     };
     const FullWrites& full_writes_;
     int64_t pos_ = 0;
-    bool producer_ = false;
-    std::vector<size_t> used_in_producer_;
+    bool producer_ = false;  // in a warp-role split's producer branch
     std::vector<Loop> loops_;
 };
 

@@ -121,8 +121,6 @@ struct Passable : IRVisitor {
     }
 };
 
-// `s` with a wgmma_wait that ends its let body (through nested lets) taken out: the let
-// and the wait, or nullopt where `s` does not end so.
 bool names_var(const MachineOpNode& op, const VarNode* v) {
     for (auto& e : op.dst)
         if (uses_var(e, v)) return true;
@@ -131,25 +129,20 @@ bool names_var(const MachineOpNode& op, const VarNode* v) {
     return false;
 }
 
+// `s` with the wgmma_wait that ends it (`s` itself, the last of a list, the end of a let
+// body, nested) taken out: what is left and the wait; nullopt where `s` does not end so,
+// or where the wait names a let variable it would leave.
 std::optional<std::pair<Stmt, Stmt>> split_trailing_wait(const Stmt& s) {
+    if (machine(s, MachineOp::WgmmaWait)) return std::make_pair(make_seq({}, s->loc), s);
+    if (auto* seq = s->as<SeqNode>(); seq && !seq->stmts.empty()) {
+        auto inner = split_trailing_wait(seq->stmts.back());
+        if (!inner) return std::nullopt;
+        std::vector<Stmt> front(seq->stmts.begin(), seq->stmts.end() - 1);
+        front.push_back(inner->first);
+        return std::make_pair(make_seq(front, s->loc), inner->second);
+    }
     if (auto* l = s->as<LetStmtNode>()) {
-        if (auto* w = machine(l->body, MachineOp::WgmmaWait))
-            return names_var(*w, l->var.get()) ? std::nullopt
-                                               : std::optional(std::make_pair(make_seq({}, s->loc), l->body));
-        auto* seq = l->body->as<SeqNode>();
-        Stmt last = seq && !seq->stmts.empty() ? seq->stmts.back() : l->body;
-        std::optional<std::pair<Stmt, Stmt>> inner;
-        Stmt rest;
-        if (machine(last, MachineOp::WgmmaWait)) {
-            std::vector<Stmt> front(seq->stmts.begin(), seq->stmts.end() - 1);
-            inner = std::make_pair(make_seq(front, l->body->loc), last);
-        } else if ((inner = split_trailing_wait(last))) {
-            if (seq) {
-                std::vector<Stmt> front(seq->stmts.begin(), seq->stmts.end() - 1);
-                front.push_back(inner->first);
-                inner->first = make_seq(front, l->body->loc);
-            }
-        }
+        auto inner = split_trailing_wait(l->body);
         if (!inner || names_var(*inner->second->as<MachineOpNode>(), l->var.get())) return std::nullopt;
         return std::make_pair(make_let(l->var, l->value, inner->first, s->loc), inner->second);
     }
@@ -167,7 +160,9 @@ struct Sink : IRMutator {
             plain.push_back(m);
             // Lift a wait out of the end of a let body into this list (kept only where
             // a wait of the list moves).
-            if (auto split = split_trailing_wait(m)) {
+            std::optional<std::pair<Stmt, Stmt>> split;
+            if (m->as<LetStmtNode>()) split = split_trailing_wait(m);
+            if (split) {
                 v.push_back(split->first);
                 v.push_back(split->second);
             } else {

@@ -109,30 +109,26 @@ def main():
     # GEMM f16 and bf16, C = A @ B, row-major (gemm_T_cuda(stream, A, B, C, M, K, N)), at the
     # sizes of issue 11: square 4096 and 8192, and a short K (M = N = 8192, K = 512).
     gemm_sizes = [(1024, 1024, 1024)] if args.quick else [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 512)]
-    for tname, dt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
-        gemm = entry(f"gemm_{tname}_cuda", P, P, P, I64, I64, I64)
+    def gemm_cases(name, dt, bound):
+        """Export `name` (gemm_T_cuda's signature) at every size of gemm_sizes, against A @ B."""
+        gemm = entry(f"{name}_cuda", P, P, P, I64, I64, I64)
         for (M, N, K) in gemm_sizes:
             A = torch.randn(M, K, device="cuda", dtype=dt)
             B = torch.randn(K, N, device="cuda", dtype=dt)
             C = torch.empty(M, N, device="cuda", dtype=dt)
-            run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K, gemm=gemm: gemm(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
+            run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K: gemm(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
             run.out = C
-            case(f"gemm_{tname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s",
-                 1e-2 if tname == "f16" else 2e-2)
+            case(f"{name} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", bound)
+
+    for tname, dt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        gemm_cases(f"gemm_{tname}", dt, 1e-2 if tname == "f16" else 2e-2)
 
     # gemm_f16 in thread-block clusters of 2 along N (gemm_f16_cluster2_cuda: A's tile
     # multicast to both blocks of a cluster on sm_90a, no rasterization), and of 2 x 2
     # (gemm_f16_cluster2x2_cuda: A along the cluster's rows, B along its columns), beside
     # gemm_f16.
     for cname in ("cluster2", "cluster2x2"):
-        gemm_c = entry(f"gemm_f16_{cname}_cuda", P, P, P, I64, I64, I64)
-        for (M, N, K) in gemm_sizes:
-            A = torch.randn(M, K, device="cuda", dtype=h)
-            B = torch.randn(K, N, device="cuda", dtype=h)
-            C = torch.empty(M, N, device="cuda", dtype=h)
-            run = lambda s, A=A, B=B, C=C, M=M, N=N, K=K, g=gemm_c: g(s, A.data_ptr(), B.data_ptr(), C.data_ptr(), M, K, N)
-            run.out = C
-            case(f"gemm_f16_{cname} {M}x{N}x{K}", run, lambda A=A, B=B: A @ B, 2.0 * M * N * K, "TFLOP/s", 1e-2)
+        gemm_cases(f"gemm_f16_{cname}", h, 1e-2)
 
     # The linear layer's shape: C = X @ W^T with W stored [N, K] (gemm_f16_nt_cuda; on
     # sm_90a its transposed operand is a TMA box in memory order, with the warp roles).
