@@ -43,7 +43,10 @@
 // shifts their offsets by one before walking the body again, and forgets the stage
 // (the whole buffer again) once the loop is left. That is what lets a double-buffered
 // pipeline that stores the next tile into one stage while reading the other run on one
-// barrier an iteration rather than two.
+// barrier an iteration rather than two. The pipeline's prologue, a rolled loop over the
+// first S - 1 stages, is treated alike (its stage index is a stage, not enumerated), and
+// walked once per iteration: it has fewer iterations than stages, so no access of an
+// earlier iteration comes back to the stage a later one writes.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -70,6 +73,8 @@ namespace {
 // proofs that matter), not for a gemm's k loop around them (reads of many threads'
 // elements, which conflict with the writes anyway).
 constexpr int64_t kMaxEnumeration = int64_t(1) << 18;
+// Rolled loops of at most this many iterations are walked iteration by iteration.
+constexpr int64_t kMaxWalkedTrips = 4;
 
 using Binder = transform::AccessBinder;
 
@@ -352,6 +357,12 @@ private:
             bool ok = binders_of({indices[d]}, ctx_.size(), u, t);
             for (size_t k = 0; ok && k < ctx_.size(); ++k)
                 if (u[k] && ctx_[k].kind == Binder::Loop && !as_const_int(ctx_[k].b)) ok = false;
+            // A rolled loop's stage index (software-pipeline's prologue filling stage s of
+            // S - 1 in `for s in rolled(0, S - 1)`) is a stage too, although enumerable:
+            // enumerated, each iteration's fill would cover every stage, and the aligned
+            // and masked forms of consecutive iterations would conflict in stages neither
+            // touches (a barrier an iteration).
+            if (ok && !a.stage_var && rolled_stage(indices[d], shape[d])) ok = false;
             wild[d] = !ok;
             if (ok) exact.push_back(indices[d]);
             if (!ok && !a.stage_var) stage_of(a, indices[d], d, shape[d]);
@@ -472,26 +483,46 @@ private:
         a.known = true;
     }
 
-    // Records in `a` that dimension `d` (of extent `extent`) is a stage index
-    // (v + c) mod extent, v the variable of an enclosing loop.
-    void stage_of(MemAccess& a, const Expr& index, size_t d, int64_t extent) const {
+    // The enclosing loop whose variable v makes `index` a stage index (v + c) mod extent
+    // (or c + v), with the offset c; null if it is none.
+    const Binder* stage_loop(const Expr& index, int64_t extent, int64_t& c) const {
         auto* mod = index->as<BinaryNode>();
-        if (!mod || mod->op != BinaryOp::FloorMod || as_const_int(mod->b) != extent || extent < 2) return;
+        if (!mod || mod->op != BinaryOp::FloorMod || as_const_int(mod->b) != extent || extent < 2) return nullptr;
         const VarNode* v = nullptr;
-        int64_t c = 0;
+        c = 0;
         if (auto* var = mod->a->as<VarNode>()) {
             v = var;
         } else if (auto* sum = mod->a->as<BinaryNode>(); sum && (sum->op == BinaryOp::Add || sum->op == BinaryOp::Sub)) {
             auto* lhs = sum->a->as<VarNode>();
             auto rhs = as_const_int(sum->b);
-            if (!lhs || !rhs) return;
+            if (!lhs && sum->op == BinaryOp::Add) {  // c + v
+                lhs = sum->b->as<VarNode>();
+                rhs = as_const_int(sum->a);
+            }
+            if (!lhs || !rhs) return nullptr;
             v = lhs;
             c = sum->op == BinaryOp::Add ? *rhs : -*rhs;
         }
-        if (!v) return;
-        bool loop = false;
-        for (auto& b : ctx_) loop |= b.kind == Binder::Loop && b.var == v;
+        if (!v) return nullptr;
+        for (auto& b : ctx_)
+            if (b.kind == Binder::Loop && b.var == v) return &b;
+        return nullptr;
+    }
+
+    bool rolled_stage(const Expr& index, int64_t extent) const {
+        int64_t c = 0;
+        const Binder* loop = stage_loop(index, extent, c);
+        auto* f = loop ? static_cast<const ForNode*>(loop->origin) : nullptr;
+        return f && f->for_kind == ForKind::Rolled;
+    }
+
+    // Records in `a` that dimension `d` (of extent `extent`) is a stage index
+    // (v + c) mod extent, v the variable of an enclosing loop.
+    void stage_of(MemAccess& a, const Expr& index, size_t d, int64_t extent) const {
+        int64_t c = 0;
+        const Binder* loop = stage_loop(index, extent, c);
         if (!loop) return;
+        const VarNode* v = loop->var;
         a.stage_var = v;
         a.stage_mod = extent;
         a.stage_off = ((c % extent) + extent) % extent;
@@ -769,6 +800,22 @@ private:
                 p.clear();
             }
             Pending entry = p, back;
+            // A rolled loop of a few iterations (software-pipeline's prologue over the
+            // stages it fills) is walked once per iteration, each walk after the
+            // previous one's pending accesses, restaged one iteration back: exact where
+            // the fixed point below would also carry accesses from more iterations back
+            // than the loop has, shifted onto the stage the current one writes.
+            auto trips = as_const_int(f->extent);
+            if (f->for_kind == ForKind::Rolled && trips && *trips >= 1 && *trips <= kMaxWalkedTrips) {
+                Pending q = p;
+                for (int64_t it = 0; it < *trips; ++it) {
+                    if (it) q = restaged(q, f->var.get(), false);
+                    walk(f->body, q);
+                }
+                ctx_.pop_back();
+                p = restaged(q, f->var.get(), true);
+                return;
+            }
             for (;;) {
                 Pending q = entry;
                 q.add(restaged(back, f->var.get(), false));

@@ -8,7 +8,9 @@
 //     OPENBLAS_CORETYPE=SkylakeX where the CPU has AVX-512 (the core is printed);
 //   - the measured FMA peak (a register-only AVX-512 FMA loop on the same
 //     threads), and each GEMM as a fraction of it.
-// Every timing is the best of N runs after one warm-up, and each result is checked
+// Every timing is the best of N runs after one warm-up, each kernel's runs alternating
+// with its reference's (memcpy, OpenBLAS) so that both see the same phases of a shared
+// machine's drifting bandwidth and clock, and each result is checked
 // against a plain C++ loop (not timed) so the figures are of correct work. No thresholds.
 //
 //   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time] [--offset B]
@@ -44,6 +46,8 @@
 #include <string>
 #include <thread>
 #include <time.h>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -73,6 +77,27 @@ double seconds_best_of(int reps, const std::function<void()>& fn) {
         best = std::min(best, now_seconds() - t0);
     }
     return best;
+}
+
+// The best times of `fn` and of its reference `ref`, run alternately rep by rep. On a
+// shared machine the memory bandwidth and clock drift by tens of percent within seconds;
+// timed one after the other, a kernel and its reference could each catch a different
+// phase and their ratio would carry the drift. `ref` null: only fn is timed (ref's 0).
+std::pair<double, double> seconds_best_of_pair(int reps, const std::function<void()>& fn,
+                                               const std::function<void()>& ref) {
+    fn();
+    if (ref) ref();
+    double best = 1e300, best_ref = ref ? 1e300 : 0;
+    for (int r = 0; r < reps; ++r) {
+        double t0 = now_seconds();
+        fn();
+        best = std::min(best, now_seconds() - t0);
+        if (!ref) continue;
+        t0 = now_seconds();
+        ref();
+        best_ref = std::min(best_ref, now_seconds() - t0);
+    }
+    return {best, best_ref};
 }
 
 // Runs body(row_begin, row_end) over [0, rows) on g_threads threads.
@@ -218,14 +243,14 @@ void bench_gemm_f32(int64_t n) {
     for (auto& x : B) x = u(rng);
     tile_cpu_options opt = TILE_CPU_OPTIONS_INIT;
     opt.num_threads = g_threads;
-    double t_tile = seconds_best_of(g_reps, [&] { check_status(gemm_f32_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f32"); });
-    double t_blas = 0;
-    if (g_openblas.sgemm) {
-        int ni = int(n);
-        t_blas = seconds_best_of(g_reps, [&] {
+    int ni = int(n);
+    std::function<void()> blas;
+    if (g_openblas.sgemm)
+        blas = [&] {
             g_openblas.sgemm(101 /*row major*/, 111 /*no trans*/, 111, ni, ni, ni, 1.0f, A.data(), ni, B.data(), ni, 0.0f, Cn.data(), ni);
-        });
-    }
+        };
+    auto [t_tile, t_blas] = seconds_best_of_pair(
+        g_reps, [&] { check_status(gemm_f32_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f32"); }, blas);
     print_gemm_row("f32", n, t_tile, t_blas);
     auto id = [](float x) { return x; };
     naive_gemm(A.data(), B.data(), Cn.data(), n, n, n, id, id);
@@ -240,16 +265,14 @@ void bench_gemm_f16(int64_t n) {
     for (auto& x : B) x = f16_bits(u(rng));
     tile_cpu_options opt = TILE_CPU_OPTIONS_INIT;
     opt.num_threads = g_threads;
-    double t_tile = seconds_best_of(g_reps, [&] { check_status(gemm_f16_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f16"); });
     std::vector<float> Af(A.size()), Bf(B.size()), Cf(C.size());
     for (size_t i = 0; i < A.size(); ++i) Af[i] = f16_float(A[i]), Bf[i] = f16_float(B[i]);
-    double t_blas = 0;
-    if (g_openblas.sgemm) {  // OpenBLAS has no f16 GEMM here: sgemm on the widened inputs
-        int ni = int(n);
-        t_blas = seconds_best_of(g_reps, [&] {
-            g_openblas.sgemm(101, 111, 111, ni, ni, ni, 1.0f, Af.data(), ni, Bf.data(), ni, 0.0f, Cf.data(), ni);
-        });
-    }
+    int ni = int(n);
+    std::function<void()> blas;
+    if (g_openblas.sgemm)  // OpenBLAS has no f16 GEMM here: sgemm on the widened inputs
+        blas = [&] { g_openblas.sgemm(101, 111, 111, ni, ni, ni, 1.0f, Af.data(), ni, Bf.data(), ni, 0.0f, Cf.data(), ni); };
+    auto [t_tile, t_blas] = seconds_best_of_pair(
+        g_reps, [&] { check_status(gemm_f16_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f16"); }, blas);
     print_gemm_row("f16", n, t_tile, t_blas);
     auto id = [](float x) { return x; };
     naive_gemm(Af.data(), Bf.data(), Cn.data(), n, n, n, id, f16_bits);
@@ -258,11 +281,9 @@ void bench_gemm_f16(int64_t n) {
     verify("gemm_f16", got, ref, 2e-3);  // both round to f16 at the end: one ulp apart at most
 }
 
-// memcpy of `bytes` bytes from src to dst, split in contiguous chunks over g_threads.
-double seconds_memcpy(const float* src, float* dst, int64_t count) {
-    return seconds_best_of(g_reps, [&] {
-        parallel_rows(count, [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, size_t(e - b) * sizeof(float)); });
-    });
+// memcpy of `count` floats from src to dst, split in contiguous chunks over g_threads.
+void memcpy_threads(const float* src, float* dst, int64_t count) {
+    parallel_rows(count, [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, size_t(e - b) * sizeof(float)); });
 }
 
 void print_row_kernel(const char* what, int64_t M, int64_t N, double t_tile, double t_memcpy) {
@@ -299,12 +320,14 @@ void bench_row_kernels(int64_t M, int64_t N) {
     tile_cpu_options opt = TILE_CPU_OPTIONS_INIT;
     opt.num_threads = g_threads;
     const float eps = 1e-5f;
-    double t_memcpy = seconds_memcpy(d.X.p, d.copy.p, M * N);
+    // Each kernel is timed alternately with memcpy of the same bytes (seconds_best_of_pair).
+    auto copy = [&] { memcpy_threads(d.X.p, d.copy.p, M * N); };
     auto rows = [&](auto per_row) {  // the plain reference, row by row in double
         for (int64_t r = 0; r < M; ++r) per_row(d.X.p + r * N, d.ref.data() + r * N);
     };
 
-    double t = seconds_best_of(g_reps, [&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); });
+    auto [t, t_memcpy] = seconds_best_of_pair(
+        g_reps, [&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); }, copy);
     print_row_kernel("softmax f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double mx = -INFINITY, sum = 0;
@@ -314,9 +337,9 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("softmax_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    t = seconds_best_of(g_reps, [&] {
+    std::tie(t, t_memcpy) = seconds_best_of_pair(g_reps, [&] {
         check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32");
-    });
+    }, copy);
     print_row_kernel("rmsnorm f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double ss = 0;
@@ -326,9 +349,9 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("rmsnorm_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    t = seconds_best_of(g_reps, [&] {
+    std::tie(t, t_memcpy) = seconds_best_of_pair(g_reps, [&] {
         check_status(layernorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.beta.data(), d.Y.p, M, N, eps), "layernorm_f32");
-    });
+    }, copy);
     print_row_kernel("layernorm f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double mean = 0, var = 0;
