@@ -187,44 +187,74 @@ std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::
     return what == NvptxOutput::LlvmIr ? out : add_cluster_directives(std::move(out), m);
 }
 
+namespace {
+
+// One export's LLVM context for `target`: its features, target machine and module.
+struct NvptxExport {
+    NvptxExport(const target::GpuTarget& target, const std::string& module_name)
+        : target(target),
+          features(features_of(target)),
+          tm((init_nvptx(), gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX"))),
+          backend(module_name, kTriple, *tm) {}
+
+    void emit(const ir::PrimFunc& func) { emit_kernel(backend.module, func, target); }
+    void optimize() {
+        gpu::optimize_gpu_module(backend.module, *tm, target, features, "NVPTX", backend.llvm_errors);
+    }
+    // Code generation of the optimised module for `target` (its CPU and features
+    // replacing those of the arch that optimised it).
+    std::string ptx() {
+        for (auto& fn : backend.module) {
+            if (fn.isDeclaration()) continue;
+            fn.addFnAttr("target-cpu", target.llvm_cpu);
+            fn.addFnAttr("target-features", features);
+        }
+        verify_module(backend.module, "NVPTX");
+        return add_cluster_directives(gpu::emit_gpu_module(backend.module, *tm, target, "NVPTX", backend.llvm_errors,
+                                                           llvm::CodeGenFileType::AssemblyFile),
+                                      backend.module);
+    }
+
+    const target::GpuTarget& target;
+    std::string features;
+    std::unique_ptr<llvm::TargetMachine> tm;
+    BackendModule backend;
+};
+
+}  // namespace
+
 std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
                                       const std::string& module_name) {
-    std::string features = features_of(target);
-    init_nvptx();
-    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
-    BackendModule backend_module(module_name, kTriple, *tm);
+    NvptxExport e(target, module_name);
     StageTimer::Scope timed(target.name, "llvm-ir");
-    emit_kernel(backend_module.module, func, target);
-    return module_bitcode(backend_module.module);
+    e.emit(func);
+    return module_bitcode(e.backend.module);
 }
 
 std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::GpuTarget& target,
                                    const std::string& module_name) {
-    std::string features = features_of(target);
-    init_nvptx();
-    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
-    BackendModule backend_module(module_name, kTriple, *tm);
-    link_bitcode(bitcode, backend_module, module_name, "NVPTX");
-    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "NVPTX", backend_module.llvm_errors);
-    return module_bitcode(backend_module.module);
+    NvptxExport e(target, module_name);
+    link_bitcode(bitcode, e.backend, module_name, "NVPTX");
+    e.optimize();
+    return module_bitcode(e.backend.module);
 }
 
 std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTarget& target,
                                  const std::string& module_name) {
-    std::string features = features_of(target);
-    init_nvptx();
-    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
-    BackendModule backend_module(module_name, kTriple, *tm);
-    link_bitcode(bitcode, backend_module, module_name, "NVPTX");
-    for (auto& fn : backend_module.module) {
-        if (fn.isDeclaration()) continue;
-        fn.addFnAttr("target-cpu", target.llvm_cpu);
-        fn.addFnAttr("target-features", features);
+    NvptxExport e(target, module_name);
+    link_bitcode(bitcode, e.backend, module_name, "NVPTX");
+    return e.ptx();
+}
+
+std::string nvptx_ptx_of_kernel(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                const std::string& module_name) {
+    NvptxExport e(target, module_name);
+    {
+        StageTimer::Scope timed(target.name, "llvm-ir");
+        e.emit(func);
     }
-    verify_module(backend_module.module, "NVPTX");
-    return add_cluster_directives(gpu::emit_gpu_module(backend_module.module, *tm, target, "NVPTX",
-                                                       backend_module.llvm_errors, llvm::CodeGenFileType::AssemblyFile),
-                                  backend_module.module);
+    e.optimize();
+    return e.ptx();
 }
 
 std::string merge_ptx(const std::vector<std::string>& modules) {

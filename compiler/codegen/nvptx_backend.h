@@ -39,6 +39,11 @@ std::string nvptx_optimize_bitcode(const std::string& bitcode, const target::Gpu
                                    const std::string& module_name);
 std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTarget& target,
                                  const std::string& module_name);
+// The three steps in one LLVM context, for an export built for one NVIDIA arch (no group
+// to share the O3 run with): the same PTX, without writing and reading back the module
+// twice as bitcode (a sixth of the NVIDIA backend's time on gemm.tile).
+std::string nvptx_ptx_of_kernel(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                const std::string& module_name);
 
 // One PTX module of the PTX modules of compile_nvptx for single exports (the same
 // target), in order: the first's header, then each module's declarations and entry. The

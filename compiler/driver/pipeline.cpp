@@ -354,9 +354,13 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         if (results[a].target->is_nvidia()) order.push_back(a);
     std::vector<size_t> nvidia_opt;  // per export: its optimize_nvidia_export task
     std::vector<size_t> arch_tasks;
+    // With one NVIDIA arch there is no group to optimise once for: each export's LLVM
+    // steps run in one context (nvptx_ptx_of_kernel), the same PTX.
+    size_t nvidia_archs = 0;
+    for (auto& r : results) nvidia_archs += r.target->is_nvidia();
     for (size_t a : order) {
         ArchResult& r = results[a];
-        if (r.target->is_nvidia() && nvidia_opt.empty())
+        if (r.target->is_nvidia() && nvidia_archs > 1 && nvidia_opt.empty())
             for (size_t i = 0; i < exports; ++i)
                 nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
                     optimize_nvidia_export(i, thread_level, results, source);
@@ -368,7 +372,9 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         for (size_t i = 0; i < level.funcs.size(); ++i) {
             const ir::PrimFunc* f = &level.funcs[i];
             std::string* part = &r.parts[i];
-            if (t.is_nvidia()) {
+            if (t.is_nvidia() && nvidia_archs == 1) {
+                deps.push_back(graph.add([f, part, &t, &source] { *part = codegen::nvptx_ptx_of_kernel(*f, t, source); }));
+            } else if (t.is_nvidia()) {
                 const std::string* optimized = &r.optimized[i];
                 deps.push_back(graph.add(
                     [part, optimized, &t, &source] { *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source); },
