@@ -246,6 +246,14 @@ std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTa
     return e.ptx();
 }
 
+std::string nvptx_ptx_of_unoptimized(const std::string& bitcode, const target::GpuTarget& target,
+                                     const std::string& module_name) {
+    NvptxExport e(target, module_name);
+    link_bitcode(bitcode, e.backend, module_name, "NVPTX");
+    e.optimize();
+    return e.ptx();
+}
+
 std::string nvptx_ptx_of_kernel(const ir::PrimFunc& func, const target::GpuTarget& target,
                                 const std::string& module_name) {
     NvptxExport e(target, module_name);

@@ -44,6 +44,10 @@ std::string nvptx_ptx_of_bitcode(const std::string& bitcode, const target::GpuTa
 // twice as bitcode (a sixth of the NVIDIA backend's time on gemm.tile).
 std::string nvptx_ptx_of_kernel(const ir::PrimFunc& func, const target::GpuTarget& target,
                                 const std::string& module_name);
+// The last two steps in one context, for an arch whose unoptimised bitcode no other
+// arch shares.
+std::string nvptx_ptx_of_unoptimized(const std::string& bitcode, const target::GpuTarget& target,
+                                     const std::string& module_name);
 
 // One PTX module of the PTX modules of compile_nvptx for single exports (the same
 // target), in order: the first's header, then each module's declarations and entry. The

@@ -330,6 +330,13 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
         if (lower(t, *results[same->lowest].target)) same->lowest = a;
     }
     for (auto& g : groups) {
+        if (g.archs.size() == 1) {
+            // An arch alone in its group: O3 and PTX in the same context (the same PTX as
+            // through bitcode), its `optimized` left empty for the PTX task to skip.
+            ArchResult& r = results[g.lowest];
+            r.parts.at(export_index) = codegen::nvptx_ptx_of_unoptimized(g.unoptimized, *r.target, source);
+            continue;
+        }
         std::string optimized = codegen::nvptx_optimize_bitcode(g.unoptimized, *results[g.lowest].target, source);
         for (size_t a : g.archs) results[a].optimized.at(export_index) = optimized;
     }
@@ -377,7 +384,9 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
             } else if (t.is_nvidia()) {
                 const std::string* optimized = &r.optimized[i];
                 deps.push_back(graph.add(
-                    [part, optimized, &t, &source] { *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source); },
+                    [part, optimized, &t, &source] {
+                        if (!optimized->empty()) *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source);
+                    },
                     {nvidia_opt.at(i)}));
             } else {
                 deps.push_back(graph.add(
