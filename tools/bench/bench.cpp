@@ -7,10 +7,10 @@
 //     column is skipped otherwise: OpenBLAS is never a build dependency), with
 //     OPENBLAS_CORETYPE=SkylakeX where the CPU has AVX-512 (the core is printed);
 //   - the measured FMA peak (a register-only AVX-512 FMA loop on the same
-//     threads), and each GEMM as a fraction of it.
+//     threads, timed beside each GEMM), and each GEMM as a fraction of it.
 // Every timing is the best of N runs after one warm-up, each kernel's runs alternating
-// with its reference's (memcpy, OpenBLAS) so that both see the same phases of a shared
-// machine's drifting bandwidth and clock, and each result is checked
+// with its references' (memcpy; OpenBLAS and the FMA peak) so that all see the same
+// phases of a shared machine's drifting bandwidth and clock, and each result is checked
 // against a plain C++ loop (not timed) so the figures are of correct work. No thresholds.
 //
 //   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time] [--offset B]
@@ -68,36 +68,28 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double seconds_best_of(int reps, const std::function<void()>& fn) {
-    fn();  // warm-up: page faults, the pool's threads, caches
-    double best = 1e300;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = now_seconds();
-        fn();
-        best = std::min(best, now_seconds() - t0);
-    }
-    return best;
-}
-
-// The best times of `fn` and of its reference `ref`, run alternately rep by rep. On a
+// The best time of each of `fns` (null ones skipped: 0), run in turn rep by rep. On a
 // shared machine the memory bandwidth and clock drift by tens of percent within seconds;
-// timed one after the other, a kernel and its reference could each catch a different
-// phase and their ratio would carry the drift. `ref` null: only fn is timed (ref's 0).
-std::pair<double, double> seconds_best_of_pair(int reps, const std::function<void()>& fn,
-                                               const std::function<void()>& ref) {
-    fn();
-    if (ref) ref();
-    double best = 1e300, best_ref = ref ? 1e300 : 0;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = now_seconds();
-        fn();
-        best = std::min(best, now_seconds() - t0);
-        if (!ref) continue;
-        t0 = now_seconds();
-        ref();
-        best_ref = std::min(best_ref, now_seconds() - t0);
-    }
-    return {best, best_ref};
+// timed one after the other, a kernel and its reference (memcpy, OpenBLAS, the FMA
+// peak) could each catch a different phase and their ratio would carry the drift.
+std::vector<double> seconds_best_interleaved(int reps, const std::vector<std::function<void()>>& fns) {
+    for (auto& fn : fns)
+        if (fn) fn();  // warm-up
+    std::vector<double> best(fns.size(), 0);
+    for (size_t i = 0; i < fns.size(); ++i)
+        if (fns[i]) best[i] = 1e300;
+    for (int r = 0; r < reps; ++r)
+        for (size_t i = 0; i < fns.size(); ++i) {
+            if (!fns[i]) continue;
+            // OpenBLAS's worker threads spin for tens of milliseconds after a call
+            // returns (its THREAD_TIMEOUT): whatever ran next lost a core to them (the FMA
+            // peak right after sgemm read half). A pause lets them go to sleep first.
+            std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            double t0 = now_seconds();
+            fns[i]();
+            best[i] = std::min(best[i], now_seconds() - t0);
+        }
+    return best;
 }
 
 // Runs body(row_begin, row_end) over [0, rows) on g_threads threads.
@@ -188,13 +180,13 @@ OpenBlas load_openblas() {
     return ob;
 }
 OpenBlas g_openblas;
-double g_fma_peak = 0;  // GFLOP/s on g_threads threads; 0 when not measured
 
 // FMA peak: kFmaChains independent register accumulators (more than FMA latency x FMA
 // ports), so each thread's loop is bound by FMA throughput alone. AVX-512 only: the
 // issue's comparison; the intrinsics need the target attribute on their function.
 constexpr int kFmaChains = 16;
 constexpr int64_t kFmaIters = 10'000'000;
+constexpr double kFmaFlop = 2.0 * 16 * kFmaChains * double(kFmaIters);  // per thread and run
 __attribute__((target("avx512f"))) float fma_chains_avx512() {
     __m512 acc[kFmaChains], a = _mm512_set1_ps(0.999f);
     for (auto& x : acc) x = a;
@@ -205,33 +197,36 @@ __attribute__((target("avx512f"))) float fma_chains_avx512() {
     _mm512_storeu_ps(lanes, acc[0]);
     return lanes[0];
 }
-// GFLOP/s of `chains` run once on each of g_threads threads.
-double fma_gflops(float (*chains)(), int lanes) {
-    std::vector<float> sink(static_cast<size_t>(g_threads));
-    double t = seconds_best_of(g_reps, [&] {
-        parallel_rows(g_threads, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) sink[size_t(i)] = chains(); });
-    });
-    if (sink[0] == 42.0f) std::printf(" ");  // the result is used: the loop stays
-    return 2.0 * lanes * kFmaChains * double(kFmaIters) * g_threads / t * 1e-9;
-}
-void measure_fma_peak() {
-    if (!__builtin_cpu_supports("avx512f")) {
-        std::printf("  FMA peak: no AVX-512 on this CPU, not measured\n");
-        return;
-    }
-    g_fma_peak = fma_gflops(fma_chains_avx512, 16);
-    std::printf("  FMA peak (AVX-512, f32)       %8.1f GFLOP/s\n", g_fma_peak);
+float g_fma_sink = 0;
+// One run of the FMA chains on each of g_threads threads; null without AVX-512. Timed
+// beside each GEMM (seconds_best_interleaved), so the "% of FMA peak" is of a peak
+// measured in the same phases of the machine as the GEMM (measured once, it moved
+// 286 -> 396 GFLOP/s between runs here).
+std::function<void()> fma_peak_run() {
+    if (!__builtin_cpu_supports("avx512f")) return nullptr;
+    return [] {
+        std::vector<float> sink(static_cast<size_t>(g_threads));
+        parallel_rows(g_threads, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) sink[size_t(i)] = fma_chains_avx512();
+        });
+        g_fma_sink += sink[0];  // the result is used: the loop stays
+    };
 }
 
-void print_gemm_row(const char* what, int64_t n, double t_tile, double t_blas) {
+void print_gemm_row(const char* what, int64_t n, const std::vector<double>& t) {
     double flop = 2.0 * double(n) * double(n) * double(n);
-    double tile = flop / t_tile * 1e-9;
+    double tile = flop / t[0] * 1e-9;
     std::printf("  gemm %s %5lld^3           tilec %8.1f GFLOP/s", what, (long long)n, tile);
-    if (t_blas > 0)
-        std::printf("   OpenBLAS sgemm %8.1f GFLOP/s   ratio %5.2fx", flop / t_blas * 1e-9, t_blas / t_tile);
+    if (t[1] > 0)
+        std::printf("   OpenBLAS sgemm %8.1f GFLOP/s   ratio %5.2fx", flop / t[1] * 1e-9, t[1] / t[0]);
     else
         std::printf("   OpenBLAS: not installed (libopenblas.so.0), column skipped");
-    if (g_fma_peak > 0) std::printf("   %3.0f%% of FMA peak", 100.0 * tile / g_fma_peak);
+    if (t[2] > 0) {
+        double peak = kFmaFlop * g_threads / t[2] * 1e-9;
+        std::printf("   FMA peak %6.1f GFLOP/s: %3.0f%%", peak, 100.0 * tile / peak);
+    } else {
+        std::printf("   FMA peak: no AVX-512, not measured");
+    }
     std::printf("\n");
 }
 
@@ -249,9 +244,11 @@ void bench_gemm_f32(int64_t n) {
         blas = [&] {
             g_openblas.sgemm(101 /*row major*/, 111 /*no trans*/, 111, ni, ni, ni, 1.0f, A.data(), ni, B.data(), ni, 0.0f, Cn.data(), ni);
         };
-    auto [t_tile, t_blas] = seconds_best_of_pair(
-        g_reps, [&] { check_status(gemm_f32_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f32"); }, blas);
-    print_gemm_row("f32", n, t_tile, t_blas);
+    print_gemm_row(
+        "f32", n,
+        seconds_best_interleaved(
+            g_reps, {[&] { check_status(gemm_f32_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f32"); }, blas,
+                     fma_peak_run()}));
     auto id = [](float x) { return x; };
     naive_gemm(A.data(), B.data(), Cn.data(), n, n, n, id, id);
     verify("gemm_f32", std::vector<double>(C.begin(), C.end()), std::vector<double>(Cn.begin(), Cn.end()), 1e-5);
@@ -271,9 +268,11 @@ void bench_gemm_f16(int64_t n) {
     std::function<void()> blas;
     if (g_openblas.sgemm)  // OpenBLAS has no f16 GEMM here: sgemm on the widened inputs
         blas = [&] { g_openblas.sgemm(101, 111, 111, ni, ni, ni, 1.0f, Af.data(), ni, Bf.data(), ni, 0.0f, Cf.data(), ni); };
-    auto [t_tile, t_blas] = seconds_best_of_pair(
-        g_reps, [&] { check_status(gemm_f16_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f16"); }, blas);
-    print_gemm_row("f16", n, t_tile, t_blas);
+    print_gemm_row(
+        "f16", n,
+        seconds_best_interleaved(
+            g_reps, {[&] { check_status(gemm_f16_cpu(&opt, A.data(), B.data(), C.data(), n, n, n), "gemm_f16"); }, blas,
+                     fma_peak_run()}));
     auto id = [](float x) { return x; };
     naive_gemm(Af.data(), Bf.data(), Cn.data(), n, n, n, id, f16_bits);
     std::vector<double> got(C.size()), ref(C.size());
@@ -326,8 +325,9 @@ void bench_row_kernels(int64_t M, int64_t N) {
         for (int64_t r = 0; r < M; ++r) per_row(d.X.p + r * N, d.ref.data() + r * N);
     };
 
-    auto [t, t_memcpy] = seconds_best_of_pair(
-        g_reps, [&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); }, copy);
+    auto times = seconds_best_interleaved(
+        g_reps, {[&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); }, copy});
+    double t = times[0], t_memcpy = times[1];
     print_row_kernel("softmax f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double mx = -INFINITY, sum = 0;
@@ -337,9 +337,10 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("softmax_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    std::tie(t, t_memcpy) = seconds_best_of_pair(g_reps, [&] {
-        check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32");
-    }, copy);
+    times = seconds_best_interleaved(
+        g_reps, {[&] { check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32"); },
+                 copy});
+    t = times[0], t_memcpy = times[1];
     print_row_kernel("rmsnorm f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double ss = 0;
@@ -349,9 +350,13 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("rmsnorm_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    std::tie(t, t_memcpy) = seconds_best_of_pair(g_reps, [&] {
-        check_status(layernorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.beta.data(), d.Y.p, M, N, eps), "layernorm_f32");
-    }, copy);
+    times = seconds_best_interleaved(g_reps, {[&] {
+                                                   check_status(layernorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.beta.data(),
+                                                                                  d.Y.p, M, N, eps),
+                                                                "layernorm_f32");
+                                               },
+                                               copy});
+    t = times[0], t_memcpy = times[1];
     print_row_kernel("layernorm f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
         double mean = 0, var = 0;
@@ -410,7 +415,6 @@ int main(int argc, char** argv) {
             bench_row_kernels(4096, 4096);
     }
     if (only != "rows") {
-        measure_fma_peak();
         const std::vector<int64_t> gemm_sizes = quick ? std::vector<int64_t>{67, 130} : std::vector<int64_t>{1024, 2048};
         for (int64_t n : gemm_sizes) bench_gemm_f32(n);
         for (int64_t n : gemm_sizes) bench_gemm_f16(n);
