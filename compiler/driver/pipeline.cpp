@@ -305,7 +305,9 @@ void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget&
 // The NVIDIA archs' optimised LLVM modules of one export: each arch's module as the IR
 // emitter makes it, and one O3 run per group of archs whose modules are the same bytes
 // (sm_80 and sm_90a usually are), for the group's lowest arch (its IR is then within
-// what each arch of the group has). Written to optimized[a][export] for each NVIDIA arch a.
+// what each arch of the group has). Written to optimized[a][export] for each NVIDIA arch a
+// of a group of several; an arch alone in its group gets its PTX in parts[a][export]
+// straight away (its `optimized` left empty).
 void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& thread_level,
                             std::vector<ArchResult>& results, const std::string& source) {
     struct Group {
