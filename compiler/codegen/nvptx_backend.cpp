@@ -170,26 +170,9 @@ std::string features_of(const target::GpuTarget& target) {
 
 }  // namespace
 
-std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
-                          NvptxOutput what, const std::string& module_name) {
-    std::string features = features_of(target);
-    init_nvptx();
-    auto tm = gpu::create_target_machine(kTriple, target, features, std::nullopt, "NVPTX");
-    BackendModule backend_module(module_name, kTriple, *tm);
-    llvm::Module& m = backend_module.module;
-    {
-        StageTimer::Scope timed(target.name, "llvm-ir");
-        for (auto& f : funcs) emit_kernel(m, f, target);
-    }
-    std::string out = gpu::finish_module(m, *tm, target, features, "NVPTX", backend_module.llvm_errors,
-                                         what == NvptxOutput::LlvmIr ? std::nullopt
-                                                                     : std::optional(llvm::CodeGenFileType::AssemblyFile));
-    return what == NvptxOutput::LlvmIr ? out : add_cluster_directives(std::move(out), m);
-}
-
 namespace {
 
-// One export's LLVM context for `target`: its features, target machine and module.
+// An LLVM context for `target`: its features, target machine and module.
 struct NvptxExport {
     NvptxExport(const target::GpuTarget& target, const std::string& module_name)
         : target(target),
@@ -222,6 +205,20 @@ struct NvptxExport {
 };
 
 }  // namespace
+
+std::string compile_nvptx(const std::vector<ir::PrimFunc>& funcs, const target::GpuTarget& target,
+                          NvptxOutput what, const std::string& module_name) {
+    NvptxExport e(target, module_name);
+    {
+        StageTimer::Scope timed(target.name, "llvm-ir");
+        for (auto& f : funcs) e.emit(f);
+    }
+    llvm::Module& m = e.backend.module;
+    std::string out = gpu::finish_module(m, *e.tm, target, e.features, "NVPTX", e.backend.llvm_errors,
+                                         what == NvptxOutput::LlvmIr ? std::nullopt
+                                                                     : std::optional(llvm::CodeGenFileType::AssemblyFile));
+    return what == NvptxOutput::LlvmIr ? out : add_cluster_directives(std::move(out), m);
+}
 
 std::string nvptx_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
                                       const std::string& module_name) {

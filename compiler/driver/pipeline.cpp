@@ -306,10 +306,20 @@ void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget&
 // emitter makes it, and one O3 run per group of archs whose modules are the same bytes
 // (sm_80 and sm_90a usually are), for the group's lowest arch (its IR is then within
 // what each arch of the group has). Written to optimized[a][export] for each NVIDIA arch a
-// of a group of several; an arch alone in its group gets its PTX in parts[a][export]
-// straight away (its `optimized` left empty).
+// of a group of several. An arch alone in its group gets its PTX in parts[a][export]
+// straight away, its `optimized` left empty for the PTX task to skip; the only NVIDIA arch
+// too, with no bitcode written at all (nothing to compare it with).
 void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& thread_level,
                             std::vector<ArchResult>& results, const std::string& source) {
+    std::vector<size_t> nvidia;
+    for (size_t a = 0; a < results.size(); ++a)
+        if (results[a].target->is_nvidia()) nvidia.push_back(a);
+    if (nvidia.size() == 1) {
+        ArchResult& r = results[nvidia[0]];
+        r.parts.at(export_index) =
+            codegen::nvptx_ptx_of_kernel(thread_level[nvidia[0]].funcs.at(export_index), *r.target, source);
+        return;
+    }
     struct Group {
         std::string unoptimized;
         size_t lowest;
@@ -333,8 +343,7 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
     }
     for (auto& g : groups) {
         if (g.archs.size() == 1) {
-            // An arch alone in its group: O3 and PTX in the same context (the same PTX as
-            // through bitcode), its `optimized` left empty for the PTX task to skip.
+            // O3 and PTX in the same context: the same PTX as through bitcode.
             ArchResult& r = results[g.lowest];
             r.parts.at(export_index) = codegen::nvptx_ptx_of_unoptimized(g.unoptimized, *r.target, source);
             continue;
@@ -363,13 +372,9 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         if (results[a].target->is_nvidia()) order.push_back(a);
     std::vector<size_t> nvidia_opt;  // per export: its optimize_nvidia_export task
     std::vector<size_t> arch_tasks;
-    // With one NVIDIA arch there is no group to optimise once for: each export's LLVM
-    // steps run in one context (nvptx_ptx_of_kernel), the same PTX.
-    size_t nvidia_archs = 0;
-    for (auto& r : results) nvidia_archs += r.target->is_nvidia();
     for (size_t a : order) {
         ArchResult& r = results[a];
-        if (r.target->is_nvidia() && nvidia_archs > 1 && nvidia_opt.empty())
+        if (r.target->is_nvidia() && nvidia_opt.empty())
             for (size_t i = 0; i < exports; ++i)
                 nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
                     optimize_nvidia_export(i, thread_level, results, source);
@@ -381,9 +386,7 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         for (size_t i = 0; i < level.funcs.size(); ++i) {
             const ir::PrimFunc* f = &level.funcs[i];
             std::string* part = &r.parts[i];
-            if (t.is_nvidia() && nvidia_archs == 1) {
-                deps.push_back(graph.add([f, part, &t, &source] { *part = codegen::nvptx_ptx_of_kernel(*f, t, source); }));
-            } else if (t.is_nvidia()) {
+            if (t.is_nvidia()) {
                 const std::string* optimized = &r.optimized[i];
                 deps.push_back(graph.add(
                     [part, optimized, &t, &source] {
