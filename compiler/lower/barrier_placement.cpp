@@ -799,7 +799,6 @@ private:
                 barrier_before_.insert(s.get());
                 p.clear();
             }
-            Pending entry = p, back;
             // A rolled loop of a few iterations (software-pipeline's prologue over the
             // stages it fills) is walked once per iteration, each walk after the
             // previous one's pending accesses, restaged one iteration back: exact where
@@ -816,6 +815,7 @@ private:
                 p = restaged(q, f->var.get(), true);
                 return;
             }
+            Pending entry = p, back;
             for (;;) {
                 Pending q = entry;
                 q.add(restaged(back, f->var.get(), false));

@@ -46,8 +46,6 @@
 #include <string>
 #include <thread>
 #include <time.h>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 namespace {
@@ -197,7 +195,6 @@ __attribute__((target("avx512f"))) float fma_chains_avx512() {
     _mm512_storeu_ps(lanes, acc[0]);
     return lanes[0];
 }
-float g_fma_sink = 0;
 // One run of the FMA chains on each of g_threads threads; null without AVX-512. Timed
 // beside each GEMM (seconds_best_interleaved), so the "% of FMA peak" is of a peak
 // measured in the same phases of the machine as the GEMM (measured once, it moved
@@ -209,7 +206,7 @@ std::function<void()> fma_peak_run() {
         parallel_rows(g_threads, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) sink[size_t(i)] = fma_chains_avx512();
         });
-        g_fma_sink += sink[0];  // the result is used: the loop stays
+        if (sink[0] == 42.0f) std::printf(" ");  // the result is used: the loop stays
     };
 }
 
