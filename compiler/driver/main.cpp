@@ -21,6 +21,7 @@
 #include "driver/opt.h"
 #include "driver/pipeline.h"
 #include "driver/run.h"
+#include "driver/subcommand_cli.h"
 #include "support/diagnostics.h"
 
 #ifndef TILEC_VERSION
@@ -286,6 +287,7 @@ int run(int argc, char** argv) {
         args.push_back(s);
     }
     std::reverse(args.begin(), args.end());
+    tilec::driver::one_value_per_use(app);
     try {
         app.parse(args);
     } catch (const CLI::CallForHelp& e) {
