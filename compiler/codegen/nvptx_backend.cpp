@@ -24,6 +24,7 @@
 #include <llvm/Target/TargetOptions.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -368,14 +369,35 @@ PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, cons
     std::vector<std::string> args = {"-arch=" + target.name};
     if (verbose) args.push_back("-v");
     args.insert(args.end(), extra_args.begin(), extra_args.end());
+    // ptxas compiles the kernels of a module on several threads with --split-compile; 0
+    // (as many as the machine has cores) rather than -j's N because ptxas records its
+    // options in the cubin (.note.nv.tkinfo): the same option for every -j keeps the
+    // output the same bytes, and the code is the same with any number of threads (every
+    // other section of gemm.tile's sm_90a cubin compared). A ptxas without the option
+    // (before CUDA 12) is asked once, then no more.
+    static std::atomic<bool> split_unsupported{false};
+    bool user_split = false;
+    for (auto& a : extra_args) user_split = user_split || a.find("split-compile") != std::string::npos;
+    const bool split = !user_split && !split_unsupported.load();
+    if (split) args.push_back("--split-compile=0");
     PtxasRun run;
     run.command = "ptxas";
     for (auto& a : args) run.command += " " + a;
-    args.insert(args.end(), {in, "-o", out});
+    auto with_files = [&](std::vector<std::string> a) {
+        a.insert(a.end(), {in, "-o", out});
+        return a;
+    };
     gpu::ToolResult r;
     {
         StageTimer::Scope timed(target.name, "ptxas");
-        r = gpu::run_tool(ptxas, args);
+        r = gpu::run_tool(ptxas, with_files(args));
+        if (split && r.status != 0 && r.output.find("split-compile") != std::string::npos) {
+            split_unsupported = true;
+            args.pop_back();
+            run.command = "ptxas";
+            for (auto& a : args) run.command += " " + a;
+            r = gpu::run_tool(ptxas, with_files(args));
+        }
     }
     run.status = r.status;
     run.output = r.output;
