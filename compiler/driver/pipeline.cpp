@@ -431,6 +431,55 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
     }
     return arch_tasks;
 }
+
+// The GPU passes (tile level -> thread level) of every export for each arch, one
+// pipeline per export and arch on `jobs` threads. Each reports into its own deferred
+// diagnostics; afterwards they are replayed in (arch, export) order up to the first
+// pipeline that failed, whose internal error, if any, is rethrown there: what is printed
+// and returned is what running them one after another prints and returns. (With
+// --print-after* or --time-passes the caller runs them in order instead: those print
+// as the passes run.) Returns nullopt after an error.
+std::optional<std::vector<ir::Module>> run_gpu_passes_parallel(const ir::Module& lowered,
+                                                               const std::vector<const target::GpuTarget*>& archs,
+                                                               const ir::PassManagerOptions& pmo,
+                                                               const ir::PassContext& ctx, unsigned jobs) {
+    struct Job {
+        std::optional<ir::PrimFunc> out;
+        std::vector<Diagnostic> reported;
+        std::exception_ptr error;
+    };
+    const size_t n = lowered.funcs.size();
+    std::vector<Job> slots(archs.size() * n);
+    TaskGraph graph;
+    for (size_t a = 0; a < archs.size(); ++a)
+        for (size_t i = 0; i < n; ++i)
+            graph.add([&, a, i] {
+                Job& job = slots[a * n + i];
+                DiagnosticEngine diags = ctx.diag->deferred(job.reported);
+                ir::PassContext local = ctx;
+                local.diag = &diags;
+                ir::PassManager pm(pmo);
+                for (auto& pass : lower::build_gpu_passes(*archs[a])) pm.add(std::move(pass));
+                try {
+                    job.out = pm.run(lowered.funcs[i], local);
+                } catch (const ErrorLimitReached&) {
+                    // Stopped at the limit: the replay reaches it again and stops there.
+                } catch (...) {
+                    job.error = std::current_exception();
+                }
+            });
+    graph.run(jobs);
+    std::vector<ir::Module> levels(archs.size());
+    for (size_t a = 0; a < archs.size(); ++a)
+        for (size_t i = 0; i < n; ++i) {
+            Job& job = slots[a * n + i];
+            for (const Diagnostic& d : job.reported) ctx.diag->report(d);
+            if (job.error) std::rethrow_exception(job.error);
+            if (!job.out || ctx.diag->has_errors()) return std::nullopt;
+            levels[a].funcs.push_back(std::move(*job.out));
+        }
+    return levels;
+}
 #endif
 
 }  // namespace
@@ -724,12 +773,23 @@ int compile(const Options& options) {
         for (auto& arch : archs) {
             const target::GpuTarget* t = target::find_gpu_target(arch);
             if (!t) TILEC_ICE("no target table row for " + arch);
-            ir::PassManager gpm(pmo);
-            for (auto& pass : lower::build_gpu_passes(*t)) gpm.add(std::move(pass));
-            auto level = gpm.run(*lowered, ctx);
-            if (!level || diags.has_errors()) return 1;
-            thread_level.push_back(std::move(*level));
             results.emplace_back().target = t;
+        }
+        if (options.print_after_all || !options.print_after.empty() || options.time_passes || options.jobs <= 1 ||
+            archs.size() * lowered->funcs.size() <= 1) {
+            for (auto& r : results) {
+                ir::PassManager gpm(pmo);
+                for (auto& pass : lower::build_gpu_passes(*r.target)) gpm.add(std::move(pass));
+                auto level = gpm.run(*lowered, ctx);
+                if (!level || diags.has_errors()) return 1;
+                thread_level.push_back(std::move(*level));
+            }
+        } else if (!archs.empty()) {
+            std::vector<const target::GpuTarget*> targets;
+            for (auto& r : results) targets.push_back(r.target);
+            auto levels = run_gpu_passes_parallel(*lowered, targets, pmo, ctx, options.jobs);
+            if (!levels) return 1;
+            thread_level = std::move(*levels);
         }
         if (backend || gpu_emit) {
             // The header needs only to know that every export lowers; the rest, images too.

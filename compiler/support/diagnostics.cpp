@@ -107,20 +107,35 @@ void DiagnosticEngine::print_one(const Diagnostic& d, Severity shown) const {
     render_into(out_, sources_, d, shown, color_);
 }
 
+DiagnosticEngine DiagnosticEngine::deferred(std::vector<Diagnostic>& sink) const {
+    DiagnosticEngine e(sources_, out_);
+    e.color_ = color_;
+    e.werror_ = werror_;
+    e.warnings_ = warnings_;
+    e.error_limit_ = error_limit_;
+    e.sink_ = &sink;
+    return e;
+}
+
 void DiagnosticEngine::report(const Diagnostic& d) {
     Severity shown = d.severity;
     if (shown == Severity::Warning) {
         if (!warnings_) return;
         if (werror_) shown = Severity::Error;
     }
-    print_one(d, shown);
-    for (const Diagnostic& n : d.notes) print_one(n, Severity::Note);
-    out_.flush();
+    if (sink_) {
+        sink_->push_back(d);  // as reported: the replay promotes warnings again
+    } else {
+        print_one(d, shown);
+        for (const Diagnostic& n : d.notes) print_one(n, Severity::Note);
+        out_.flush();
+    }
     if (shown == Severity::Error) {
         ++errors_;
         if (error_limit_ != 0 && errors_ >= error_limit_) {
-            out_ << "tilec: fatal error: too many errors emitted, stopping now [--error-limit=" << error_limit_
-                 << "]\n";
+            if (!sink_)
+                out_ << "tilec: fatal error: too many errors emitted, stopping now [--error-limit=" << error_limit_
+                     << "]\n";
             throw ErrorLimitReached{};
         }
     } else if (shown == Severity::Warning) {

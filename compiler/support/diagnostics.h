@@ -55,6 +55,13 @@ public:
     // Reports a finished diagnostic (used by DiagBuilder).
     void report(const Diagnostic& d);
 
+    // An engine with this one's settings (warnings, -Werror, error limit) that keeps what
+    // is reported in `sink` instead of printing it, counting and stopping at the limit as
+    // this one would: work on another thread reports into it, and the driver replays
+    // `sink` into this engine afterwards, in order, so the output does not depend on
+    // which thread finished first.
+    DiagnosticEngine deferred(std::vector<Diagnostic>& sink) const;
+
     unsigned error_count() const { return errors_; }
     unsigned warning_count() const { return warnings_count_; }
     bool has_errors() const { return errors_ != 0; }
@@ -71,6 +78,7 @@ private:
     unsigned error_limit_ = 20;
     unsigned errors_ = 0;
     unsigned warnings_count_ = 0;
+    std::vector<Diagnostic>* sink_ = nullptr;  // deferred(): kept here, not printed
 };
 
 // An internal compiler error: a bug in tilec, never the user's fault. The pass manager

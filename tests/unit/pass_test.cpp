@@ -208,3 +208,44 @@ TEST_CASE("pass context options fall back to a default", "[pass]") {
     CHECK(ctx.option("target") == "sm_90a");
     CHECK(ctx.option("missing", "x") == "x");
 }
+
+// The driver runs the GPU passes of each export on its own thread into a deferred
+// engine and replays what it kept afterwards: nothing is printed until then, counts and
+// -Werror work as in the engine it came from, and the replay prints exactly what
+// reporting directly would have.
+TEST_CASE("a deferred diagnostic engine keeps what is reported for a replay", "[pass]") {
+    tilec::SourceManager sources;
+    uint32_t file = sources.add_file("k.tile", "kernel k() {}\n");
+    tilec::SourceRange at(tilec::SourceLoc{file, 1, 8});
+    auto report_some = [&](tilec::DiagnosticEngine& e) {
+        { auto w = e.warning(at, "unused value"); }
+        { auto d = e.error(at, "layout conflict"); d.note(at, "here"); }
+    };
+    std::ostringstream direct_out, deferred_out, replay_out;
+    tilec::DiagnosticEngine direct(sources, direct_out);
+    direct.set_warnings_as_errors(true);
+    report_some(direct);
+
+    tilec::DiagnosticEngine main(sources, replay_out);
+    main.set_warnings_as_errors(true);
+    std::vector<tilec::Diagnostic> kept;
+    tilec::DiagnosticEngine deferred = main.deferred(kept);
+    report_some(deferred);
+    CHECK(replay_out.str().empty());
+    CHECK(deferred.error_count() == 2);  // the warning counts as an error under -Werror
+    REQUIRE(kept.size() == 2);
+    CHECK(kept[0].severity == tilec::Severity::Warning);  // promoted again on replay
+    CHECK(main.error_count() == 0);
+    for (auto& d : kept) main.report(d);
+    CHECK(main.error_count() == 2);
+    CHECK(replay_out.str() == direct_out.str());
+    CHECK(replay_out.str().find("error: unused value") != std::string::npos);
+
+    // The error limit stops the deferred engine where it would stop the direct one, and
+    // the replay stops (printing the limit's message) at the same diagnostic.
+    main.set_error_limit(1);
+    std::vector<tilec::Diagnostic> limited;
+    tilec::DiagnosticEngine capped = main.deferred(limited);
+    CHECK_THROWS_AS(report_some(capped), tilec::ErrorLimitReached);
+    CHECK(limited.size() == 1);
+}
