@@ -440,6 +440,22 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
 // are small (at most kOtherFragmentRegisters registers per thread): in flash attention
 // (s, p and the row statistics beside o) the staging's address arithmetic pushed attn_fwd
 // on sm_80 from 210 registers to 255 and 12-104 bytes of spills. nullopt: the direct path.
+// Whether every thread's registers r, r + 1 (r even) of fragment F hold elements (i, j)
+// and (i, j + 1) of the [rows, cols] tile with j even, and layout L puts (i, j) at an
+// even offset and (i, j + 1) right after it: then each pair is one aligned 32-bit word of
+// 16-bit elements in the staging tile.
+bool register_pairs_adjacent(const layout::Fragment& F, const layout::Layout& L, int64_t rows, int64_t cols) {
+    if (cols % 2 != 0 || F.replicate() != 1) return false;
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; j += 2) {
+            layout::FragmentSlot a = F.evaluate({i, j}), b = F.evaluate({i, j + 1});
+            if (a.thread != b.thread || a.reg % 2 != 0 || b.reg != a.reg + 1) return false;
+            int64_t off = L.offset({i, j});
+            if (off % 2 != 0 || L.offset({i, j + 1}) != off + 1) return false;
+        }
+    return true;
+}
+
 std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const layout::Fragment& F,
                                       const std::function<Expr(const Var&)>& value) {
     const Region& g = c.dst;
@@ -478,9 +494,31 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
     SourceLoc loc = c.loc;
     Buffer st = make_buffer(frag->name + "_epilogue", dt, {make_int(rows * cols)}, Scope::Shared, loc);
     auto at = [&](const Expr& i, const Expr& j) { return L.apply({i, j}).at(0); };
-    Stmt writes = lc.register_loop(F, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
-        return make_store(st, {at(coord[0], coord[1])}, value(r), loc);
-    });
+    Stmt writes;
+    if (eb == 2 && register_pairs_adjacent(F, L, rows, cols)) {
+        // Two 16-bit elements per 32-bit store: each thread's registers r, r + 1 (r even)
+        // hold columns j, j + 1 of a row (j even), which stay adjacent in the staging
+        // tile, so the pair is converted into a two-element register buffer and stored
+        // as one word (gemm's f16 epilogue on sm_90a: 64 st.shared.b32 a thread where
+        // there were 128 st.shared.b16).
+        Buffer pair = make_buffer(frag->name + "_pair", dt, {make_int(2)}, Scope::Register, loc);
+        Stmt loop = lc.register_loop(F, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+            Var r1 = make_let_var("r_next", DataType::index(), loc);
+            Stmt word = make_seq({make_store(pair, {make_int(0)}, value(r), loc),
+                                  make_let(r1, add(Expr(r), make_int(1)),
+                                           make_store(pair, {make_int(1)}, value(r1), loc), loc),
+                                  make_machine_op(MachineOp::VectorCopy, {4},
+                                                  {make_load(st, {at(coord[0], coord[1])}, loc)},
+                                                  {make_load(pair, {make_int(0)}, loc)}, loc)},
+                                 loc);
+            return make_if(eq(floormod(Expr(r), make_int(2)), make_int(0)), word, nullptr, loc);
+        });
+        writes = make_allocate(pair, loop, loc);
+    } else {
+        writes = lc.register_loop(F, loc, [&](const Var& r, const std::vector<Expr>& coord, const Expr&) {
+            return make_store(st, {at(coord[0], coord[1])}, value(r), loc);
+        });
+    }
     const size_t last = unit_stride_dim(t);
     const int64_t per_row = cols / V, per_thread = chunks / threads;
     // One loop over this thread's chunks q = thread + k * threads: (i, j) its first element.
