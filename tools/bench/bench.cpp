@@ -8,12 +8,15 @@
 //     OPENBLAS_CORETYPE=SkylakeX where the CPU has AVX-512 (the core is printed);
 //   - the measured FMA peak (a register-only AVX-512 FMA loop on the same
 //     threads, timed beside each GEMM), and each GEMM as a fraction of it.
-// Every timing is the best of N runs after one warm-up, each kernel's runs alternating
+// Every timing is the best of N runs after one warm-up (N = 25 for the row kernels, whose
+// runs take milliseconds: memcpy's best on this VM rose from 31-36 to 36-46 GB/s with 25
+// instead of 5, the kernels' less; 5 for the GEMMs), each kernel's runs alternating
 // with its references' (memcpy; OpenBLAS and the FMA peak) so that all see the same
 // phases of a shared machine's drifting bandwidth and clock, and each result is checked
 // against a plain C++ loop (not timed) so the figures are of correct work. No thresholds.
 //
 //   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time] [--offset B]
+//     --reps     N runs of every kernel and reference, rows and GEMMs alike
 //     --quick    small sizes, one rep (the ctest smoke test: keeps the program working)
 //     --offset   the row kernels' X and Y (and memcpy's buffers) start B bytes past a
 //                64-byte boundary (default 0, as a framework's allocator aligns tensors;
@@ -51,7 +54,8 @@
 namespace {
 
 int g_threads = 1;
-int g_reps = 5;
+int g_reps = 5;       // the GEMMs' runs
+int g_row_reps = 25;  // the row kernels' runs (each a few milliseconds)
 bool g_ok = true;
 bool g_cpu_time = false;  // --cpu-time
 int g_offset = 0;         // --offset: bytes past a 64-byte boundary of the row buffers
@@ -323,7 +327,7 @@ void bench_row_kernels(int64_t M, int64_t N) {
     };
 
     auto times = seconds_best_interleaved(
-        g_reps, {[&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); }, copy});
+        g_row_reps, {[&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); }, copy});
     double t = times[0], t_memcpy = times[1];
     print_row_kernel("softmax f32", M, N, t, t_memcpy);
     rows([&](const float* x, float* y) {
@@ -335,7 +339,7 @@ void bench_row_kernels(int64_t M, int64_t N) {
     verify("softmax_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
     times = seconds_best_interleaved(
-        g_reps, {[&] { check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32"); },
+        g_row_reps, {[&] { check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32"); },
                  copy});
     t = times[0], t_memcpy = times[1];
     print_row_kernel("rmsnorm f32", M, N, t, t_memcpy);
@@ -347,7 +351,7 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("rmsnorm_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    times = seconds_best_interleaved(g_reps, {[&] {
+    times = seconds_best_interleaved(g_row_reps, {[&] {
                                                    check_status(layernorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.beta.data(),
                                                                                   d.Y.p, M, N, eps),
                                                                 "layernorm_f32");
@@ -377,7 +381,7 @@ int main(int argc, char** argv) {
         if (a == "--quick") {
             quick = true;
         } else if (a == "--reps" && i + 1 < argc) {
-            g_reps = std::max(1, std::atoi(argv[++i]));
+            g_reps = g_row_reps = std::max(1, std::atoi(argv[++i]));
         } else if (a == "--threads" && i + 1 < argc) {
             g_threads = std::max(1, std::atoi(argv[++i]));
         } else if (a == "--offset" && i + 1 < argc) {
@@ -395,15 +399,15 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (quick) g_reps = 1;
+    if (quick) g_reps = g_row_reps = 1;
     if (g_cpu_time && g_threads != 1) {
         std::fprintf(stderr, "%s: --cpu-time needs --threads 1\n", argv[0]);
         return 2;
     }
     g_openblas = load_openblas();
-    std::printf("tile_bench: %d thread(s) for every column, best of %d run(s) by %s%s; row buffers %d bytes past 64-byte "
-                "lines; OpenBLAS: %s\n",
-                g_threads, g_reps, g_cpu_time ? "thread CPU time" : "wall time", quick ? ", --quick sizes" : "", g_offset,
+    std::printf("tile_bench: %d thread(s) for every column, best of %d (rows) and %d (GEMMs) run(s) by %s%s; row buffers "
+                "%d bytes past 64-byte lines; OpenBLAS: %s\n",
+                g_threads, g_row_reps, g_reps, g_cpu_time ? "thread CPU time" : "wall time", quick ? ", --quick sizes" : "", g_offset,
                 g_openblas.sgemm ? (g_openblas.core.empty() ? "loaded" : g_openblas.core.c_str()) : "not installed");
     if (only != "gemm") {
         if (quick)
