@@ -164,6 +164,14 @@ private:
     ir::Expr thread_, reg_;
     std::shared_ptr<const DigitMap> digits_;
     std::optional<Layout> inverse_;
+    // same_slots compares every coordinate's owners, and layout inference asks it of the
+    // same fragments again and again (flash attention: a fifth of the GPU passes' time in
+    // evaluating them): the owners are computed once per mapping and kept here, shared by
+    // copies and recomputed when the mapping they were taken from is not this one's.
+    struct SlotTable;
+    std::shared_ptr<const std::vector<int64_t>> slot_table() const;
+    static std::shared_ptr<SlotTable> new_slot_table();
+    std::shared_ptr<SlotTable> slot_table_ = new_slot_table();
 };
 
 }  // namespace tilec::layout

@@ -105,6 +105,21 @@ TEST_CASE("layout: same_slots compares what is held where, not the expressions",
         return F->apply({v[0], v[1]}, ir::make_int(0));
     });
     CHECK(F->same_slots(H));
+    // Asked again, now from each fragment's table of owners kept from the first time, and
+    // of a copy (which shares that table), the answers stay; a fragment derived from F
+    // with a different map has a table of its own.
+    layout::Fragment F2 = *F;
+    CHECK(F2.same_slots(H));
+    CHECK(H.same_slots(F2));
+    CHECK_FALSE(G->same_slots(F2));
+    CHECK_FALSE(H.same_slots(*G));
+    auto R = F->reduce_dim(1, true);
+    auto S = G->reduce_dim(1, true);
+    REQUIRE(R);
+    REQUIRE(S);
+    CHECK(R->same_slots(*R));
+    CHECK(R->same_slots(*S) == S->same_slots(*R));
+    CHECK(F->same_slots(H));
 }
 
 TEST_CASE("lower: layout inference gives every stdlib fragment and loop a complete injective fragment",
