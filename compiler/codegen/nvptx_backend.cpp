@@ -380,9 +380,6 @@ PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, cons
     for (auto& a : extra_args) user_split = user_split || a.find("split-compile") != std::string::npos;
     const bool split = !user_split && !split_unsupported.load();
     if (split) args.push_back("--split-compile=0");
-    PtxasRun run;
-    run.command = "ptxas";
-    for (auto& a : args) run.command += " " + a;
     auto with_files = [&](std::vector<std::string> a) {
         a.insert(a.end(), {in, "-o", out});
         return a;
@@ -394,11 +391,12 @@ PtxasRun run_ptxas(const std::string& ptx, const target::GpuTarget& target, cons
         if (split && r.status != 0 && r.output.find("split-compile") != std::string::npos) {
             split_unsupported = true;
             args.pop_back();
-            run.command = "ptxas";
-            for (auto& a : args) run.command += " " + a;
             r = gpu::run_tool(ptxas, with_files(args));
         }
     }
+    PtxasRun run;
+    run.command = "ptxas";  // as it ran
+    for (auto& a : args) run.command += " " + a;
     run.status = r.status;
     run.output = r.output;
     run.ok = r.status == 0 && fs::exists(out);

@@ -296,18 +296,28 @@ std::optional<Fragment> Fragment::expand_dim(size_t dim, int64_t extent, bool re
     return from_digits(name_ + ".expand(" + std::to_string(dim) + ", " + std::to_string(extent) + ")", m, threads_);
 }
 
-// The mapping a slot table was computed from (the expressions are immutable and kept
-// alive here, so pointer equality is identity) and the table: for every coordinate in
-// row-major order, its replicate_ owners as sorted (thread, register) pairs.
-struct Fragment::SlotTable {
-    std::mutex mutex;
+// What a fragment's owners follow from: the expressions (immutable, kept alive here, so
+// pointer equality is identity), their variables, the shape and the replication.
+struct Fragment::Mapping {
     ir::Expr thread, reg;
     std::vector<ir::Var> vars;
     ir::Var rep_var;
     std::vector<int64_t> shape;
     int64_t replicate = 0;
+    bool operator==(const Mapping&) const = default;
+};
+
+// The mapping a slot table was computed from and the table: for every coordinate in
+// row-major order, its replicate_ owners as sorted (thread, register) pairs.
+struct Fragment::SlotTable {
+    std::mutex mutex;
+    Mapping mapping;
     std::shared_ptr<const std::vector<int64_t>> table;
 };
+
+Fragment::Mapping Fragment::mapping() const {
+    return {thread_, reg_, vars_, rep_var_, shape_, replicate_};
+}
 
 std::shared_ptr<Fragment::SlotTable> Fragment::new_slot_table() {
     return std::make_shared<SlotTable>();
@@ -316,38 +326,30 @@ std::shared_ptr<Fragment::SlotTable> Fragment::new_slot_table() {
 std::shared_ptr<const std::vector<int64_t>> Fragment::slot_table() const {
     SlotTable& cache = *slot_table_;
     std::lock_guard<std::mutex> lock(cache.mutex);
-    if (cache.table && cache.thread == thread_ && cache.reg == reg_ && cache.vars == vars_ &&
-        cache.rep_var == rep_var_ && cache.shape == shape_ && cache.replicate == replicate_)
-        return cache.table;
+    Mapping now = mapping();
+    if (cache.table && cache.mapping == now) return cache.table;
     auto table = std::make_shared<std::vector<int64_t>>();
     table->reserve(size_t(size() * replicate_ * 2));
     std::vector<std::pair<int64_t, int64_t>> owners_of;
     for (int64_t i = 0; i < size(); ++i) {
-        auto c = unflatten(i, shape_);
         owners_of.clear();
-        for (const auto& s : owners(c)) owners_of.emplace_back(s.thread, s.reg);
+        for (const auto& s : owners(unflatten(i, shape_))) owners_of.emplace_back(s.thread, s.reg);
         std::sort(owners_of.begin(), owners_of.end());
         for (auto& [t, r] : owners_of) {
             table->push_back(t);
             table->push_back(r);
         }
     }
-    cache.thread = thread_;
-    cache.reg = reg_;
-    cache.vars = vars_;
-    cache.rep_var = rep_var_;
-    cache.shape = shape_;
-    cache.replicate = replicate_;
+    cache.mapping = std::move(now);
     cache.table = table;
     return table;
 }
 
 bool Fragment::same_slots(const Fragment& other) const {
-    if (shape_ != other.shape_ || threads_ != other.threads_ || regs_ != other.regs_ ||
-        replicate_ != other.replicate_)
-        return false;
-    if (thread_ == other.thread_ && reg_ == other.reg_ && vars_ == other.vars_ && rep_var_ == other.rep_var_)
-        return true;  // the same mapping
+    if (threads_ != other.threads_ || regs_ != other.regs_) return false;
+    Mapping mine = mapping(), theirs = other.mapping();
+    if (mine.shape != theirs.shape || mine.replicate != theirs.replicate) return false;
+    if (mine == theirs) return true;  // the same expressions
     return *slot_table() == *other.slot_table();
 }
 

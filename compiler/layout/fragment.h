@@ -168,7 +168,9 @@ private:
     // same fragments again and again (flash attention: a fifth of the GPU passes' time in
     // evaluating them): the owners are computed once per mapping and kept here, shared by
     // copies and recomputed when the mapping they were taken from is not this one's.
+    struct Mapping;
     struct SlotTable;
+    Mapping mapping() const;
     std::shared_ptr<const std::vector<int64_t>> slot_table() const;
     static std::shared_ptr<SlotTable> new_slot_table();
     std::shared_ptr<SlotTable> slot_table_ = new_slot_table();
