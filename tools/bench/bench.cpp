@@ -14,6 +14,9 @@
 // with its references' (memcpy; OpenBLAS and the FMA peak) so that all see the same
 // phases of a shared machine's drifting bandwidth and clock, and each result is checked
 // against a plain C++ loop (not timed) so the figures are of correct work. No thresholds.
+// The row kernels also print the median over rounds of each round's memcpy time / kernel
+// time: a ratio of two runs a moment apart, steadier than the ratio of two bests when the
+// machine's bandwidth moves between phases.
 //
 //   tile_bench [--quick] [--reps N] [--threads T] [--only rows|gemm] [--cpu-time] [--offset B]
 //     --reps     N runs of every kernel and reference, rows and GEMMs alike
@@ -74,13 +77,22 @@ double now_seconds() {
 // shared machine the memory bandwidth and clock drift by tens of percent within seconds;
 // timed one after the other, a kernel and its reference (memcpy, OpenBLAS, the FMA
 // peak) could each catch a different phase and their ratio would carry the drift.
-std::vector<double> seconds_best_interleaved(int reps, const std::vector<std::function<void()>>& fns) {
+// Each function's best time over `reps` rounds, and every round's times
+// (rounds[r][i]: function i in round r), the functions run alternately.
+struct Interleaved {
+    std::vector<double> best;
+    std::vector<std::vector<double>> rounds;
+};
+
+Interleaved seconds_interleaved(int reps, const std::vector<std::function<void()>>& fns) {
     for (auto& fn : fns)
         if (fn) fn();  // warm-up
-    std::vector<double> best(fns.size(), 0);
+    Interleaved out;
+    out.best.assign(fns.size(), 0);
     for (size_t i = 0; i < fns.size(); ++i)
-        if (fns[i]) best[i] = 1e300;
-    for (int r = 0; r < reps; ++r)
+        if (fns[i]) out.best[i] = 1e300;
+    for (int r = 0; r < reps; ++r) {
+        out.rounds.emplace_back(fns.size(), 0.0);
         for (size_t i = 0; i < fns.size(); ++i) {
             if (!fns[i]) continue;
             // OpenBLAS's worker threads spin for tens of milliseconds after a call
@@ -89,9 +101,28 @@ std::vector<double> seconds_best_interleaved(int reps, const std::vector<std::fu
             std::this_thread::sleep_for(std::chrono::milliseconds(150));
             double t0 = now_seconds();
             fns[i]();
-            best[i] = std::min(best[i], now_seconds() - t0);
+            double t = now_seconds() - t0;
+            out.rounds.back()[i] = t;
+            out.best[i] = std::min(out.best[i], t);
         }
-    return best;
+    }
+    return out;
+}
+
+std::vector<double> seconds_best_interleaved(int reps, const std::vector<std::function<void()>>& fns) {
+    return seconds_interleaved(reps, fns).best;
+}
+
+// The median over rounds of time(fns[den]) / time(fns[num]): a ratio of two runs made
+// a moment apart. The memory bandwidth of a shared machine moves by 2x between phases;
+// the best of each alone may come from different phases, the two halves of one round
+// share theirs.
+double median_round_ratio(const Interleaved& t, size_t num, size_t den) {
+    std::vector<double> r;
+    for (auto& round : t.rounds) r.push_back(round[den] / round[num]);
+    std::sort(r.begin(), r.end());
+    size_t n = r.size();
+    return n == 0 ? 0.0 : n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
 }
 
 // Runs body(row_begin, row_end) over [0, rows) on g_threads threads.
@@ -286,10 +317,12 @@ void memcpy_threads(const float* src, float* dst, int64_t count) {
     parallel_rows(count, [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, size_t(e - b) * sizeof(float)); });
 }
 
-void print_row_kernel(const char* what, int64_t M, int64_t N, double t_tile, double t_memcpy) {
+void print_row_kernel(const char* what, int64_t M, int64_t N, const Interleaved& t) {
     double bytes = 2.0 * double(M) * double(N) * sizeof(float);  // read X once, write Y once
-    std::printf("  %-13s %lld x %lld   tilec %8.2f GB/s   memcpy %8.2f GB/s   ratio %5.2fx\n", what, (long long)M,
-                (long long)N, bytes / t_tile * 1e-9, bytes / t_memcpy * 1e-9, t_memcpy / t_tile);
+    double t_tile = t.best[0], t_memcpy = t.best[1];
+    std::printf("  %-13s %lld x %lld   tilec %8.2f GB/s   memcpy %8.2f GB/s   ratio %5.2fx   median of rounds %5.2fx\n",
+                what, (long long)M, (long long)N, bytes / t_tile * 1e-9, bytes / t_memcpy * 1e-9, t_memcpy / t_tile,
+                median_round_ratio(t, 0, 1));
 }
 
 // M * N floats starting g_offset bytes past a 64-byte boundary.
@@ -320,16 +353,15 @@ void bench_row_kernels(int64_t M, int64_t N) {
     tile_cpu_options opt = TILE_CPU_OPTIONS_INIT;
     opt.num_threads = g_threads;
     const float eps = 1e-5f;
-    // Each kernel is timed alternately with memcpy of the same bytes (seconds_best_of_pair).
+    // Each kernel is timed alternately with memcpy of the same bytes (seconds_interleaved).
     auto copy = [&] { memcpy_threads(d.X.p, d.copy.p, M * N); };
     auto rows = [&](auto per_row) {  // the plain reference, row by row in double
         for (int64_t r = 0; r < M; ++r) per_row(d.X.p + r * N, d.ref.data() + r * N);
     };
 
-    auto times = seconds_best_interleaved(
+    auto times = seconds_interleaved(
         g_row_reps, {[&] { check_status(softmax_f32_cpu(&opt, d.X.p, d.Y.p, M, N), "softmax_f32"); }, copy});
-    double t = times[0], t_memcpy = times[1];
-    print_row_kernel("softmax f32", M, N, t, t_memcpy);
+    print_row_kernel("softmax f32", M, N, times);
     rows([&](const float* x, float* y) {
         double mx = -INFINITY, sum = 0;
         for (int64_t c = 0; c < N; ++c) mx = std::max(mx, double(x[c]));
@@ -338,11 +370,10 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("softmax_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    times = seconds_best_interleaved(
+    times = seconds_interleaved(
         g_row_reps, {[&] { check_status(rmsnorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.Y.p, M, N, eps), "rmsnorm_f32"); },
                  copy});
-    t = times[0], t_memcpy = times[1];
-    print_row_kernel("rmsnorm f32", M, N, t, t_memcpy);
+    print_row_kernel("rmsnorm f32", M, N, times);
     rows([&](const float* x, float* y) {
         double ss = 0;
         for (int64_t c = 0; c < N; ++c) ss += double(x[c]) * x[c];
@@ -351,14 +382,13 @@ void bench_row_kernels(int64_t M, int64_t N) {
     });
     verify("rmsnorm_f32", d.Y.doubles(M * N), std::vector<double>(d.ref.begin(), d.ref.end()), 1e-5);
 
-    times = seconds_best_interleaved(g_row_reps, {[&] {
+    times = seconds_interleaved(g_row_reps, {[&] {
                                                    check_status(layernorm_f32_cpu(&opt, d.X.p, d.gamma.data(), d.beta.data(),
                                                                                   d.Y.p, M, N, eps),
                                                                 "layernorm_f32");
                                                },
                                                copy});
-    t = times[0], t_memcpy = times[1];
-    print_row_kernel("layernorm f32", M, N, t, t_memcpy);
+    print_row_kernel("layernorm f32", M, N, times);
     rows([&](const float* x, float* y) {
         double mean = 0, var = 0;
         for (int64_t c = 0; c < N; ++c) mean += x[c];
