@@ -119,6 +119,7 @@ void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has
 
 using Env = transform::IntEnv;
 using transform::eval_int;
+using transform::IntProgram;
 
 class BarrierPlacer {
 public:
@@ -391,9 +392,28 @@ private:
                 if (auto ext = as_const_int(c->b); ext && *ext > 0) points *= *ext;
         if (points > kMaxEnumeration) return;
         std::vector<int32_t> owner(static_cast<size_t>(size), MemAccess::kNone);
+        // Every expression compiled once, its variables read from slots: slot 0 the
+        // thread index, then one per loop and let binder, in order (what each binder's
+        // own expressions may read: the slots before its own).
+        std::vector<const VarNode*> slot_vars{tx};
+        std::vector<IntProgram> first, second;  // per binder: a (and a loop's extent)
+        std::vector<size_t> slot(binders.size(), 0);
+        for (size_t k = 0; k < binders.size(); ++k) {
+            const Binder& c = *binders[k];
+            first.emplace_back(c.a, slot_vars);
+            second.emplace_back(c.kind == Binder::Loop ? c.b : c.a, slot_vars);
+            if (c.kind != Binder::Cond) {
+                slot[k] = slot_vars.size();
+                slot_vars.push_back(c.var);
+            }
+        }
+        std::vector<std::optional<IntProgram>> index_programs(indices.size());
+        for (size_t d = 0; d < indices.size(); ++d)
+            if (!wild[d]) index_programs[d].emplace(indices[d], slot_vars);
+        std::vector<int64_t> values(slot_vars.size(), 0);
+        std::vector<int64_t> lins, next;
         int64_t work = 0;
         bool ok = true;
-        Env env;
         std::function<void(size_t, int32_t)> enumerate = [&](size_t k, int32_t t) {
             if (!ok) return;
             if (++work > kMaxEnumeration) {
@@ -401,16 +421,18 @@ private:
                 return;
             }
             if (k == binders.size()) {
-                std::vector<int64_t> lins{0};
+                // The linear positions the access touches here (several where a
+                // dimension is a wildcard); buffers kept across points.
+                lins.assign(1, 0);
                 for (size_t d = 0; d < indices.size(); ++d) {
-                    std::vector<int64_t> next;
                     if (wild[d]) {
+                        next.clear();
                         for (int64_t l : lins)
                             for (int64_t v = 0; v < shape[d]; ++v) next.push_back(l * shape[d] + v);
-                        lins = std::move(next);
+                        lins.swap(next);
                         continue;
                     }
-                    auto v = eval_int(indices[d], env);
+                    auto v = index_programs[d]->run(values.data());
                     if (!v) {
                         ok = false;
                         return;
@@ -439,43 +461,38 @@ private:
             const Binder& c = *binders[k];
             switch (c.kind) {
             case Binder::Cond: {
-                auto v = eval_int(c.a, env);
+                auto v = first[k].run(values.data());
                 if (v && ((*v != 0) == c.negated)) return;  // this side is not taken
                 enumerate(k + 1, t);
                 return;
             }
             case Binder::Let: {
-                auto v = eval_int(c.a, env);
+                auto v = first[k].run(values.data());
                 if (!v) {
                     ok = false;
                     return;
                 }
-                env.emplace_back(c.var, *v);
+                values[slot[k]] = *v;
                 enumerate(k + 1, t);
-                env.pop_back();
                 return;
             }
             case Binder::Loop: {
-                auto mn = eval_int(c.a, env);
-                auto ext = eval_int(c.b, env);
+                auto mn = first[k].run(values.data());
+                auto ext = second[k].run(values.data());
                 if (!mn || !ext) {
                     ok = false;
                     return;
                 }
-                env.emplace_back(c.var, 0);
-                size_t slot = env.size() - 1;
                 for (int64_t i = 0; i < *ext && ok; ++i) {
-                    env[slot].second = *mn + i;
+                    values[slot[k]] = *mn + i;
                     enumerate(k + 1, t);
                 }
-                env.pop_back();
                 return;
             }
             }
         };
-        env.emplace_back(tx, 0);
         for (int32_t t = 0; t < (tx ? threads_ : 1) && ok; ++t) {
-            env[0].second = t;
+            values[0] = t;
             enumerate(0, tx ? t : MemAccess::kSeveral);
         }
         if (!ok) return;

@@ -18,6 +18,36 @@ using IntEnv = std::vector<std::pair<const ir::VarNode*, int64_t>>;
 // nullopt for anything else (a load, an unbound variable, a float, a division by zero).
 std::optional<int64_t> eval_int(const ir::Expr& e, const IntEnv& env);
 
+// An integer expression compiled once for many evaluations (the enumerations evaluate
+// one index at up to 2^18 points; eval_int's walk of the tree, with a search of the
+// environment per variable, was most of place-barriers' time): postfix code over a
+// value stack, each variable read from a numbered slot. run() returns what eval_int
+// returns for the same expression with the same values bound, including nullopt, and
+// evaluates only the taken side of a select, as eval_int does.
+class IntProgram {
+public:
+    // `slots`: the variables bound where the expression is evaluated, slot k holding
+    // slots[k]'s value (a variable listed twice reads its last slot, as eval_int reads
+    // the innermost binding; one not listed is unbound).
+    IntProgram(const ir::Expr& e, const std::vector<const ir::VarNode*>& slots);
+    std::optional<int64_t> run(const int64_t* values) const;
+
+private:
+    enum class Op : uint8_t { Imm, Slot, Fail, ToBool, Neg, Not, BitNot, Binary, JumpIfZero, Jump };
+    struct Inst {
+        Op op;
+        ir::BinaryOp bop = ir::BinaryOp::Add;
+        ir::DataType type{};  // Binary: the operands' type
+        int64_t arg = 0;      // Imm: the value; Slot: the slot; jumps: the target
+        // Binary on a 64-bit integer or i32 (wrapped to 64 or 32 bits): the common
+        // operators computed in place; 0: by fold_int_binary.
+        uint8_t wrap_bits = 0;
+    };
+    void emit(const ir::Expr& e, const std::vector<const ir::VarNode*>& slots, size_t depth);
+    std::vector<Inst> code_;
+    size_t max_depth_ = 0;
+};
+
 // A binding around an access that those analyses enumerate: a loop, a let, or an `if`
 // condition (then or else side).
 struct AccessBinder {

@@ -8,6 +8,7 @@
 
 #include "ir/ir.h"
 #include "ir/printer.h"
+#include "transform/eval_int.h"
 #include "transform/simplify.h"
 
 using namespace tilec::ir;
@@ -221,7 +222,81 @@ int64_t check_random(DataType type, uint64_t seed, int count) {
     return compared;
 }
 
+// IntProgram against eval_int on `count` random expressions of `type`: the same value or
+// the same refusal at random points (the type's extremes included, where sums wrap and
+// divisions overflow), with one variable sometimes left unbound. Returns the points.
+int64_t check_program(DataType type, uint64_t seed, int count) {
+    using tilec::transform::eval_int;
+    using tilec::transform::IntEnv;
+    using tilec::transform::IntProgram;
+    std::mt19937_64 rng(seed);
+    Gen gen{rng,
+            type,
+            {make_loop_var("x", {}, type), make_loop_var("y", {}, type), make_loop_var("z", {}, type)}};
+    int64_t compared = 0, refused = 0;
+    for (int iter = 0; iter < count; ++iter) {
+        Expr e = gen.integer(static_cast<int>(gen.pick(1, 5)));
+        // Slots: x, y and (mostly) z; z sometimes twice (the last one counts), x
+        // sometimes missing (unbound).
+        std::vector<const VarNode*> slots;
+        bool unbound_x = gen.pick(0, 7) == 0;
+        if (!unbound_x) slots.push_back(gen.vars[0].get());
+        slots.push_back(gen.vars[2].get());
+        slots.push_back(gen.vars[1].get());
+        slots.push_back(gen.vars[2].get());
+        IntProgram program(e, slots);
+        INFO("type " << type.str() << ", expression " << print(e));
+        for (int p = 0; p < 16; ++p) {
+            std::vector<int64_t> values(slots.size());
+            IntEnv env;
+            for (size_t k = 0; k < slots.size(); ++k) {
+                int64_t v = gen.pick(-50, 50);
+                if (gen.pick(0, 5) == 0) v = gen.pick(0, 1) ? type.min_value() : type.max_value();
+                values[k] = normalize_int(v, type);
+                env.emplace_back(slots[k], values[k]);
+            }
+            std::optional<int64_t> want = eval_int(e, env), got = program.run(values.data());
+            INFO("point " << p << ": eval_int " << (want ? std::to_string(*want) : "refused") << ", program "
+                          << (got ? std::to_string(*got) : "refused"));
+            REQUIRE(got.has_value() == want.has_value());
+            if (want) REQUIRE(*got == *want);
+            refused += !want;
+            ++compared;
+        }
+    }
+    CHECK(refused > 0);  // unbound variables and overflowing divisions were met
+    return compared;
+}
+
 }  // namespace
+
+TEST_CASE("IntProgram evaluates random expressions as eval_int does", "[eval_int][random]") {
+    CHECK(check_program(DataType::i64(), 11, 3000) == 3000 * 16);
+    CHECK(check_program(DataType::i32(), 12, 3000) == 3000 * 16);
+    CHECK(check_program(DataType::i8(), 13, 2000) == 2000 * 16);
+    CHECK(check_program(DataType::u8(), 14, 2000) == 2000 * 16);
+    CHECK(check_program(DataType::u64(), 15, 2000) == 2000 * 16);
+}
+
+TEST_CASE("IntProgram evaluates only the taken side of a select", "[eval_int]") {
+    using tilec::transform::eval_int;
+    using tilec::transform::IntProgram;
+    Var x = make_loop_var("x", {}, DataType::i32());
+    // x == 0 ? 7 : 100 / x: no division by zero where x is 0.
+    Expr e = make_select(make_binary(BinaryOp::EQ, x, make_int(0, DataType::i32())), make_int(7, DataType::i32()),
+                         floordiv(make_int(100, DataType::i32()), x));
+    IntProgram program(e, {x.get()});
+    int64_t zero = 0, four = 4;
+    CHECK(program.run(&zero) == std::optional<int64_t>(7));
+    CHECK(program.run(&four) == std::optional<int64_t>(25));
+    CHECK(eval_int(e, {{x.get(), 0}}) == std::optional<int64_t>(7));
+    // The other side refused: a division by zero.
+    Expr bad = make_select(make_binary(BinaryOp::NE, x, make_int(0, DataType::i32())), make_int(7, DataType::i32()),
+                           floordiv(make_int(100, DataType::i32()), x));
+    CHECK_FALSE(program.run(&zero) == std::nullopt);
+    CHECK(IntProgram(bad, {x.get()}).run(&zero) == std::nullopt);
+    CHECK(eval_int(bad, {{x.get(), 0}}) == std::nullopt);
+}
 
 TEST_CASE("simplify preserves the value of random i64 index expressions", "[simplify][random]") {
     CHECK(check_random(DataType::i64(), 1, 4000) > 40000);
