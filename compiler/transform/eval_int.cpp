@@ -64,7 +64,9 @@ void IntProgram::emit(const Expr& e, const std::vector<const VarNode*>& slots, s
     max_depth_ = std::max(max_depth_, depth + 1);
     auto fail = [&] { code_.push_back({Op::Fail}); };
     switch (e->kind) {
-    case ExprKind::IntImm: code_.push_back({Op::Imm, BinaryOp::Add, {}, static_cast<const IntImmNode*>(e.get())->value}); return;
+    case ExprKind::IntImm:
+        code_.push_back({Op::Imm, BinaryOp::Add, {}, static_cast<const IntImmNode*>(e.get())->value});
+        return;
     case ExprKind::Var: {
         for (size_t k = slots.size(); k-- > 0;)
             if (slots[k] == e.get()) {

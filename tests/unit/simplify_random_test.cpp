@@ -283,16 +283,16 @@ TEST_CASE("IntProgram evaluates only the taken side of a select", "[eval_int]") 
     using tilec::transform::IntProgram;
     Var x = make_loop_var("x", {}, DataType::i32());
     // x == 0 ? 7 : 100 / x: no division by zero where x is 0.
-    Expr e = make_select(make_binary(BinaryOp::EQ, x, make_int(0, DataType::i32())), make_int(7, DataType::i32()),
-                         floordiv(make_int(100, DataType::i32()), x));
+    Expr e = make_select(make_binary(BinaryOp::EQ, x, make_int(0, DataType::i32())),
+                         make_int(7, DataType::i32()), floordiv(make_int(100, DataType::i32()), x));
     IntProgram program(e, {x.get()});
     int64_t zero = 0, four = 4;
     CHECK(program.run(&zero) == std::optional<int64_t>(7));
     CHECK(program.run(&four) == std::optional<int64_t>(25));
     CHECK(eval_int(e, {{x.get(), 0}}) == std::optional<int64_t>(7));
     // The other side refused: a division by zero.
-    Expr bad = make_select(make_binary(BinaryOp::NE, x, make_int(0, DataType::i32())), make_int(7, DataType::i32()),
-                           floordiv(make_int(100, DataType::i32()), x));
+    Expr bad = make_select(make_binary(BinaryOp::NE, x, make_int(0, DataType::i32())),
+                           make_int(7, DataType::i32()), floordiv(make_int(100, DataType::i32()), x));
     CHECK_FALSE(program.run(&zero) == std::nullopt);
     CHECK(IntProgram(bad, {x.get()}).run(&zero) == std::nullopt);
     CHECK(eval_int(bad, {{x.get(), 0}}) == std::nullopt);
