@@ -116,9 +116,6 @@ void free_vars(const Expr& e, std::unordered_set<const VarNode*>& out, bool& has
     v.visit(e);
 }
 
-
-using Env = transform::IntEnv;
-using transform::eval_int;
 using transform::IntProgram;
 
 class BarrierPlacer {
