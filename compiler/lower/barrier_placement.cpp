@@ -393,12 +393,14 @@ private:
         // thread index, then one per loop and let binder, in order (what each binder's
         // own expressions may read: the slots before its own).
         std::vector<const VarNode*> slot_vars{tx};
-        std::vector<IntProgram> first, second;  // per binder: a (and a loop's extent)
+        std::vector<IntProgram> first;                  // per binder: its a
+        std::vector<std::optional<IntProgram>> extent;  // per binder: a loop's extent
         std::vector<size_t> slot(binders.size(), 0);
         for (size_t k = 0; k < binders.size(); ++k) {
             const Binder& c = *binders[k];
             first.emplace_back(c.a, slot_vars);
-            second.emplace_back(c.kind == Binder::Loop ? c.b : c.a, slot_vars);
+            extent.emplace_back();
+            if (c.kind == Binder::Loop) extent.back().emplace(c.b, slot_vars);
             if (c.kind != Binder::Cond) {
                 slot[k] = slot_vars.size();
                 slot_vars.push_back(c.var);
@@ -475,7 +477,7 @@ private:
             }
             case Binder::Loop: {
                 auto mn = first[k].run(values.data());
-                auto ext = second[k].run(values.data());
+                auto ext = extent[k]->run(values.data());
                 if (!mn || !ext) {
                     ok = false;
                     return;
