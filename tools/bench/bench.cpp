@@ -73,12 +73,11 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The best time of each of `fns` (null ones skipped: 0), run in turn rep by rep. On a
-// shared machine the memory bandwidth and clock drift by tens of percent within seconds;
-// timed one after the other, a kernel and its reference (memcpy, OpenBLAS, the FMA
-// peak) could each catch a different phase and their ratio would carry the drift.
-// Each function's best time over `reps` rounds, and every round's times
-// (rounds[r][i]: function i in round r), the functions run alternately.
+// The best time of each of `fns` (null ones skipped: 0) over `reps` rounds, each round
+// running them in turn, and every round's times (rounds[r][i]: function i in round r).
+// On a shared machine the memory bandwidth and clock drift by tens of percent within
+// seconds; timed one after the other, a kernel and its reference (memcpy, OpenBLAS, the
+// FMA peak) could each catch a different phase and their ratio would carry the drift.
 struct Interleaved {
     std::vector<double> best;
     std::vector<std::vector<double>> rounds;
@@ -113,13 +112,13 @@ std::vector<double> seconds_best_interleaved(int reps, const std::vector<std::fu
     return seconds_interleaved(reps, fns).best;
 }
 
-// The median over rounds of time(fns[den]) / time(fns[num]): a ratio of two runs made
-// a moment apart. The memory bandwidth of a shared machine moves by 2x between phases;
-// the best of each alone may come from different phases, the two halves of one round
-// share theirs.
-double median_round_ratio(const Interleaved& t, size_t num, size_t den) {
+// The median over rounds of time(reference) / time(kernel) (indices into `fns`): a
+// ratio of two runs made a moment apart. The memory bandwidth of a shared machine moves
+// by 2x between phases; the best of each alone may come from different phases, the two
+// halves of one round share theirs.
+double median_round_ratio(const Interleaved& t, size_t kernel, size_t reference) {
     std::vector<double> r;
-    for (auto& round : t.rounds) r.push_back(round[den] / round[num]);
+    for (auto& round : t.rounds) r.push_back(round[reference] / round[kernel]);
     std::sort(r.begin(), r.end());
     size_t n = r.size();
     return n == 0 ? 0.0 : n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
