@@ -87,7 +87,7 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
     fl.error_slot = field(layout.error_msg);
     fl.exit_block = llvm::BasicBlock::Create(ctx, "exit", fn);
 
-    fl.stmt(f.body);
+    fl.block_body(f.body);
     b.CreateBr(fl.exit_block);
 
     b.SetInsertPoint(fl.exit_block);

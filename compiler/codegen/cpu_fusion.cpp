@@ -30,6 +30,10 @@
 //   rows at the edges run the statements one after another (with masking and padding).
 //   A row statement that is not a column statement and touches none of the segment's
 //   buffers (nor a global tensor) runs before the segment instead of ending it.
+// - A tile the segment writes that nothing reads after it (no later statement of the
+//   run, not live after the run: cpu_tile_liveness.cpp) stays in a register in the
+//   fused loop instead of being stored.
+#include <algorithm>
 #include <set>
 
 #include <llvm/IR/Constants.h>
@@ -320,6 +324,25 @@ ir::Region restrict_to_row(const ir::Region& r, const ir::Var& row) {
     return out;
 }
 
+// The tiles a column segment may keep in registers: each is written in the segment,
+// only at [row, column], not used by the run's statements from `rest` on, and not live
+// after the run. Then no one reads what the loop would store into it. Unknown
+// liveness: none.
+TileSet dead_after_segment(const std::vector<const RowStmt*>& seg, const std::vector<RowStmt>& run,
+                           size_t rest, const TileSet* live_after) {
+    TileSet dead;
+    if (!live_after) return dead;
+    for (auto* rs : seg)
+        for (auto& u : rs->uses)
+            if (u.write && u.col && !live_after->count(u.buffer)) dead.insert(u.buffer);
+    for (auto* rs : seg)
+        for (auto& u : rs->uses)
+            if (u.write && !u.col) dead.erase(u.buffer);
+    for (size_t k = rest; k < run.size(); ++k)
+        for (auto& u : run[k].uses) dead.erase(u.buffer);
+    return dead;
+}
+
 }  // namespace
 
 void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
@@ -335,7 +358,11 @@ void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
     flatten(stmts);
     std::vector<RowStmt> run;
     auto flush = [&] {
-        emit_row_run(run);
+        const TileSet* live = nullptr;
+        if (liveness_known_ && !run.empty())
+            if (auto it = live_after_.find(run.back().stmt.get()); it != live_after_.end())
+                live = &it->second;
+        emit_row_run(run, live);
         run.clear();
     };
     for (auto& s : flat) {
@@ -358,7 +385,7 @@ void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
     flush();
 }
 
-void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run) {
+void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run, const TileSet* live_after) {
     if (run.empty()) return;
     if (run.size() == 1) {
         stmt(run[0].stmt);
@@ -370,14 +397,16 @@ void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run) {
     emit_loop(b_.getInt64(0), b_.getInt64(rows), LoopHint::None, [&](llvm::Value* i) {
         bind(row, i);
         std::vector<const RowStmt*> seg;
-        auto flush = [&] {
+        // `rest`: the run's statements after the segment.
+        auto flush = [&](size_t rest) {
             if (seg.size() == 1)
                 emit_row_stmt(*seg[0], row);
             else if (seg.size() > 1)
-                emit_fused_columns(seg, row);
+                emit_fused_columns(seg, row, dead_after_segment(seg, run, rest, live_after));
             seg.clear();
         };
-        for (auto& rs : run) {
+        for (size_t k = 0; k < run.size(); ++k) {
+            const RowStmt& rs = run[k];
             if (rs.cols > 0 && !seg.empty() && rs.cols == seg[0]->cols && column_legal(seg, rs)) {
                 seg.push_back(&rs);
                 continue;
@@ -386,13 +415,13 @@ void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run) {
                 emit_row_stmt(rs, row);  // e.g. softmax's copy(m, m_old) before the max
                 continue;
             }
-            flush();
+            flush(k);
             if (rs.cols > 0)
                 seg.push_back(&rs);
             else
                 emit_row_stmt(rs, row);
         }
-        flush();
+        flush(run.size());
     });
 }
 
@@ -425,7 +454,8 @@ void FunctionLowering::emit_row_stmt(const RowStmt& rs, const ir::Var& row) {
     }
 }
 
-void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg, const ir::Var& row) {
+void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg, const ir::Var& row,
+                                          const TileSet& dead) {
     const int64_t cols = seg[0]->cols;
     llvm::Value* i = vars_.at(row.get());
     auto i64 = [&](const ir::Expr& e) { return convert(expr(e), e->type, DataType::i64()); };
@@ -515,11 +545,36 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                                prep[k].slot);
             }
         }
+        // The dead tiles' elements live in slots that SROA turns into registers, except
+        // where the copies out run after the loop and read the tile. Each iteration
+        // starts its slot from the tile (an earlier segment may have written it; where
+        // the segment writes it first, the load is dead and LLVM drops it).
+        // (In the segment's order, not the set's: the code must not depend on addresses.)
+        std::vector<std::pair<const ir::BufferNode*, llvm::Value*>> slots;
+        if (out != Out::After)
+            for (auto* rs : seg)
+                for (auto& u : rs->uses) {
+                    const ir::BufferNode* t = u.buffer;
+                    bool listed =
+                        std::any_of(slots.begin(), slots.end(), [&](auto& e) { return e.first == t; });
+                    if (dead.count(t) && !listed)
+                        slots.push_back(
+                            {t, entry_alloca(storage_type(ms_.ctx, t->dtype), 1, "fused." + t->name)});
+                }
         llvm::MDNode* group = llvm::MDNode::getDistinct(ms_.ctx, {});
         access_groups_.push_back(group);
         emit_loop(
             b_.getInt64(0), b_.getInt64(cols), LoopHint::Vectorize,
             [&](llvm::Value* c) {
+                for (auto [t, slot] : slots) {
+                    const BufferInfo& info = buffers_.at(t);
+                    llvm::Type* st = storage_type(ms_.ctx, t->dtype);
+                    auto* v =
+                        b_.CreateLoad(st, b_.CreateInBoundsGEP(st, info.base, element_offset(info, {i, c})));
+                    mark_access(v, *t);
+                    b_.CreateStore(v, slot);
+                    forwarded_[t] = slot;
+                }
                 for (size_t k = 0; k < seg.size(); ++k) {
                     const RowStmt& rs = *seg[k];
                     switch (rs.kind) {
@@ -580,6 +635,7 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
             },
             group);
         access_groups_.pop_back();
+        for (auto [t, slot] : slots) forwarded_.erase(t);
         for (size_t k = 0; k < seg.size(); ++k)
             if (seg[k]->kind == RowKind::Reduce) {
                 auto* r = seg[k]->stmt->as<ir::ReduceNode>();

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -132,6 +133,11 @@ struct RowStmt {
     const ir::ForNode* inner = nullptr;  // a Loop with cols: its loop over the columns
 };
 
+// Block-local buffers (tiles), and for each statement of a block function's body those
+// whose contents may be read after it (cpu_tile_liveness.cpp).
+using TileSet = std::set<const ir::BufferNode*>;
+std::unordered_map<const ir::StmtNode*, TileSet> tiles_live_after(const ir::Stmt& body);
+
 // Lowers the expressions and statements of one function into `fn` at the builder's
 // insertion point. Used for the block function (the body) and the entry point (grid and
 // shape expressions).
@@ -149,6 +155,8 @@ public:
     llvm::Value* expr(const ir::Expr& e);
     // Emits a statement (cpu_stmt.cpp) or a tile op (cpu_tile_ops.cpp).
     void stmt(const ir::Stmt& s);
+    // Emits a block function's body, with the tiles' liveness known to row fusion.
+    void block_body(const ir::Stmt& body);
 
     // Conversions between register values and storage (cpu_convert.cpp).
     // `convert` implements cast<to>(v) for a register value of type `from`: float ->
@@ -241,10 +249,13 @@ private:
     void lower_atomic_add(const ir::AtomicAddNode& s);
     // A statement list, with runs of row statements fused (cpu_fusion.cpp).
     void lower_seq(const std::vector<ir::Stmt>& stmts);
-    void emit_row_run(const std::vector<RowStmt>& run);
+    // `live_after`: the tiles that may be read after the run (null: unknown, all).
+    void emit_row_run(const std::vector<RowStmt>& run, const TileSet* live_after);
     // Row `row` (a bound variable) of one statement, and of a column segment in one loop.
     void emit_row_stmt(const RowStmt& rs, const ir::Var& row);
-    void emit_fused_columns(const std::vector<const RowStmt*>& seg, const ir::Var& row);
+    // `dead`: tiles the segment writes that nothing reads after it, kept in registers
+    // instead of stored where the loop runs.
+    void emit_fused_columns(const std::vector<const RowStmt*>& seg, const ir::Var& row, const TileSet& dead);
     // Other statements (cpu_stmt.cpp).
     void lower_allocate(const ir::AllocateNode& s);
     void lower_for(const ir::ForNode& s);
@@ -268,7 +279,8 @@ private:
     llvm::Value* element_ptr(const ir::Buffer& b, const BufferInfo& info, llvm::Value* offset);
     llvm::Value* element_offset(const BufferInfo& info, const std::vector<llvm::Value*>& idx);
     // Attaches the enclosing parallel loops' access groups to a load or store.
-    void mark_access(llvm::Value* inst, const ir::Buffer& b);
+    void mark_access(llvm::Value* inst, const ir::Buffer& b) { mark_access(inst, *b); }
+    void mark_access(llvm::Value* inst, const ir::BufferNode& b);
 
     ModuleState& ms_;
     llvm::Function* fn_;
@@ -289,7 +301,13 @@ private:
     };
     std::vector<SerialLoop> serial_loops_;
     std::unordered_map<const ir::BufferNode*, TileSource> tile_sources_;
-    uint64_t stack_bytes_ = 0;                  // block-local buffers on the stack so far
+    uint64_t stack_bytes_ = 0;  // block-local buffers on the stack so far
+    // Set by block_body: tiles live after each statement of the body.
+    std::unordered_map<const ir::StmtNode*, TileSet> live_after_;
+    bool liveness_known_ = false;
+    // Tiles whose element at the fused column loop's [row, column] lives in a one-element
+    // slot (load_element / store_element use it instead of the tile).
+    std::unordered_map<const ir::BufferNode*, llvm::Value*> forwarded_;
 };
 
 // Emits NAME_block and NAME_cpu for one export into the module (cpu_entry.cpp).

@@ -80,10 +80,10 @@ llvm::Value* FunctionLowering::element_ptr(const ir::Buffer& b, const BufferInfo
     return b_.CreateInBoundsGEP(storage_type(ms_.ctx, b->dtype), info.base, offset);
 }
 
-void FunctionLowering::mark_access(llvm::Value* inst, const ir::Buffer& b) {
+void FunctionLowering::mark_access(llvm::Value* inst, const ir::BufferNode& b) {
     // Per-thread buffers (`local`, `var`) are private to each iteration of a parallel
     // loop on a GPU, but shared by all of them here: their accesses stay ordered.
-    if (access_groups_.empty() || b->scope == ir::Scope::Local) return;
+    if (access_groups_.empty() || b.scope == ir::Scope::Local) return;
     auto* i = llvm::cast<llvm::Instruction>(inst);
     llvm::MDNode* md = access_groups_.size() == 1
                            ? access_groups_[0]
@@ -92,7 +92,15 @@ void FunctionLowering::mark_access(llvm::Value* inst, const ir::Buffer& b) {
     i->setMetadata(llvm::LLVMContext::MD_access_group, md);
 }
 
+void FunctionLowering::block_body(const ir::Stmt& body) {
+    live_after_ = tiles_live_after(body);
+    liveness_known_ = true;
+    stmt(body);
+}
+
 llvm::Value* FunctionLowering::load_element(const ir::Buffer& b, const std::vector<llvm::Value*>& idx) {
+    if (auto it = forwarded_.find(b.get()); it != forwarded_.end())
+        return from_storage(b_.CreateLoad(storage_type(ms_.ctx, b->dtype), it->second), b->dtype);
     const BufferInfo& info = buffer(b);
     llvm::Value* off = element_offset(info, idx);
     if (info.packed) {
@@ -109,6 +117,10 @@ llvm::Value* FunctionLowering::load_element(const ir::Buffer& b, const std::vect
 
 void FunctionLowering::store_element(const ir::Buffer& b, const std::vector<llvm::Value*>& idx,
                                      llvm::Value* reg) {
+    if (auto it = forwarded_.find(b.get()); it != forwarded_.end()) {
+        b_.CreateStore(to_storage(reg, b->dtype), it->second);
+        return;
+    }
     const BufferInfo& info = buffer(b);
     llvm::Value* off = element_offset(info, idx);
     if (info.packed) {
@@ -346,7 +358,8 @@ void FunctionLowering::lower_for(const ir::ForNode& s) {
             stmt(s.body);
             if (serial) {
                 serial_loops_.pop_back();
-                std::erase_if(tile_sources_, [&](const auto& e) { return e.second.loop >= serial_loops_.size(); });
+                std::erase_if(tile_sources_,
+                              [&](const auto& e) { return e.second.loop >= serial_loops_.size(); });
             }
         },
         group);
