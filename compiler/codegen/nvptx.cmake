@@ -20,10 +20,10 @@ tilec_llvm_library(tilec_gpu_lowering
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_machine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_stmt.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_lowering_values.cpp)
-target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen tilec_lower tilec_ops tilec_scalar LLVM)
+target_link_libraries(tilec_gpu_lowering PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_codegen tilec_lower tilec_ops tilec_scalar ${TILEC_LLVM_LIBS})
 
 tilec_llvm_library(tilec_nvptx ${CMAKE_CURRENT_LIST_DIR}/nvptx_backend.cpp)
 target_compile_definitions(tilec_nvptx PRIVATE "TILEC_PTXAS_PATH=\"$<$<BOOL:${TILEC_PTXAS}>:${TILEC_PTXAS}>\"")
-target_link_libraries(tilec_nvptx PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_gpu_lowering tilec_codegen LLVM)
+target_link_libraries(tilec_nvptx PUBLIC tilec_ir tilec_support tilec_target PRIVATE tilec_gpu_lowering tilec_codegen ${TILEC_LLVM_LIBS})
 
 include(${CMAKE_CURRENT_LIST_DIR}/amdgpu.cmake)  # tilec_amdgpu: the AMDGPU backend
