@@ -359,7 +359,7 @@ void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
     std::vector<RowStmt> run;
     auto flush = [&] {
         const TileSet* live = nullptr;
-        if (liveness_known_ && !run.empty())
+        if (!run.empty())
             if (auto it = live_after_.find(run.back().stmt.get()); it != live_after_.end())
                 live = &it->second;
         emit_row_run(run, live);
@@ -568,9 +568,8 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
             [&](llvm::Value* c) {
                 for (auto [t, slot] : slots) {
                     const BufferInfo& info = buffers_.at(t);
-                    llvm::Type* st = storage_type(ms_.ctx, t->dtype);
-                    auto* v =
-                        b_.CreateLoad(st, b_.CreateInBoundsGEP(st, info.base, element_offset(info, {i, c})));
+                    auto* v = b_.CreateLoad(storage_type(ms_.ctx, t->dtype),
+                                            element_ptr(*t, info, element_offset(info, {i, c})));
                     mark_access(v, *t);
                     b_.CreateStore(v, slot);
                     forwarded_[t] = slot;

@@ -276,7 +276,10 @@ private:
     // loops with constant bounds, or false.
     bool range_of(const ir::Expr& e, int64_t& lo, int64_t& hi) const;
     // Address of element `offset` (elements) of a non-packed buffer.
-    llvm::Value* element_ptr(const ir::Buffer& b, const BufferInfo& info, llvm::Value* offset);
+    llvm::Value* element_ptr(const ir::Buffer& b, const BufferInfo& info, llvm::Value* offset) {
+        return element_ptr(*b, info, offset);
+    }
+    llvm::Value* element_ptr(const ir::BufferNode& b, const BufferInfo& info, llvm::Value* offset);
     llvm::Value* element_offset(const BufferInfo& info, const std::vector<llvm::Value*>& idx);
     // Attaches the enclosing parallel loops' access groups to a load or store.
     void mark_access(llvm::Value* inst, const ir::Buffer& b) { mark_access(inst, *b); }
@@ -301,10 +304,10 @@ private:
     };
     std::vector<SerialLoop> serial_loops_;
     std::unordered_map<const ir::BufferNode*, TileSource> tile_sources_;
-    uint64_t stack_bytes_ = 0;  // block-local buffers on the stack so far
-    // Set by block_body: tiles live after each statement of the body.
+    uint64_t stack_bytes_ = 0;                  // block-local buffers on the stack so far
+    // Set by block_body: tiles live after each statement of the body (empty elsewhere:
+    // unknown).
     std::unordered_map<const ir::StmtNode*, TileSet> live_after_;
-    bool liveness_known_ = false;
     // Tiles whose element at the fused column loop's [row, column] lives in a one-element
     // slot (load_element / store_element use it instead of the tile).
     std::unordered_map<const ir::BufferNode*, llvm::Value*> forwarded_;

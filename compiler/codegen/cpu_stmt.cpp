@@ -76,8 +76,8 @@ llvm::Value* FunctionLowering::element_offset(const BufferInfo& info, const std:
     return off ? off : b_.getInt64(0);
 }
 
-llvm::Value* FunctionLowering::element_ptr(const ir::Buffer& b, const BufferInfo& info, llvm::Value* offset) {
-    return b_.CreateInBoundsGEP(storage_type(ms_.ctx, b->dtype), info.base, offset);
+llvm::Value* FunctionLowering::element_ptr(const ir::BufferNode& b, const BufferInfo& info, llvm::Value* offset) {
+    return b_.CreateInBoundsGEP(storage_type(ms_.ctx, b.dtype), info.base, offset);
 }
 
 void FunctionLowering::mark_access(llvm::Value* inst, const ir::BufferNode& b) {
@@ -94,7 +94,6 @@ void FunctionLowering::mark_access(llvm::Value* inst, const ir::BufferNode& b) {
 
 void FunctionLowering::block_body(const ir::Stmt& body) {
     live_after_ = tiles_live_after(body);
-    liveness_known_ = true;
     stmt(body);
 }
 
@@ -358,8 +357,7 @@ void FunctionLowering::lower_for(const ir::ForNode& s) {
             stmt(s.body);
             if (serial) {
                 serial_loops_.pop_back();
-                std::erase_if(tile_sources_,
-                              [&](const auto& e) { return e.second.loop >= serial_loops_.size(); });
+                std::erase_if(tile_sources_, [&](const auto& e) { return e.second.loop >= serial_loops_.size(); });
             }
         },
         group);
