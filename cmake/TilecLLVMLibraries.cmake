@@ -14,6 +14,7 @@ function(tilec_llvm_libraries out)
       orcjit executionengine jitlink runtimedyld
       x86codegen x86asmparser x86desc x86info nvptxcodegen nvptxdesc nvptxinfo
       amdgpucodegen amdgpuasmparser amdgpudesc amdgpuinfo amdgpuutils)
+    set_property(GLOBAL PROPERTY TILEC_LLVM_IS_STATIC ON)  # tests/CMakeLists.txt checks it
   else()
     set(libs LLVM)
   endif()
