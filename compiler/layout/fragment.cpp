@@ -309,11 +309,33 @@ struct Fragment::Mapping {
 
 // The mapping a slot table was computed from and the table: for every coordinate in
 // row-major order, its replicate_ owners as sorted (thread, register) pairs.
+struct Fragment::Programs {
+    IndexProgram thread, reg;  // slots: vars_, then rep_var_
+};
+
 struct Fragment::SlotTable {
     std::mutex mutex;
     Mapping mapping;
     std::shared_ptr<const std::vector<int64_t>> table;
+    std::mutex programs_mutex;  // apart: the table's computation evaluates
+    Mapping programs_mapping;
+    std::shared_ptr<const Programs> programs;
 };
+
+std::shared_ptr<const Fragment::Programs> Fragment::programs() const {
+    SlotTable& cache = *slot_table_;
+    std::lock_guard<std::mutex> lock(cache.programs_mutex);
+    Mapping now = mapping();
+    if (cache.programs && cache.programs_mapping == now) return cache.programs;
+    std::vector<const VarNode*> slots;
+    for (const Var& v : vars_) slots.push_back(v.get());
+    slots.push_back(rep_var_.get());
+    auto programs =
+        std::make_shared<const Programs>(Programs{IndexProgram(thread_, slots), IndexProgram(reg_, slots)});
+    cache.programs_mapping = std::move(now);
+    cache.programs = programs;
+    return programs;
+}
 
 Fragment::Mapping Fragment::mapping() const {
     return {thread_, reg_, vars_, rep_var_, shape_, replicate_};
@@ -412,16 +434,49 @@ std::pair<Expr, Expr> Fragment::apply(const std::vector<Expr>& coord, const Expr
     return {substitute(thread_, map), substitute(reg_, map)};
 }
 
+namespace {
+
+// A coordinate and a replica index as the programs' slots read them (vars_, rep_var_).
+class SlotValues {
+public:
+    explicit SlotValues(const std::vector<int64_t>& coord) {
+        if (coord.size() + 1 > std::size(small_)) big_.resize(coord.size() + 1);
+        values_ = big_.empty() ? small_ : big_.data();
+        std::copy(coord.begin(), coord.end(), values_);
+        rep_ = values_ + coord.size();
+    }
+    const int64_t* with_rep(int64_t rep) {
+        *rep_ = rep;
+        return values_;
+    }
+
+private:
+    int64_t small_[8];
+    std::vector<int64_t> big_;
+    int64_t* values_;
+    int64_t* rep_;
+};
+
+}  // namespace
+
 FragmentSlot Fragment::evaluate(const std::vector<int64_t>& coord, int64_t rep) const {
-    IndexEnv env;
-    env.bind(vars_, coord);
-    env.bind(rep_var_, rep);
-    return {eval_index(thread_, env), eval_index(reg_, env)};
+    TILEC_CHECK(coord.size() == vars_.size(), "layout coordinate rank mismatch");
+    auto programs = this->programs();
+    SlotValues values(coord);
+    const int64_t* v = values.with_rep(rep);
+    return {programs->thread.run(v), programs->reg.run(v)};
 }
 
 std::vector<FragmentSlot> Fragment::owners(const std::vector<int64_t>& coord) const {
+    TILEC_CHECK(coord.size() == vars_.size(), "layout coordinate rank mismatch");
+    auto programs = this->programs();
+    SlotValues values(coord);
     std::vector<FragmentSlot> slots;
-    for (int64_t r = 0; r < replicate_; ++r) slots.push_back(evaluate(coord, r));
+    slots.reserve(size_t(replicate_));
+    for (int64_t r = 0; r < replicate_; ++r) {
+        const int64_t* v = values.with_rep(r);
+        slots.push_back({programs->thread.run(v), programs->reg.run(v)});
+    }
     return slots;
 }
 

@@ -168,9 +168,13 @@ private:
     // same fragments again and again (flash attention: a fifth of the GPU passes' time in
     // evaluating them): the owners are computed once per mapping and kept here, shared by
     // copies and recomputed when the mapping they were taken from is not this one's.
+    // The thread and register expressions are compiled (IndexProgram) on the first
+    // evaluation and kept beside the table, under the same rule.
     struct Mapping;
     struct SlotTable;
+    struct Programs;
     Mapping mapping() const;
+    std::shared_ptr<const Programs> programs() const;
     std::shared_ptr<const std::vector<int64_t>> slot_table() const;
     static std::shared_ptr<SlotTable> new_slot_table();
     std::shared_ptr<SlotTable> slot_table_ = new_slot_table();

@@ -3,6 +3,9 @@
 // layout library must not depend on it; this keeps printed layouts readable.
 #include "layout/index_expr.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "support/diagnostics.h"
 
 namespace tilec::layout {
@@ -17,6 +20,40 @@ int64_t floordiv_int(int64_t a, int64_t b) {
 }
 int64_t floormod_int(int64_t a, int64_t b) {
     return a - floordiv_int(a, b) * b;
+}
+
+// The integer operators of index arithmetic, before wrapping to the result's type; false
+// for a division by zero and for the float operators.
+inline bool index_binary(BinaryOp op, int64_t x, int64_t y, int64_t& r) {
+    switch (op) {
+    case BinaryOp::Add: r = int64_t(uint64_t(x) + uint64_t(y)); return true;
+    case BinaryOp::Sub: r = int64_t(uint64_t(x) - uint64_t(y)); return true;
+    case BinaryOp::Mul: r = int64_t(uint64_t(x) * uint64_t(y)); return true;
+    case BinaryOp::FloorDiv:
+        if (y == 0) return false;
+        r = floordiv_int(x, y);
+        return true;
+    case BinaryOp::FloorMod:
+        if (y == 0) return false;
+        r = floormod_int(x, y);
+        return true;
+    case BinaryOp::Min: r = x < y ? x : y; return true;
+    case BinaryOp::Max: r = x > y ? x : y; return true;
+    case BinaryOp::EQ: r = x == y; return true;
+    case BinaryOp::NE: r = x != y; return true;
+    case BinaryOp::LT: r = x < y; return true;
+    case BinaryOp::LE: r = x <= y; return true;
+    case BinaryOp::GT: r = x > y; return true;
+    case BinaryOp::GE: r = x >= y; return true;
+    case BinaryOp::And: r = (x != 0) && (y != 0); return true;
+    case BinaryOp::Or: r = (x != 0) || (y != 0); return true;
+    case BinaryOp::BitAnd: r = x & y; return true;
+    case BinaryOp::BitOr: r = x | y; return true;
+    case BinaryOp::BitXor: r = x ^ y; return true;
+    case BinaryOp::Shl: r = int64_t(uint64_t(x) << (y & 63)); return true;
+    case BinaryOp::Shr: r = x >> (y & 63); return true;
+    default: return false;
+    }
 }
 
 }  // namespace
@@ -93,12 +130,16 @@ std::vector<Var> make_index_vars(size_t n, const std::string& prefix) {
 }
 
 void IndexEnv::bind(const Var& v, int64_t value) {
+    bind_node(v.get(), value);
+}
+
+void IndexEnv::bind_node(const VarNode* v, int64_t value) {
     for (auto& [var, val] : binds_)
-        if (var == v.get()) {
+        if (var == v) {
             val = value;
             return;
         }
-    binds_.emplace_back(v.get(), value);
+    binds_.emplace_back(v, value);
 }
 
 void IndexEnv::bind(const std::vector<Var>& vars, const std::vector<int64_t>& values) {
@@ -124,36 +165,11 @@ int64_t eval_index(const Expr& e, const IndexEnv& env) {
         const auto* b = e->as<BinaryNode>();
         int64_t x = eval_index(b->a, env);
         int64_t y = eval_index(b->b, env);
+        TILEC_CHECK(y != 0 || b->op != BinaryOp::FloorDiv, "layout division by zero");
+        TILEC_CHECK(y != 0 || b->op != BinaryOp::FloorMod, "layout modulo by zero");
         int64_t r = 0;
-        switch (b->op) {
-        case BinaryOp::Add: r = int64_t(uint64_t(x) + uint64_t(y)); break;
-        case BinaryOp::Sub: r = int64_t(uint64_t(x) - uint64_t(y)); break;
-        case BinaryOp::Mul: r = int64_t(uint64_t(x) * uint64_t(y)); break;
-        case BinaryOp::FloorDiv:
-            TILEC_CHECK(y != 0, "layout division by zero");
-            r = floordiv_int(x, y);
-            break;
-        case BinaryOp::FloorMod:
-            TILEC_CHECK(y != 0, "layout modulo by zero");
-            r = floormod_int(x, y);
-            break;
-        case BinaryOp::Min: r = x < y ? x : y; break;
-        case BinaryOp::Max: r = x > y ? x : y; break;
-        case BinaryOp::EQ: r = x == y; break;
-        case BinaryOp::NE: r = x != y; break;
-        case BinaryOp::LT: r = x < y; break;
-        case BinaryOp::LE: r = x <= y; break;
-        case BinaryOp::GT: r = x > y; break;
-        case BinaryOp::GE: r = x >= y; break;
-        case BinaryOp::And: r = (x != 0) && (y != 0); break;
-        case BinaryOp::Or: r = (x != 0) || (y != 0); break;
-        case BinaryOp::BitAnd: r = x & y; break;
-        case BinaryOp::BitOr: r = x | y; break;
-        case BinaryOp::BitXor: r = x ^ y; break;
-        case BinaryOp::Shl: r = int64_t(uint64_t(x) << (y & 63)); break;
-        case BinaryOp::Shr: r = x >> (y & 63); break;
-        default: TILEC_ICE(std::string("layout expression with a float operator ") + binary_op_name(b->op));
-        }
+        if (!index_binary(b->op, x, y, r))
+            TILEC_ICE(std::string("layout expression with a float operator ") + binary_op_name(b->op));
         return normalize_int(r, e->type);
     }
     case ExprKind::Unary: {
@@ -178,6 +194,150 @@ int64_t eval_index(const Expr& e, const IndexEnv& env) {
     default: break;
     }
     TILEC_ICE("layout expression is not integer index arithmetic");
+}
+
+IndexProgram::IndexProgram(const Expr& e, std::vector<const VarNode*> slots)
+    : expr_(e), slots_(std::move(slots)) {
+    registers_ = uint32_t(slots_.size());
+    scopes_.emplace_back();
+    result_ = emit(e);
+    scopes_ = {};
+    memo_ = {};
+}
+
+namespace {
+
+// The wrapping of a result of type t: none where t is a 64-bit integer.
+bool is_wide(DataType t) {
+    return !t.is_bool() && t.bits >= 64;
+}
+
+}  // namespace
+
+// Appends the code of e (what eval_index computes, node by node, its failures as Fail)
+// unless a scope in force has it already; returns the register holding its value.
+uint32_t IndexProgram::emit(const Expr& e) {
+    if (e->kind == ExprKind::Var) {
+        for (size_t k = slots_.size(); k-- > 0;)
+            if (slots_[k] == e.get()) return uint32_t(k);
+    }
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    Inst in{Op::Fail};
+    in.type = e->type;
+    in.wide = is_wide(e->type);
+    switch (e->kind) {
+    case ExprKind::IntImm:
+        in.op = Op::Imm;
+        in.imm = e->as<IntImmNode>()->value;
+        break;
+    case ExprKind::Binary: {
+        const auto* b = e->as<BinaryNode>();
+        in.a = emit(b->a);
+        if (b->b->kind == ExprKind::IntImm) {
+            in.b_imm = true;
+            in.imm = b->b->as<IntImmNode>()->value;
+        } else {
+            in.b = emit(b->b);
+        }
+        in.op = Op::Binary;  // a float operator fails when run, after its operands
+        in.bop = b->op;
+        break;
+    }
+    case ExprKind::Unary: {
+        const auto* u = e->as<UnaryNode>();
+        in.a = emit(u->a);
+        switch (u->op) {
+        case UnaryOp::Neg: in.op = Op::Neg; break;
+        case UnaryOp::Not: in.op = Op::Not; break;
+        case UnaryOp::BitNot: in.op = Op::BitNot; break;
+        }
+        break;
+    }
+    case ExprKind::Select: {
+        const auto* sel = e->as<SelectNode>();
+        uint32_t cond = emit(sel->cond);
+        uint32_t dst = registers_++;
+        auto side = [&](const Expr& value) {
+            scopes_.emplace_back();
+            uint32_t v = emit(value);
+            for (const ExprNode* node : scopes_.back()) memo_.erase(node);
+            scopes_.pop_back();
+            code_.push_back({Op::Move});
+            code_.back().dst = dst;
+            code_.back().a = v;
+        };
+        size_t to_else = code_.size();
+        code_.push_back({Op::JumpIfZero});
+        code_.back().a = cond;
+        side(sel->t);
+        size_t to_end = code_.size();
+        code_.push_back({Op::Jump});
+        code_[to_else].imm = int64_t(code_.size());
+        side(sel->f);
+        code_[to_end].imm = int64_t(code_.size());
+        memo_.emplace(e.get(), dst);
+        scopes_.back().push_back(e.get());
+        return dst;
+    }
+    case ExprKind::Cast:
+        if (!e->type.is_integer() && !e->type.is_bool()) break;
+        in.op = Op::Normalize;
+        in.a = emit(e->as<CastNode>()->value);
+        break;
+    default: break;  // Fail: a variable no slot binds, a float, a load
+    }
+    in.dst = registers_++;
+    code_.push_back(in);
+    memo_.emplace(e.get(), in.dst);
+    scopes_.back().push_back(e.get());
+    return in.dst;
+}
+
+int64_t IndexProgram::run(const int64_t* values) const {
+    int64_t small[64];
+    std::vector<int64_t> big;
+    int64_t* r = small;
+    if (registers_ > std::size(small)) {
+        big.resize(registers_);
+        r = big.data();
+    }
+    std::copy(values, values + slots_.size(), r);
+    for (size_t pc = 0; pc < code_.size();) {
+        const Inst& in = code_[pc++];
+        switch (in.op) {
+        case Op::Imm: r[in.dst] = in.imm; break;
+        case Op::Fail: report(values);
+        case Op::Binary: {
+            int64_t v = 0;
+            if (!index_binary(in.bop, r[in.a], in.b_imm ? in.imm : r[in.b], v)) report(values);
+            r[in.dst] = in.wide ? v : normalize_int(v, in.type);
+            break;
+        }
+        case Op::Neg: {
+            int64_t v = int64_t(0 - uint64_t(r[in.a]));
+            r[in.dst] = in.wide ? v : normalize_int(v, in.type);
+            break;
+        }
+        case Op::Not: r[in.dst] = r[in.a] == 0; break;
+        case Op::BitNot: r[in.dst] = in.wide ? ~r[in.a] : normalize_int(~r[in.a], in.type); break;
+        case Op::Normalize: r[in.dst] = in.wide ? r[in.a] : normalize_int(r[in.a], in.type); break;
+        case Op::Move: r[in.dst] = r[in.a]; break;
+        case Op::JumpIfZero:
+            if (r[in.a] == 0) pc = size_t(in.imm);
+            break;
+        case Op::Jump: pc = size_t(in.imm); break;
+        }
+    }
+    return r[result_];
+}
+
+// eval_index, with the same bindings, on what it stops at.
+void IndexProgram::report(const int64_t* values) const {
+    IndexEnv env;
+    for (size_t k = 0; k < slots_.size(); ++k)
+        if (slots_[k]) env.bind_node(slots_[k], values[k]);
+    eval_index(expr_, env);
+    TILEC_ICE("layout expression: the compiled evaluation fails where eval_index does not");
 }
 
 int64_t shape_size(const std::vector<int64_t>& shape) {

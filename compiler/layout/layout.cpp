@@ -3,6 +3,8 @@
 // expressions rather than tables; the tests check them against enumeration.
 #include "layout/layout.h"
 
+#include <mutex>
+
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "layout/digits.h"
@@ -228,6 +230,7 @@ Layout Layout::with_swizzle(const Swizzle& s) const {
         return l;
     }
     Layout l = *this;
+    l.programs_ = new_programs();  // its index_ changes
     l.name_ = name_ + "." + s.str();
     l.index_[0] = s.apply(index_[0]);
     l.digits_ = nullptr;
@@ -261,17 +264,44 @@ std::vector<Expr> Layout::apply(const std::vector<Expr>& coord) const {
     return out;
 }
 
+struct Layout::Programs {
+    std::mutex mutex;
+    std::vector<Var> vars;  // what `programs` were compiled from
+    std::vector<Expr> index;
+    std::shared_ptr<const std::vector<IndexProgram>> programs;
+};
+
+std::shared_ptr<Layout::Programs> Layout::new_programs() {
+    return std::make_shared<Programs>();
+}
+
+std::shared_ptr<const std::vector<IndexProgram>> Layout::programs() const {
+    Programs& cache = *programs_;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.programs && cache.vars == vars_ && cache.index == index_) return cache.programs;
+    std::vector<const VarNode*> slots;
+    for (const Var& v : vars_) slots.push_back(v.get());
+    auto programs = std::make_shared<std::vector<IndexProgram>>();
+    for (const Expr& e : index_) programs->emplace_back(e, slots);
+    cache.vars = vars_;
+    cache.index = index_;
+    cache.programs = programs;
+    return programs;
+}
+
 std::vector<int64_t> Layout::evaluate(const std::vector<int64_t>& coord) const {
-    IndexEnv env;
-    env.bind(vars_, coord);
+    TILEC_CHECK(coord.size() == vars_.size(), "layout coordinate rank mismatch");
+    auto programs = this->programs();
     std::vector<int64_t> out;
-    for (const Expr& e : index_) out.push_back(eval_index(e, env));
+    out.reserve(programs->size());
+    for (const IndexProgram& p : *programs) out.push_back(p.run(coord.data()));
     return out;
 }
 
 int64_t Layout::offset(const std::vector<int64_t>& coord) const {
     TILEC_CHECK(index_.size() == 1, "offset of a layout with a multi-dimensional codomain");
-    return evaluate(coord)[0];
+    TILEC_CHECK(coord.size() == vars_.size(), "layout coordinate rank mismatch");
+    return (*programs())[0].run(coord.data());
 }
 
 namespace {

@@ -21,6 +21,7 @@
 namespace tilec::layout {
 
 struct DigitMap;
+class IndexProgram;
 
 // CUTLASS's Swizzle<B, M, S> (include/cute/swizzle.hpp, "A generic Swizzle functor"):
 // of an offset 0b...YYY...ZZZ..., keep the low M bits, and XOR the B bits at
@@ -142,6 +143,12 @@ private:
     std::vector<ir::Expr> inv_index_;
     std::shared_ptr<const DigitMap> digits_;  // null unless built from digits
     Swizzle swizzle_;                         // applied after digits_
+    // index_ compiled (IndexProgram) on the first evaluation, shared by copies and
+    // compiled again when the expressions it was compiled from are not this one's.
+    struct Programs;
+    std::shared_ptr<const std::vector<IndexProgram>> programs() const;
+    static std::shared_ptr<Programs> new_programs();
+    std::shared_ptr<Programs> programs_ = new_programs();
 };
 
 }  // namespace tilec::layout
