@@ -325,8 +325,13 @@ struct Fragment::SlotTable {
 std::shared_ptr<const Fragment::Programs> Fragment::programs() const {
     SlotTable& cache = *slot_table_;
     std::lock_guard<std::mutex> lock(cache.programs_mutex);
+    // Compared in place: building this fragment's Mapping per evaluation (copies of its
+    // vectors) cost more than the evaluation.
+    const Mapping& was = cache.programs_mapping;
+    if (cache.programs && was.thread == thread_ && was.reg == reg_ && was.vars == vars_ &&
+        was.rep_var == rep_var_)
+        return cache.programs;
     Mapping now = mapping();
-    if (cache.programs && cache.programs_mapping == now) return cache.programs;
     std::vector<const VarNode*> slots;
     for (const Var& v : vars_) slots.push_back(v.get());
     slots.push_back(rep_var_.get());

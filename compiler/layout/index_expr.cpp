@@ -24,7 +24,7 @@ int64_t floormod_int(int64_t a, int64_t b) {
 
 // The integer operators of index arithmetic, before wrapping to the result's type; false
 // for a division by zero and for the float operators.
-inline bool index_binary(BinaryOp op, int64_t x, int64_t y, int64_t& r) {
+[[gnu::always_inline]] inline bool index_binary(BinaryOp op, int64_t x, int64_t y, int64_t& r) {
     switch (op) {
     case BinaryOp::Add: r = int64_t(uint64_t(x) + uint64_t(y)); return true;
     case BinaryOp::Sub: r = int64_t(uint64_t(x) - uint64_t(y)); return true;

@@ -3,6 +3,7 @@
 #include "transform/eval_int.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "transform/simplify.h"
 
@@ -55,68 +56,97 @@ std::optional<int64_t> eval_int(const Expr& e, const IntEnv& env) {
     }
 }
 
-IntProgram::IntProgram(const Expr& e, const std::vector<const VarNode*>& slots) {
-    emit(e, slots, 0);
+IntProgram::IntProgram(const Expr& e, const std::vector<const VarNode*>& slots) : slot_count_(slots.size()) {
+    registers_ = static_cast<uint32_t>(slots.size());
+    slots_ = &slots;
+    scopes_.emplace_back();
+    result_ = emit(e);
+    slots_ = nullptr;
+    memo_ = {};
+    scopes_ = {};
 }
 
-// Appends code that leaves e's value on the stack, `depth` values being below it.
-void IntProgram::emit(const Expr& e, const std::vector<const VarNode*>& slots, size_t depth) {
-    max_depth_ = std::max(max_depth_, depth + 1);
-    auto fail = [&] { code_.push_back({Op::Fail}); };
+// Appends the code of e (what eval_int computes, node by node, its refusals as Fail)
+// unless a scope in force has it already; returns the register holding its value.
+uint32_t IntProgram::emit(const Expr& e) {
+    if (e->kind == ExprKind::Var) {
+        for (size_t k = slots_->size(); k-- > 0;)
+            if ((*slots_)[k] == e.get()) return static_cast<uint32_t>(k);
+    }
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    Inst in{Op::Fail};
     switch (e->kind) {
     case ExprKind::IntImm:
-        code_.push_back({Op::Imm, BinaryOp::Add, {}, static_cast<const IntImmNode*>(e.get())->value});
-        return;
-    case ExprKind::Var: {
-        for (size_t k = slots.size(); k-- > 0;)
-            if (slots[k] == e.get()) {
-                code_.push_back({Op::Slot, BinaryOp::Add, {}, static_cast<int64_t>(k)});
-                return;
-            }
-        fail();
-        return;
-    }
+        in.op = Op::Imm;
+        in.imm = static_cast<const IntImmNode*>(e.get())->value;
+        break;
     case ExprKind::Cast:
-        if (!e->type.is_integer() && e->type.kind != TypeKind::Bool) return fail();
-        emit(static_cast<const CastNode*>(e.get())->value, slots, depth);
-        if (e->type.kind == TypeKind::Bool) code_.push_back({Op::ToBool});
-        return;
+        if (!e->type.is_integer() && e->type.kind != TypeKind::Bool) break;
+        if (e->type.kind != TypeKind::Bool) return emit(static_cast<const CastNode*>(e.get())->value);
+        in.op = Op::ToBool;
+        in.a = emit(static_cast<const CastNode*>(e.get())->value);
+        break;
     case ExprKind::Unary: {
         auto* u = static_cast<const UnaryNode*>(e.get());
-        emit(u->a, slots, depth);
+        in.a = emit(u->a);
         switch (u->op) {
-        case UnaryOp::Neg: code_.push_back({Op::Neg}); return;
-        case UnaryOp::Not: code_.push_back({Op::Not}); return;
-        case UnaryOp::BitNot: code_.push_back({Op::BitNot}); return;
+        case UnaryOp::Neg: in.op = Op::Neg; break;
+        case UnaryOp::Not: in.op = Op::Not; break;
+        case UnaryOp::BitNot: in.op = Op::BitNot; break;
         }
-        return fail();
+        break;
     }
     case ExprKind::Select: {
         auto* sel = static_cast<const SelectNode*>(e.get());
-        emit(sel->cond, slots, depth);
+        uint32_t cond = emit(sel->cond);
+        uint32_t dst = registers_++;
+        auto side = [&](const Expr& value) {
+            scopes_.emplace_back();
+            uint32_t v = emit(value);
+            for (const ExprNode* node : scopes_.back()) memo_.erase(node);
+            scopes_.pop_back();
+            code_.push_back({Op::Move});
+            code_.back().dst = dst;
+            code_.back().a = v;
+        };
         size_t to_else = code_.size();
         code_.push_back({Op::JumpIfZero});
-        emit(sel->t, slots, depth);
+        code_.back().a = cond;
+        side(sel->t);
         size_t to_end = code_.size();
         code_.push_back({Op::Jump});
-        code_[to_else].arg = static_cast<int64_t>(code_.size());
-        emit(sel->f, slots, depth);
-        code_[to_end].arg = static_cast<int64_t>(code_.size());
-        return;
+        code_[to_else].imm = static_cast<int64_t>(code_.size());
+        side(sel->f);
+        code_[to_end].imm = static_cast<int64_t>(code_.size());
+        memo_.emplace(e.get(), dst);
+        scopes_.back().push_back(e.get());
+        return dst;
     }
     case ExprKind::Binary: {
         auto* b = static_cast<const BinaryNode*>(e.get());
-        if (!b->a->type.is_integer() && b->a->type.kind != TypeKind::Bool) return fail();
-        emit(b->a, slots, depth);
-        emit(b->b, slots, depth + 1);
-        code_.push_back({Op::Binary, b->op, b->a->type});
         const DataType& t = b->a->type;
+        if (!t.is_integer() && t.kind != TypeKind::Bool) break;
+        in.a = emit(b->a);
+        if (b->b->kind == ExprKind::IntImm) {
+            in.b_imm = true;
+            in.imm = static_cast<const IntImmNode*>(b->b.get())->value;
+        } else {
+            in.b = emit(b->b);
+        }
+        in.op = Op::Binary;
+        in.bop = b->op;
+        in.type = t;
         if (t.is_integer() && !t.is_bool() && (t.bits == 64 || (t.is_int() && t.bits == 32)))
-            code_.back().wrap_bits = static_cast<uint8_t>(t.bits);
-        return;
+            in.wrap_bits = static_cast<uint8_t>(t.bits);
+        break;
     }
-    default: return fail();
+    default: break;  // Fail: an unbound variable, a float, a load
     }
+    in.dst = registers_++;
+    code_.push_back(in);
+    memo_.emplace(e.get(), in.dst);
+    scopes_.back().push_back(e.get());
+    return in.dst;
 }
 
 namespace {
@@ -151,40 +181,39 @@ inline std::optional<int64_t> fast_binary(BinaryOp op, uint8_t wrap_bits, int64_
 }  // namespace
 
 std::optional<int64_t> IntProgram::run(const int64_t* values) const {
-    int64_t small[32];
+    int64_t small[64];
     std::vector<int64_t> big;
-    int64_t* st = small;
-    if (max_depth_ > 32) {
-        big.resize(max_depth_);
-        st = big.data();
+    int64_t* r = small;
+    if (registers_ > std::size(small)) {
+        big.resize(registers_);
+        r = big.data();
     }
-    size_t sp = 0;  // values on the stack
+    std::copy(values, values + slot_count_, r);
     for (size_t pc = 0; pc < code_.size();) {
         const Inst& in = code_[pc++];
         switch (in.op) {
-        case Op::Imm: st[sp++] = in.arg; break;
-        case Op::Slot: st[sp++] = values[in.arg]; break;
+        case Op::Imm: r[in.dst] = in.imm; break;
         case Op::Fail: return std::nullopt;
-        case Op::ToBool: st[sp - 1] = st[sp - 1] != 0; break;
-        case Op::Neg: st[sp - 1] = static_cast<int64_t>(0 - static_cast<uint64_t>(st[sp - 1])); break;
-        case Op::Not: st[sp - 1] = st[sp - 1] == 0; break;
-        case Op::BitNot: st[sp - 1] = ~st[sp - 1]; break;
+        case Op::ToBool: r[in.dst] = r[in.a] != 0; break;
+        case Op::Neg: r[in.dst] = static_cast<int64_t>(0 - static_cast<uint64_t>(r[in.a])); break;
+        case Op::Not: r[in.dst] = r[in.a] == 0; break;
+        case Op::BitNot: r[in.dst] = ~r[in.a]; break;
         case Op::Binary: {
-            int64_t a = st[sp - 2], b = st[sp - 1];
+            int64_t a = r[in.a], b = in.b_imm ? in.imm : r[in.b];
             std::optional<int64_t> v = fast_binary(in.bop, in.wrap_bits, a, b);
             if (!v) v = fold_int_binary(in.bop, a, b, in.type);
             if (!v) return std::nullopt;
-            st[sp - 2] = *v;
-            --sp;
+            r[in.dst] = *v;
             break;
         }
+        case Op::Move: r[in.dst] = r[in.a]; break;
         case Op::JumpIfZero:
-            if (st[--sp] == 0) pc = static_cast<size_t>(in.arg);
+            if (r[in.a] == 0) pc = static_cast<size_t>(in.imm);
             break;
-        case Op::Jump: pc = static_cast<size_t>(in.arg); break;
+        case Op::Jump: pc = static_cast<size_t>(in.imm); break;
         }
     }
-    return st[0];
+    return r[result_];
 }
 
 }  // namespace tilec::transform

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20,10 +21,11 @@ std::optional<int64_t> eval_int(const ir::Expr& e, const IntEnv& env);
 
 // An integer expression compiled once for many evaluations (the enumerations evaluate
 // one index at up to 2^18 points; eval_int's walk of the tree, with a search of the
-// environment per variable, was most of place-barriers' time): postfix code over a
-// value stack, each variable read from a numbered slot. run() returns what eval_int
-// returns for the same expression with the same values bound, including nullopt, and
-// evaluates only the taken side of a select, as eval_int does.
+// environment per variable, was most of place-barriers' time): register code in
+// evaluation order, one register per distinct node (indices share subexpressions: a
+// swizzle reads its offset twice), each variable read from a numbered slot. run()
+// returns what eval_int returns for the same expression with the same values bound,
+// including nullopt, and evaluates only the taken side of a select, as eval_int does.
 class IntProgram {
 public:
     // `slots`: the variables bound where the expression is evaluated, slot k holding
@@ -33,19 +35,28 @@ public:
     std::optional<int64_t> run(const int64_t* values) const;
 
 private:
-    enum class Op : uint8_t { Imm, Slot, Fail, ToBool, Neg, Not, BitNot, Binary, JumpIfZero, Jump };
+    enum class Op : uint8_t { Imm, Fail, ToBool, Neg, Not, BitNot, Binary, Move, JumpIfZero, Jump };
     struct Inst {
         Op op;
         ir::BinaryOp bop = ir::BinaryOp::Add;
-        ir::DataType type{};  // Binary: the operands' type
-        int64_t arg = 0;      // Imm: the value; Slot: the slot; jumps: the target
         // Binary on a 64-bit integer or i32 (wrapped to 64 or 32 bits): the common
         // operators computed in place; 0: by fold_int_binary.
         uint8_t wrap_bits = 0;
+        bool b_imm = false;   // Binary: the right operand is `imm`, not register b
+        ir::DataType type{};  // Binary: the operands' type
+        uint32_t dst = 0, a = 0, b = 0;
+        int64_t imm = 0;  // Imm: the value; jumps: the target; Binary with b_imm: the operand
     };
-    void emit(const ir::Expr& e, const std::vector<const ir::VarNode*>& slots, size_t depth);
+    uint32_t emit(const ir::Expr& e);
+    size_t slot_count_ = 0;
     std::vector<Inst> code_;
-    size_t max_depth_ = 0;
+    uint32_t registers_ = 0;  // the first slot_count_ hold the slots' values
+    uint32_t result_ = 0;
+    // Compilation only: the slots, the register of each node computed so far, and the
+    // nodes each open scope added (a select's side is a scope, forgotten after it).
+    const std::vector<const ir::VarNode*>* slots_ = nullptr;
+    std::unordered_map<const ir::ExprNode*, uint32_t> memo_;
+    std::vector<std::vector<const ir::ExprNode*>> scopes_;
 };
 
 // A binding around an access that those analyses enumerate: a loop, a let, or an `if`

@@ -321,16 +321,18 @@ TEST_CASE("simplify preserves the value of random 4-bit expressions (wrapping)",
     CHECK(check_random(DataType::u4(), 6, 1000) > 10000);
 }
 
-// layout::IndexProgram against layout::eval_index (the layouts' evaluator) on random
-// expressions that share subexpressions as layouts do (a swizzle reads its offset twice,
-// a composition substitutes one expression for every use of a variable): the same value
-// at random points, or the same internal error (an unbound variable, a division by zero).
-TEST_CASE("IndexProgram evaluates random shared expressions as eval_index does", "[layout][random]") {
+// layout::IndexProgram against layout::eval_index (the layouts' evaluator), and IntProgram
+// against eval_int, on random expressions that share subexpressions as indices do (a
+// swizzle reads its offset twice, a composition substitutes one expression for every use
+// of a variable): the same value at random points, or the same internal error (eval_index)
+// or refusal (eval_int) where a variable is unbound or a divisor is zero.
+TEST_CASE("IndexProgram and IntProgram evaluate random shared expressions as the tree walks do",
+          "[layout][eval_int][random]") {
     using tilec::InternalError;
     using tilec::layout::eval_index;
     using tilec::layout::IndexEnv;
     using tilec::layout::IndexProgram;
-    int64_t compared = 0, errors = 0;
+    int64_t compared = 0, errors = 0, int_refusals = 0;
     for (DataType type : {DataType::index(), DataType::i32(), DataType::u8()}) {
         std::mt19937_64 rng(21 + type.bits);
         Gen gen{rng,
@@ -365,14 +367,20 @@ TEST_CASE("IndexProgram evaluates random shared expressions as eval_index does",
             slots.push_back(gen.vars[1].get());
             slots.push_back(gen.vars[2].get());
             IndexProgram program(e, slots);
+            tilec::transform::IntProgram int_program(e, slots);
             INFO("type " << type.str() << ", expression " << print(e));
             for (int p = 0; p < 12; ++p) {
                 std::vector<int64_t> values(slots.size());
                 IndexEnv env;
+                tilec::transform::IntEnv int_env;
                 for (size_t k = 0; k < slots.size(); ++k) {
                     values[k] = normalize_int(gen.pick(-6, 40), type);
                     env.bind_node(slots[k], values[k]);
+                    int_env.emplace_back(slots[k], values[k]);
                 }
+                std::optional<int64_t> int_want = tilec::transform::eval_int(e, int_env);
+                REQUIRE(int_program.run(values.data()) == int_want);
+                int_refusals += !int_want;
                 std::string want_error, got_error;
                 int64_t want = 0, got = 0;
                 try {
@@ -397,4 +405,5 @@ TEST_CASE("IndexProgram evaluates random shared expressions as eval_index does",
     }
     CHECK(compared == 3 * 1500 * 12);
     CHECK(errors > 0);  // unbound variables and divisions by zero were met
+    CHECK(int_refusals > 0);
 }
