@@ -199,10 +199,10 @@ int64_t eval_index(const Expr& e, const IndexEnv& env) {
 IndexProgram::IndexProgram(const Expr& e, std::vector<const VarNode*> slots)
     : expr_(e), slots_(std::move(slots)) {
     registers_ = uint32_t(slots_.size());
-    scopes_.emplace_back();
+    ir::NodeRegisters regs;
+    regs_ = &regs;
     result_ = emit(e);
-    scopes_ = {};
-    memo_ = {};
+    regs_ = nullptr;
 }
 
 namespace {
@@ -221,7 +221,7 @@ uint32_t IndexProgram::emit(const Expr& e) {
         for (size_t k = slots_.size(); k-- > 0;)
             if (slots_[k] == e.get()) return uint32_t(k);
     }
-    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    if (const uint32_t* reg = regs_->find(e.get())) return *reg;
     Inst in{Op::Fail};
     in.type = e->type;
     in.wide = is_wide(e->type);
@@ -257,26 +257,8 @@ uint32_t IndexProgram::emit(const Expr& e) {
         const auto* sel = e->as<SelectNode>();
         uint32_t cond = emit(sel->cond);
         uint32_t dst = registers_++;
-        auto side = [&](const Expr& value) {
-            scopes_.emplace_back();
-            uint32_t v = emit(value);
-            for (const ExprNode* node : scopes_.back()) memo_.erase(node);
-            scopes_.pop_back();
-            code_.push_back({Op::Move});
-            code_.back().dst = dst;
-            code_.back().a = v;
-        };
-        size_t to_else = code_.size();
-        code_.push_back({Op::JumpIfZero});
-        code_.back().a = cond;
-        side(sel->t);
-        size_t to_end = code_.size();
-        code_.push_back({Op::Jump});
-        code_[to_else].imm = int64_t(code_.size());
-        side(sel->f);
-        code_[to_end].imm = int64_t(code_.size());
-        memo_.emplace(e.get(), dst);
-        scopes_.back().push_back(e.get());
+        ir::emit_select(code_, *regs_, *sel, cond, dst, [&](const Expr& side) { return emit(side); });
+        regs_->add(e.get(), dst);
         return dst;
     }
     case ExprKind::Cast:
@@ -288,8 +270,7 @@ uint32_t IndexProgram::emit(const Expr& e) {
     }
     in.dst = registers_++;
     code_.push_back(in);
-    memo_.emplace(e.get(), in.dst);
-    scopes_.back().push_back(e.get());
+    regs_->add(e.get(), in.dst);
     return in.dst;
 }
 

@@ -5,11 +5,11 @@
 #pragma once
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/register_code.h"
 
 namespace tilec::layout {
 
@@ -66,6 +66,7 @@ public:
 private:
     enum class Op : uint8_t { Imm, Fail, Binary, Neg, Not, BitNot, Normalize, Move, JumpIfZero, Jump };
     struct Inst {
+        using Op = IndexProgram::Op;  // for ir::emit_select
         Op op;
         ir::BinaryOp bop = ir::BinaryOp::Add;
         // Binary, Neg, BitNot, Normalize: the result's type, which the value is wrapped to
@@ -83,10 +84,7 @@ private:
     std::vector<Inst> code_;
     uint32_t registers_ = 0;  // the first slots_.size() hold the slots' values
     uint32_t result_ = 0;
-    // Compilation only: the register of each node computed so far, and the nodes each
-    // open scope added (a select's side is a scope, forgotten after it).
-    std::unordered_map<const ir::ExprNode*, uint32_t> memo_;
-    std::vector<std::vector<const ir::ExprNode*>> scopes_;
+    ir::NodeRegisters* regs_ = nullptr;  // compilation only
 };
 
 // Row-major helpers over a static shape.

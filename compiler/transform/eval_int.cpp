@@ -59,11 +59,11 @@ std::optional<int64_t> eval_int(const Expr& e, const IntEnv& env) {
 IntProgram::IntProgram(const Expr& e, const std::vector<const VarNode*>& slots) : slot_count_(slots.size()) {
     registers_ = static_cast<uint32_t>(slots.size());
     slots_ = &slots;
-    scopes_.emplace_back();
+    ir::NodeRegisters regs;
+    regs_ = &regs;
     result_ = emit(e);
     slots_ = nullptr;
-    memo_ = {};
-    scopes_ = {};
+    regs_ = nullptr;
 }
 
 // Appends the code of e (what eval_int computes, node by node, its refusals as Fail)
@@ -73,7 +73,7 @@ uint32_t IntProgram::emit(const Expr& e) {
         for (size_t k = slots_->size(); k-- > 0;)
             if ((*slots_)[k] == e.get()) return static_cast<uint32_t>(k);
     }
-    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    if (const uint32_t* reg = regs_->find(e.get())) return *reg;
     Inst in{Op::Fail};
     switch (e->kind) {
     case ExprKind::IntImm:
@@ -100,26 +100,8 @@ uint32_t IntProgram::emit(const Expr& e) {
         auto* sel = static_cast<const SelectNode*>(e.get());
         uint32_t cond = emit(sel->cond);
         uint32_t dst = registers_++;
-        auto side = [&](const Expr& value) {
-            scopes_.emplace_back();
-            uint32_t v = emit(value);
-            for (const ExprNode* node : scopes_.back()) memo_.erase(node);
-            scopes_.pop_back();
-            code_.push_back({Op::Move});
-            code_.back().dst = dst;
-            code_.back().a = v;
-        };
-        size_t to_else = code_.size();
-        code_.push_back({Op::JumpIfZero});
-        code_.back().a = cond;
-        side(sel->t);
-        size_t to_end = code_.size();
-        code_.push_back({Op::Jump});
-        code_[to_else].imm = static_cast<int64_t>(code_.size());
-        side(sel->f);
-        code_[to_end].imm = static_cast<int64_t>(code_.size());
-        memo_.emplace(e.get(), dst);
-        scopes_.back().push_back(e.get());
+        ir::emit_select(code_, *regs_, *sel, cond, dst, [&](const Expr& side) { return emit(side); });
+        regs_->add(e.get(), dst);
         return dst;
     }
     case ExprKind::Binary: {
@@ -144,8 +126,7 @@ uint32_t IntProgram::emit(const Expr& e) {
     }
     in.dst = registers_++;
     code_.push_back(in);
-    memo_.emplace(e.get(), in.dst);
-    scopes_.back().push_back(e.get());
+    regs_->add(e.get(), in.dst);
     return in.dst;
 }
 

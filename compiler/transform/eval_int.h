@@ -3,11 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/register_code.h"
 
 namespace tilec::transform {
 
@@ -37,6 +37,7 @@ public:
 private:
     enum class Op : uint8_t { Imm, Fail, ToBool, Neg, Not, BitNot, Binary, Move, JumpIfZero, Jump };
     struct Inst {
+        using Op = IntProgram::Op;  // for ir::emit_select
         Op op;
         ir::BinaryOp bop = ir::BinaryOp::Add;
         // Binary on a 64-bit integer or i32 (wrapped to 64 or 32 bits): the common
@@ -52,11 +53,9 @@ private:
     std::vector<Inst> code_;
     uint32_t registers_ = 0;  // the first slot_count_ hold the slots' values
     uint32_t result_ = 0;
-    // Compilation only: the slots, the register of each node computed so far, and the
-    // nodes each open scope added (a select's side is a scope, forgotten after it).
+    // Compilation only.
     const std::vector<const ir::VarNode*>* slots_ = nullptr;
-    std::unordered_map<const ir::ExprNode*, uint32_t> memo_;
-    std::vector<std::vector<const ir::ExprNode*>> scopes_;
+    ir::NodeRegisters* regs_ = nullptr;
 };
 
 // A binding around an access that those analyses enumerate: a loop, a let, or an `if`
