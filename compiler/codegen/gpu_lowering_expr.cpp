@@ -137,6 +137,29 @@ llvm::Value* GpuLowering::binary(const ir::BinaryNode& e) {
     }
     llvm::Value* a = expr(e.a);
     llvm::Value* b = expr(e.b);
+    if (!t.is_float()) return arith(e, a, b, [&] { return binary_value(e, a, b); });
+    return binary_value(e, a, b);
+}
+
+llvm::Value* GpuLowering::arith(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b,
+                                const std::function<llvm::Value*()>& make) {
+    llvm::BasicBlock* block = b_.GetInsertBlock();
+    if (b_.GetInsertPoint() != block->end()) return make();
+    DataType t = e.a->type;
+    ArithKey key{int(e.op), int(t.kind), t.bits, t.lanes, a, b};
+    auto it = arith_.find(key);
+    if (it != arith_.end()) {
+        auto* inst = llvm::dyn_cast<llvm::Instruction>(it->second);
+        if (!inst || inst->getParent() == block) return it->second;
+    }
+    llvm::Value* v = make();
+    if (b_.GetInsertBlock() == block) arith_[key] = v;
+    return v;
+}
+
+llvm::Value* GpuLowering::binary_value(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b) {
+    using ir::BinaryOp;
+    DataType t = e.a->type;
     bool is_float = t.is_float();
     bool is_signed = t.is_int();
     // Index arithmetic never overflows (ir.h); nsw lets LLVM see adjacent addresses.
