@@ -132,9 +132,11 @@ uint32_t IntProgram::emit(const Expr& e) {
 
 namespace {
 
-// What fold_int_binary gives for the arithmetic that the indices use most, on 64-bit
-// integers and i32 (`wrap_bits`), or nullopt for fold_int_binary to compute: sums and
-// products wrap to the type's width, floor division and modulo by a positive divisor.
+// What fold_int_binary gives for the arithmetic that the indices use, on 64-bit
+// integers and i32 (`wrap_bits`), or nullopt for fold_int_binary to compute (or refuse):
+// sums and products wrap to the type's width; floor division and modulo by a positive
+// divisor; bitwise operators and shifts by less than the width keep a value of the type
+// in range; comparisons, logic, min and max give one of their operands or 0 / 1.
 inline std::optional<int64_t> fast_binary(BinaryOp op, uint8_t wrap_bits, int64_t a, int64_t b) {
     if (wrap_bits == 0) return std::nullopt;
     auto wrap = [&](uint64_t v) {
@@ -155,6 +157,25 @@ inline std::optional<int64_t> fast_binary(BinaryOp op, uint8_t wrap_bits, int64_
         if (wrap(static_cast<uint64_t>(q)) != q) return std::nullopt;  // fold_int_binary refuses it
         return q;
     }
+    case BinaryOp::BitAnd: return wrap(ua & ub);
+    case BinaryOp::BitOr: return wrap(ua | ub);
+    case BinaryOp::BitXor: return wrap(ua ^ ub);
+    case BinaryOp::Shl:
+        if (b < 0 || b >= wrap_bits) return std::nullopt;
+        return wrap(ua << b);
+    case BinaryOp::Shr:
+        if (b < 0 || b >= wrap_bits) return std::nullopt;
+        return wrap(static_cast<uint64_t>(a >> b));
+    case BinaryOp::Min: return a < b ? a : b;
+    case BinaryOp::Max: return a < b ? b : a;
+    case BinaryOp::EQ: return a == b;
+    case BinaryOp::NE: return a != b;
+    case BinaryOp::LT: return a < b;
+    case BinaryOp::LE: return a <= b;
+    case BinaryOp::GT: return a > b;
+    case BinaryOp::GE: return a >= b;
+    case BinaryOp::And: return (a != 0) && (b != 0);
+    case BinaryOp::Or: return (a != 0) || (b != 0);
     default: return std::nullopt;
     }
 }
