@@ -207,8 +207,7 @@ private:
     using ArithKey = std::tuple<int, int, int, int, const llvm::Value*, const llvm::Value*>;
     std::map<ArithKey, llvm::Value*> arith_;
     llvm::Value* binary_value(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b);
-    llvm::Value* arith(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b,
-                       const std::function<llvm::Value*()>& make);
+    llvm::Value* arith(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b);
     const target::GpuTarget& target_;
     GpuTargetHooks& hooks_;
     std::string who_;

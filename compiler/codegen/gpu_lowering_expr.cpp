@@ -137,14 +137,12 @@ llvm::Value* GpuLowering::binary(const ir::BinaryNode& e) {
     }
     llvm::Value* a = expr(e.a);
     llvm::Value* b = expr(e.b);
-    if (!t.is_float()) return arith(e, a, b, [&] { return binary_value(e, a, b); });
-    return binary_value(e, a, b);
+    return t.is_float() ? binary_value(e, a, b) : arith(e, a, b);
 }
 
-llvm::Value* GpuLowering::arith(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b,
-                                const std::function<llvm::Value*()>& make) {
+llvm::Value* GpuLowering::arith(const ir::BinaryNode& e, llvm::Value* a, llvm::Value* b) {
     llvm::BasicBlock* block = b_.GetInsertBlock();
-    if (b_.GetInsertPoint() != block->end()) return make();
+    if (b_.GetInsertPoint() != block->end()) return binary_value(e, a, b);
     DataType t = e.a->type;
     ArithKey key{int(e.op), int(t.kind), t.bits, t.lanes, a, b};
     auto it = arith_.find(key);
@@ -152,7 +150,7 @@ llvm::Value* GpuLowering::arith(const ir::BinaryNode& e, llvm::Value* a, llvm::V
         auto* inst = llvm::dyn_cast<llvm::Instruction>(it->second);
         if (!inst || inst->getParent() == block) return it->second;
     }
-    llvm::Value* v = make();
+    llvm::Value* v = binary_value(e, a, b);
     if (b_.GetInsertBlock() == block) arith_[key] = v;
     return v;
 }

@@ -5,6 +5,7 @@
 // not taken. Header-only: the two differ in their operators' semantics, not in this.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -36,12 +37,49 @@ private:
     std::vector<std::vector<const ExprNode*>> scopes_;
 };
 
-// Appends a select's code: `cond` the register of its condition, `dst` its result's;
-// `emit(expr)` compiles a side and returns its register. Inst has Op::JumpIfZero, Move
-// and Jump, and fields dst, a and imm (a jump's target).
+// The register holding e where it needs no new code: a slot's variable (the last slot
+// listing it: registers [0, slots.size()) hold the slots' values) or a node compiled in a
+// scope in force.
+inline std::optional<uint32_t> compiled_register(const Expr& e, const std::vector<const VarNode*>& slots,
+                                                 const NodeRegisters& regs) {
+    if (e->kind == ExprKind::Var)
+        for (size_t k = slots.size(); k-- > 0;)
+            if (slots[k] == e.get()) return static_cast<uint32_t>(k);
+    if (const uint32_t* reg = regs.find(e.get())) return *reg;
+    return std::nullopt;
+}
+
+// A binary node's operands: the left one's register in `in.a`; the right one as the
+// immediate `in.imm` (`in.b_imm`) where it is a constant, else its register in `in.b`.
 template <class Inst, class Emit>
-void emit_select(std::vector<Inst>& code, NodeRegisters& regs, const SelectNode& sel, uint32_t cond,
-                 uint32_t dst, Emit&& emit) {
+void emit_binary_operands(Inst& in, const BinaryNode& b, Emit&& emit) {
+    in.a = emit(b.a);
+    if (b.b->kind == ExprKind::IntImm) {
+        in.b_imm = true;
+        in.imm = static_cast<const IntImmNode*>(b.b.get())->value;
+    } else {
+        in.b = emit(b.b);
+    }
+}
+
+// Appends `in`, computing `node`'s value into a new register, and returns the register.
+template <class Inst>
+uint32_t append_node(std::vector<Inst>& code, NodeRegisters& regs, uint32_t& registers, const ExprNode* node,
+                     Inst in) {
+    in.dst = registers++;
+    code.push_back(in);
+    regs.add(node, in.dst);
+    return in.dst;
+}
+
+// Appends the code of select node `sel`, `cond` the register of its condition, and
+// returns the register of its value; `emit(expr)` compiles a side and returns its
+// register. Inst has Op::JumpIfZero, Move and Jump, and fields dst, a and imm (a jump's
+// target).
+template <class Inst, class Emit>
+uint32_t emit_select(std::vector<Inst>& code, NodeRegisters& regs, uint32_t& registers, const SelectNode& sel,
+                     uint32_t cond, Emit&& emit) {
+    uint32_t dst = registers++;
     auto side = [&](const Expr& value) {
         regs.open();
         uint32_t v = emit(value);
@@ -59,6 +97,8 @@ void emit_select(std::vector<Inst>& code, NodeRegisters& regs, const SelectNode&
     code[to_else].imm = static_cast<int64_t>(code.size());
     side(sel.f);
     code[to_end].imm = static_cast<int64_t>(code.size());
+    regs.add(&sel, dst);
+    return dst;
 }
 
 }  // namespace tilec::ir

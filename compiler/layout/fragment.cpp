@@ -307,12 +307,13 @@ struct Fragment::Mapping {
     bool operator==(const Mapping&) const = default;
 };
 
-// The mapping a slot table was computed from and the table: for every coordinate in
-// row-major order, its replicate_ owners as sorted (thread, register) pairs.
 struct Fragment::Programs {
     IndexProgram thread, reg;  // slots: vars_, then rep_var_
 };
 
+// The mapping a slot table was computed from and the table: for every coordinate in
+// row-major order, its replicate_ owners as sorted (thread, register) pairs; beside
+// them, the compiled programs and the mapping they were compiled from.
 struct Fragment::SlotTable {
     std::mutex mutex;
     Mapping mapping;

@@ -217,11 +217,7 @@ bool is_wide(DataType t) {
 // Appends the code of e (what eval_index computes, node by node, its failures as Fail)
 // unless a scope in force has it already; returns the register holding its value.
 uint32_t IndexProgram::emit(const Expr& e) {
-    if (e->kind == ExprKind::Var) {
-        for (size_t k = slots_.size(); k-- > 0;)
-            if (slots_[k] == e.get()) return uint32_t(k);
-    }
-    if (const uint32_t* reg = regs_->find(e.get())) return *reg;
+    if (auto reg = ir::compiled_register(e, slots_, *regs_)) return *reg;
     Inst in{Op::Fail};
     in.type = e->type;
     in.wide = is_wide(e->type);
@@ -232,13 +228,7 @@ uint32_t IndexProgram::emit(const Expr& e) {
         break;
     case ExprKind::Binary: {
         const auto* b = e->as<BinaryNode>();
-        in.a = emit(b->a);
-        if (b->b->kind == ExprKind::IntImm) {
-            in.b_imm = true;
-            in.imm = b->b->as<IntImmNode>()->value;
-        } else {
-            in.b = emit(b->b);
-        }
+        ir::emit_binary_operands(in, *b, [&](const Expr& operand) { return emit(operand); });
         in.op = Op::Binary;  // a float operator fails when run, after its operands
         in.bop = b->op;
         break;
@@ -256,10 +246,8 @@ uint32_t IndexProgram::emit(const Expr& e) {
     case ExprKind::Select: {
         const auto* sel = e->as<SelectNode>();
         uint32_t cond = emit(sel->cond);
-        uint32_t dst = registers_++;
-        ir::emit_select(code_, *regs_, *sel, cond, dst, [&](const Expr& side) { return emit(side); });
-        regs_->add(e.get(), dst);
-        return dst;
+        return ir::emit_select(code_, *regs_, registers_, *sel, cond,
+                               [&](const Expr& side) { return emit(side); });
     }
     case ExprKind::Cast:
         if (!e->type.is_integer() && !e->type.is_bool()) break;
@@ -268,10 +256,7 @@ uint32_t IndexProgram::emit(const Expr& e) {
         break;
     default: break;  // Fail: a variable no slot binds, a float, a load
     }
-    in.dst = registers_++;
-    code_.push_back(in);
-    regs_->add(e.get(), in.dst);
-    return in.dst;
+    return ir::append_node(code_, *regs_, registers_, e.get(), in);
 }
 
 int64_t IndexProgram::run(const int64_t* values) const {

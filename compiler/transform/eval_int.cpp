@@ -69,11 +69,7 @@ IntProgram::IntProgram(const Expr& e, const std::vector<const VarNode*>& slots) 
 // Appends the code of e (what eval_int computes, node by node, its refusals as Fail)
 // unless a scope in force has it already; returns the register holding its value.
 uint32_t IntProgram::emit(const Expr& e) {
-    if (e->kind == ExprKind::Var) {
-        for (size_t k = slots_->size(); k-- > 0;)
-            if ((*slots_)[k] == e.get()) return static_cast<uint32_t>(k);
-    }
-    if (const uint32_t* reg = regs_->find(e.get())) return *reg;
+    if (auto reg = ir::compiled_register(e, *slots_, *regs_)) return *reg;
     Inst in{Op::Fail};
     switch (e->kind) {
     case ExprKind::IntImm:
@@ -99,22 +95,14 @@ uint32_t IntProgram::emit(const Expr& e) {
     case ExprKind::Select: {
         auto* sel = static_cast<const SelectNode*>(e.get());
         uint32_t cond = emit(sel->cond);
-        uint32_t dst = registers_++;
-        ir::emit_select(code_, *regs_, *sel, cond, dst, [&](const Expr& side) { return emit(side); });
-        regs_->add(e.get(), dst);
-        return dst;
+        return ir::emit_select(code_, *regs_, registers_, *sel, cond,
+                               [&](const Expr& side) { return emit(side); });
     }
     case ExprKind::Binary: {
         auto* b = static_cast<const BinaryNode*>(e.get());
         const DataType& t = b->a->type;
         if (!t.is_integer() && t.kind != TypeKind::Bool) break;
-        in.a = emit(b->a);
-        if (b->b->kind == ExprKind::IntImm) {
-            in.b_imm = true;
-            in.imm = static_cast<const IntImmNode*>(b->b.get())->value;
-        } else {
-            in.b = emit(b->b);
-        }
+        ir::emit_binary_operands(in, *b, [&](const Expr& operand) { return emit(operand); });
         in.op = Op::Binary;
         in.bop = b->op;
         in.type = t;
@@ -124,10 +112,7 @@ uint32_t IntProgram::emit(const Expr& e) {
     }
     default: break;  // Fail: an unbound variable, a float, a load
     }
-    in.dst = registers_++;
-    code_.push_back(in);
-    regs_->add(e.get(), in.dst);
-    return in.dst;
+    return ir::append_node(code_, *regs_, registers_, e.get(), in);
 }
 
 namespace {
@@ -135,8 +120,7 @@ namespace {
 // What fold_int_binary gives for the arithmetic that the indices use, on 64-bit
 // integers and i32 (`wrap_bits`), or nullopt for fold_int_binary to compute (or refuse):
 // sums and products wrap to the type's width; floor division and modulo by a positive
-// divisor; bitwise operators and shifts by less than the width keep a value of the type
-// in range; comparisons, logic, min and max give one of their operands or 0 / 1.
+// divisor; bitwise operators and shifts by less than the width wrap likewise.
 inline std::optional<int64_t> fast_binary(BinaryOp op, uint8_t wrap_bits, int64_t a, int64_t b) {
     if (wrap_bits == 0) return std::nullopt;
     auto wrap = [&](uint64_t v) {
@@ -166,17 +150,7 @@ inline std::optional<int64_t> fast_binary(BinaryOp op, uint8_t wrap_bits, int64_
     case BinaryOp::Shr:
         if (b < 0 || b >= wrap_bits) return std::nullopt;
         return wrap(static_cast<uint64_t>(a >> b));
-    case BinaryOp::Min: return a < b ? a : b;
-    case BinaryOp::Max: return a < b ? b : a;
-    case BinaryOp::EQ: return a == b;
-    case BinaryOp::NE: return a != b;
-    case BinaryOp::LT: return a < b;
-    case BinaryOp::LE: return a <= b;
-    case BinaryOp::GT: return a > b;
-    case BinaryOp::GE: return a >= b;
-    case BinaryOp::And: return (a != 0) && (b != 0);
-    case BinaryOp::Or: return (a != 0) || (b != 0);
-    default: return std::nullopt;
+    default: return std::nullopt;  // comparisons, logic, min, max: fold_int_binary's as they are
     }
 }
 
