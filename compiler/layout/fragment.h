@@ -134,6 +134,11 @@ public:
     FragmentSlot evaluate(const std::vector<int64_t>& coord, int64_t rep = 0) const;
     // The slots of all replicas of one element.
     std::vector<FragmentSlot> owners(const std::vector<int64_t>& coord) const;
+    // Every element's owners at once, element by element in row-major order: for each,
+    // its replicate() (thread, reg) pairs, sorted, as 2 * replicate() numbers. Computed
+    // once per mapping and shared with same_slots: checks that visit every element (the
+    // copy lowerings') read it instead of evaluating the expressions again.
+    std::shared_ptr<const std::vector<int64_t>> all_owners() const { return slot_table(); }
 
     // Every replica of every element sits in a slot in range (thread < thread_count,
     // reg < registers_per_thread): every element is held by some thread.

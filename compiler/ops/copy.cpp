@@ -385,6 +385,27 @@ std::optional<Stmt> lower_copy_vector_fill(const CopyNode& c, LowerContext& lc) 
 
 constexpr int64_t kOtherFragmentRegisters = 8;
 
+// The slot of replica 0 of each element of a [rows, cols] fragment, for the checks below
+// that visit every element: read from the fragment's table of owners (computed once per
+// mapping, often already by layout inference) where it covers exactly these elements
+// with one replica each, else evaluated per element.
+class ElementSlots {
+public:
+    ElementSlots(const layout::Fragment& F, int64_t rows, int64_t cols) : F_(F), cols_(cols) {
+        if (F.replicate() == 1 && F.shape() == std::vector<int64_t>{rows, cols}) table_ = F.all_owners();
+    }
+    layout::FragmentSlot operator()(int64_t i, int64_t j) const {
+        if (!table_) return F_.evaluate({i, j});
+        const size_t at = static_cast<size_t>(2 * (i * cols_ + j));
+        return {(*table_)[at], (*table_)[at + 1]};
+    }
+
+private:
+    const layout::Fragment& F_;
+    int64_t cols_;
+    std::shared_ptr<const std::vector<int64_t>> table_;
+};
+
 // Whether the direct stores of a rows x cols fragment F of `eb`-byte elements are both
 // narrower than 16 bytes and scattered: one thread's longest run along a row (a power of
 // two: every run starting at a multiple of it lies in one thread) under 16 bytes, and
@@ -395,9 +416,10 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
     std::vector<int64_t> owner(static_cast<size_t>(rows * cols));
     std::vector<std::vector<int64_t>> row_of(static_cast<size_t>(warp),
                                              std::vector<int64_t>(static_cast<size_t>(F.registers_per_thread()), -1));
+    const ElementSlots slots(F, rows, cols);
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
-            layout::FragmentSlot s = F.evaluate({i, j});
+            layout::FragmentSlot s = slots(i, j);
             owner[static_cast<size_t>(i * cols + j)] = s.thread;
             if (s.thread < warp && s.reg >= 0 && s.reg < F.registers_per_thread())
                 row_of[static_cast<size_t>(s.thread)][static_cast<size_t>(s.reg)] = i;
@@ -446,9 +468,10 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
 // 16-bit elements in the staging tile.
 bool register_pairs_adjacent(const layout::Fragment& F, const layout::Layout& L, int64_t rows, int64_t cols) {
     if (cols % 2 != 0 || F.replicate() != 1) return false;
+    const ElementSlots slots(F, rows, cols);
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; j += 2) {
-            layout::FragmentSlot a = F.evaluate({i, j}), b = F.evaluate({i, j + 1});
+            layout::FragmentSlot a = slots(i, j), b = slots(i, j + 1);
             if (a.thread != b.thread || a.reg % 2 != 0 || b.reg != a.reg + 1) return false;
             int64_t off = L.offset({i, j});
             if (off % 2 != 0 || L.offset({i, j + 1}) != off + 1) return false;

@@ -353,3 +353,24 @@ TEST_CASE("AMD MFMA / WMMA accumulators follow the calculator's C/D table, tiled
                     check_inverse(*f);
                 }
 }
+
+TEST_CASE("all_owners lists every element's owners as owners() gives them", "[layout][fragment]") {
+    // A tiled accumulator (one replica) and a replicated operand: row-major elements,
+    // each with its replicate() (thread, reg) pairs sorted.
+    for (auto f : {Fragment::mma_m16n8k16_c(64, 32, 2, 2), Fragment::mma_m16n8k16_a(32, 16, 2, 2)}) {
+        REQUIRE(f.has_value());
+        auto table = f->all_owners();
+        REQUIRE(table->size() == static_cast<size_t>(f->size() * f->replicate() * 2));
+        for (int64_t i = 0; i < f->shape()[0]; ++i)
+            for (int64_t j = 0; j < f->shape()[1]; ++j) {
+                std::vector<std::pair<int64_t, int64_t>> want;
+                for (const FragmentSlot& s : f->owners({i, j})) want.emplace_back(s.thread, s.reg);
+                std::sort(want.begin(), want.end());
+                const size_t at = static_cast<size_t>((i * f->shape()[1] + j) * f->replicate() * 2);
+                for (size_t r = 0; r < want.size(); ++r) {
+                    CHECK((*table)[at + 2 * r] == want[r].first);
+                    CHECK((*table)[at + 2 * r + 1] == want[r].second);
+                }
+            }
+    }
+}
