@@ -15,6 +15,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -66,16 +67,57 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
         return std::nullopt;
     }
     // "native": this machine's CPU with every feature it has; otherwise an LLVM CPU name
-    // whose features LLVM knows (x86-64 = any x86-64, x86-64-v3 = AVX2, znver4, ...).
-    const bool native = options.cpu.empty() || options.cpu == "native";
-    std::string cpu = native ? llvm::sys::getHostCPUName().str() : options.cpu;
+    // whose features LLVM knows (x86-64 = any x86-64, x86-64-v3 = AVX2, znver4, ...); or
+    // a list of x86-64 levels, one block function each, chosen at run time.
+    std::vector<std::string> cpu_list;
+    for (size_t at = 0;;) {
+        size_t comma = options.cpu.find(',', at);
+        cpu_list.push_back(
+            options.cpu.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+    }
+    const bool dispatch = cpu_list.size() > 1;
+    std::vector<std::pair<int, std::string>> levels;  // dispatch: (level, CPU name), ascending
+    if (dispatch) {
+        static const std::map<std::string, int> kLevels = {
+            {"x86-64", 1}, {"x86-64-v2", 2}, {"x86-64-v3", 3}, {"x86-64-v4", 4}};
+        if (!llvm::Triple(triple).isX86() || !llvm::Triple(triple).isArch64Bit()) {
+            diags.error({}, "--cpu=" + options.cpu +
+                                ": a list of CPUs (one block function each, chosen at run time) "
+                                "is for x86-64 hosts; this host is " +
+                                triple);
+            return std::nullopt;
+        }
+        for (const std::string& name : cpu_list) {
+            auto it = kLevels.find(name);
+            if (it == kLevels.end()) {
+                diags.error({}, "--cpu=" + options.cpu + ": '" + name +
+                                    "' in a list of CPUs: a list names x86-64 levels (x86-64, x86-64-v2, "
+                                    "x86-64-v3, x86-64-v4), which the entry points check at run time");
+                return std::nullopt;
+            }
+            for (auto& [level, seen] : levels)
+                if (seen == name) {
+                    diags.error({}, "--cpu=" + options.cpu + ": '" + name + "' is listed twice");
+                    return std::nullopt;
+                }
+            levels.emplace_back(it->second, name);
+        }
+        std::sort(levels.begin(), levels.end());
+    }
+    const bool native = !dispatch && (options.cpu.empty() || options.cpu == "native");
+    // With a list, the entry points and shared helpers are baseline x86-64 code: they
+    // must run, and report, on a CPU below every variant.
+    std::string cpu = dispatch ? "x86-64" : native ? llvm::sys::getHostCPUName().str() : options.cpu;
     std::string features = native ? host_features() : "";
-    if (!native) {
+    if (!native && !dispatch) {
         std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
         if (!sti || !sti->isCPUStringValid(cpu)) {
             diags.error({}, "unknown CPU '" + cpu + "' for " + triple +
                                 " (use native, or an LLVM CPU name such as x86-64, x86-64-v2, x86-64-v3, "
-                                "x86-64-v4, znver4, sapphirerapids)");
+                                "x86-64-v4, znver4, sapphirerapids; or a list of x86-64 levels, e.g. "
+                                "x86-64-v3,x86-64-v4)");
             return std::nullopt;
         }
     }
@@ -92,15 +134,27 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     llvm::Module& m = backend_module.module;
     m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
     ModuleState ms(m, options.sources);
-    const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
-    if (sti->checkFeatures("+avx512f")) {
-        ms.avx512f = true;
-        ms.avx512vl = sti->checkFeatures("+avx512vl");
-        ms.avx512dq = sti->checkFeatures("+avx512dq");
-        ms.vector_bytes = 64;
-        ms.vector_registers = 32;
-    } else if (sti->checkFeatures("+avx")) {
-        ms.vector_bytes = 32;
+    // The SIMD registers and features the lowering sizes its code by.
+    auto set_features = [](const llvm::MCSubtargetInfo& sti, ModuleState::CpuShape& into) {
+        if (sti.checkFeatures("+avx512f")) {
+            into.avx512f = true;
+            into.avx512vl = sti.checkFeatures("+avx512vl");
+            into.avx512dq = sti.checkFeatures("+avx512dq");
+            into.vector_bytes = 64;
+            into.vector_registers = 32;
+        } else if (sti.checkFeatures("+avx")) {
+            into.vector_bytes = 32;
+        }
+    };
+    set_features(*tm->getMCSubtargetInfo(), ms.cpu);
+    for (auto& [level, name] : levels) {
+        ModuleState::CpuVariant v;
+        v.name = name;
+        v.level = level;
+        v.shape.function_suffix = ".cpu" + std::to_string(level);
+        std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, name, ""));
+        set_features(*sti, v.shape);
+        ms.cpu_variants.push_back(v);
     }
     ms.streaming_stores = llvm::Triple(triple).isX86();
     StageTimer::Scope timed_ir("host", "llvm-ir");
@@ -109,7 +163,11 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     if (options.gpu) emit_gpu_embedding(ms, module, *options.gpu);
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
-        fn.addFnAttr("target-cpu", cpu);
+        // A variant's functions (their names carry its suffix) are that CPU's code.
+        std::string fn_cpu = cpu;
+        for (const ModuleState::CpuVariant& v : ms.cpu_variants)
+            if (fn.getName().contains(v.shape.function_suffix)) fn_cpu = v.name;
+        fn.addFnAttr("target-cpu", fn_cpu);
         if (!features.empty()) fn.addFnAttr("target-features", features);
         fn.setUWTableKind(llvm::UWTableKind::Async);  // unwind tables, as C compilers emit
     }

@@ -228,6 +228,11 @@ llvm::FunctionCallee ModuleState::tile_cpu_check_options() {
     return module.getOrInsertFunction("tile_cpu_check_options", fty);
 }
 
+llvm::FunctionCallee ModuleState::tile_cpu_x86_level() {
+    return module.getOrInsertFunction("tile_cpu_x86_level",
+                                      llvm::FunctionType::get(llvm::Type::getInt32Ty(ctx), false));
+}
+
 llvm::FunctionCallee ModuleState::libc(const std::string& name) {
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* f32 = llvm::Type::getFloatTy(ctx);

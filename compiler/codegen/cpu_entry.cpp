@@ -22,7 +22,8 @@ namespace {
 
 // tile_status values (tile/runtime.h; part of its ABI).
 constexpr int kOutOfMemory = 2;
-constexpr int kLaunchError = 6;  // a failed assert in a block
+constexpr int kNoImageForDevice = 5;  // no block function this CPU can run
+constexpr int kLaunchError = 6;       // a failed assert in a block
 
 // The argument struct: tensors (ptr), sizes (i64), scalars (register types) in
 // parameter order, then the first failure of a block: its message and status.
@@ -55,7 +56,8 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i64 = llvm::Type::getInt64Ty(ctx);
     auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, i64, i64, i64}, false);
-    auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, f.name + "_block", ms.module);
+    auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage,
+                                      f.name + "_block" + ms.cpu.function_suffix, ms.module);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addParamAttr(0, llvm::Attribute::NoCapture);
     fn->getArg(0)->setName("args");
@@ -121,8 +123,44 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
     return fn;
 }
 
+// The block function that the entry point launches: the only one, or (an object for
+// several CPUs) the variant of the highest x86-64 level this CPU has, chosen at each
+// launch; where it has none, the entry returns TILE_ERROR_NO_IMAGE_FOR_DEVICE with a
+// message (no variant's code runs, so no illegal instruction either).
+struct BlockVariant {
+    llvm::Function* fn;
+    int level;  // 0: the only one
+};
+
+llvm::Value* choose_block_function(ModuleState& ms, llvm::IRBuilderBase& b, llvm::Function* fn,
+                                   const std::string& entry_name, const std::vector<BlockVariant>& blocks) {
+    if (blocks.size() == 1 && blocks[0].level == 0) return blocks[0].fn;
+    llvm::Value* level = b.CreateCall(ms.tile_cpu_x86_level(), {}, "cpu_level");
+    llvm::Value* chosen = llvm::ConstantPointerNull::get(llvm::PointerType::get(ms.ctx, 0));
+    for (const BlockVariant& v : blocks)  // ascending levels: the last that fits wins
+        chosen = b.CreateSelect(b.CreateICmpSGE(level, b.getInt32(v.level)), v.fn, chosen);
+    auto& ctx = ms.ctx;
+    auto* none = llvm::BasicBlock::Create(ctx, "no_cpu_variant", fn);
+    auto* found = llvm::BasicBlock::Create(ctx, "cpu_variant", fn);
+    b.CreateCondBr(b.CreateIsNull(chosen), none, found, llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
+    b.SetInsertPoint(none);
+    std::string built;  // "x86-64-v3,x86-64-v4", as --cpu listed them
+    for (const BlockVariant& v : blocks)
+        built += (built.empty() ? "x86-64" : ",x86-64") + (v.level > 1 ? "-v" + std::to_string(v.level) : "");
+    b.CreateRet(b.CreateCall(
+        ms.tile_set_error(),
+        {b.getInt32(kNoImageForDevice),
+         ms.c_string(entry_name +
+                     ": this CPU's x86-64 level is %d, below every level its host "
+                     "code was built for (tilec --cpu=" +
+                     built + "); the TILE_CPU_MAX_LEVEL environment variable, if set, caps the level"),
+         level}));
+    b.SetInsertPoint(found);
+    return chosen;
+}
+
 void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::string& entry_name,
-                         const ArgsLayout& layout, llvm::Function* block_fn) {
+                         const ArgsLayout& layout, const std::vector<BlockVariant>& blocks) {
     auto& ctx = ms.ctx;
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i32 = llvm::Type::getInt32Ty(ctx);
@@ -148,6 +186,8 @@ void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::stri
     llvm::Value* const* grid = checked.grid;
 
     return_if_empty_grid(b, fn, checked.empty_grid);
+
+    llvm::Value* block_fn = choose_block_function(ms, b, fn, entry_name, blocks);
 
     // Pack the arguments and launch.
     auto* args = b.CreateAlloca(layout.type, nullptr, "args");
@@ -183,8 +223,20 @@ void emit_entry_function(ModuleState& ms, const ir::PrimFunc& f, const std::stri
 
 void emit_cpu_function(ModuleState& ms, const ir::PrimFunc& f, const std::string& entry_name) {
     ArgsLayout layout = make_args_layout(ms, f);
-    llvm::Function* block_fn = emit_block_function(ms, f, layout);
-    emit_entry_function(ms, f, entry_name, layout, block_fn);
+    std::vector<BlockVariant> blocks;
+    if (ms.cpu_variants.empty()) {
+        blocks.push_back({emit_block_function(ms, f, layout), 0});
+    } else {
+        // One block function per CPU variant, each lowered with that CPU's vector width
+        // and features; the entry point itself stays baseline code.
+        const ModuleState::CpuShape baseline = ms.cpu;
+        for (const ModuleState::CpuVariant& v : ms.cpu_variants) {
+            ms.cpu = v.shape;
+            blocks.push_back({emit_block_function(ms, f, layout), v.level});
+        }
+        ms.cpu = baseline;
+    }
+    emit_entry_function(ms, f, entry_name, layout, blocks);
 }
 
 }  // namespace tilec::codegen

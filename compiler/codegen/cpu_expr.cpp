@@ -465,7 +465,7 @@ static std::string vector_variants(const std::string& name, const char* params) 
 // "vector-function-abi-variant" attribute. inline_math_functions inlines them all
 // after the optimisation pipeline, so the loops end up as branch-free vector code.
 static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm::Value* x, bool base2) {
-    const std::string name = base2 ? "tilec.vf.exp2.f32" : "tilec.vf.exp.f32";
+    const std::string name = (base2 ? "tilec.vf.exp2.f32" : "tilec.vf.exp.f32") + ms.cpu.function_suffix;
     llvm::Module& m = ms.module;
     llvm::Function* fn = m.getFunction(name);
     llvm::Type* f32 = b.getFloatTy();
@@ -484,9 +484,9 @@ static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm:
         fn = make(name, f32, false);
         std::vector<llvm::Constant*> keep;
         for (unsigned lanes : kVariantLanes) {
-            bool scalef = ms.avx512f && (lanes == 16 || (ms.avx512vl && lanes < 16));
-            keep.push_back(make(name + ".v" + std::to_string(lanes), llvm::FixedVectorType::get(f32, lanes), scalef,
-                                scalef && ms.avx512dq));
+            bool scalef = ms.cpu.avx512f && (lanes == 16 || (ms.cpu.avx512vl && lanes < 16));
+            keep.push_back(make(name + ".v" + std::to_string(lanes), llvm::FixedVectorType::get(f32, lanes),
+                                scalef, scalef && ms.cpu.avx512dq));
         }
         ms.keep_until_inlined(keep);
     }
@@ -504,7 +504,7 @@ static llvm::Value* emit_exp_call(ModuleState& ms, llvm::IRBuilderBase& b, llvm:
 // the uniform base and the first lane's index (linear, step 1) and fetch one line, once
 // per vector. Inlined like the math functions after the optimisation pipeline.
 void FunctionLowering::emit_prefetch(llvm::Value* base, llvm::Value* index, unsigned elem_bytes) {
-    const std::string name = "tilec.vf.prefetch.e" + std::to_string(elem_bytes);
+    const std::string name = "tilec.vf.prefetch.e" + std::to_string(elem_bytes) + ms_.cpu.function_suffix;
     llvm::Module& m = ms_.module;
     llvm::Function* fn = m.getFunction(name);
     if (!fn) {
@@ -546,7 +546,7 @@ void FunctionLowering::emit_streaming_store(llvm::Value* base, llvm::Value* inde
     llvm::Type* t = value->getType();
     const uint64_t elem_bytes = t->getPrimitiveSizeInBits() / 8;
     const std::string name = std::string("tilec.vf.ntstore.") + (t->isFloatingPointTy() ? "f" : "i") +
-                             std::to_string(8 * elem_bytes);
+                             std::to_string(8 * elem_bytes) + ms_.cpu.function_suffix;
     llvm::Module& m = ms_.module;
     llvm::Function* fn = m.getFunction(name);
     if (!fn) {

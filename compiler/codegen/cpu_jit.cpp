@@ -55,6 +55,7 @@ llvm::orc::SymbolMap runtime_symbols(llvm::orc::LLJIT& jit) {
     add("tile_set_error_v", &tile_set_error_v);
     add("tile_cpu_launch", &tile_cpu_launch);
     add("tile_cpu_check_options", &tile_cpu_check_options);
+    add("tile_cpu_x86_level", &tile_cpu_x86_level);
     add("tile_runtime_version", &tile_runtime_version);
     return map;
 }

@@ -54,17 +54,36 @@ public:
     llvm::Module& module;
     llvm::LLVMContext& ctx;
     const SourceManager* sources;  // for "file:line:col" in assert messages; may be null
-    // The host's SIMD registers (set from the CPU features by compile_cpu): their width
-    // in bytes and how many there are; tile ops size their register blocks from them.
-    unsigned vector_bytes = 16;
-    unsigned vector_registers = 16;
+    // What the code is lowered for (set from the CPU's features by compile_cpu): the
+    // SIMD registers, their width in bytes and how many there are (tile ops size their
+    // register blocks from them), and the AVX-512 extensions the math uses.
+    struct CpuShape {
+        unsigned vector_bytes = 16;
+        unsigned vector_registers = 16;
+        // x86 AVX-512 foundation and vector-length extensions (vscalefps on 16, 8, 4 lanes).
+        bool avx512f = false;
+        bool avx512vl = false;
+        // AVX-512 DQ (vreduceps: exp2's fraction in one instruction, cpu_expr.cpp).
+        bool avx512dq = false;
+        // Appended to the names of the functions whose code depends on the fields above
+        // (the block function, the math and streaming helpers): empty but while one
+        // variant of an object for several CPUs is emitted.
+        std::string function_suffix;
+    };
+    CpuShape cpu;
     // x86: stores may bypass the caches (non-temporal, made visible by an sfence).
     bool streaming_stores = false;
-    // x86 AVX-512 foundation and vector-length extensions (vscalefps on 16, 8, 4 lanes).
-    bool avx512f = false;
-    bool avx512vl = false;
-    // AVX-512 DQ (vreduceps: exp2's fraction in one instruction, cpu_expr.cpp).
-    bool avx512dq = false;
+    // Objects for several CPUs (--cpu=LIST): each export's block function is emitted
+    // once per variant, with `cpu` set to the variant's shape; compile_cpu gives the
+    // functions whose names carry a variant's suffix that variant's target-cpu and the
+    // rest (entry points, shared helpers) the x86-64 baseline. The entry point picks the
+    // variant at each launch (tile_cpu_x86_level). Empty: one CPU.
+    struct CpuVariant {
+        std::string name;  // an LLVM CPU name: x86-64, x86-64-v2, x86-64-v3, x86-64-v4
+        int level = 1;     // its x86-64 level, as tile_cpu_x86_level reports a CPU's
+        CpuShape shape;    // function_suffix ".cpu<level>"
+    };
+    std::vector<CpuVariant> cpu_variants;  // ascending levels
     // Keeps functions (the vector variants of the math functions, cpu_expr.cpp) alive
     // through the optimisation pipeline, until inline_math_functions.
     void keep_until_inlined(const std::vector<llvm::Constant*>& fns);
@@ -84,6 +103,7 @@ public:
     llvm::FunctionCallee tile_set_error();
     llvm::FunctionCallee tile_cpu_launch();
     llvm::FunctionCallee tile_cpu_check_options();
+    llvm::FunctionCallee tile_cpu_x86_level();
     llvm::FunctionCallee libc(const std::string& name);  // malloc, free, printf, tanhf, tanh
 
 private:

@@ -162,7 +162,7 @@ void FunctionLowering::emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo
     const BufferInfo& dinfo = buffer(s.dst.buffer);
     llvm::Type* elem = storage_type(ms_.ctx, dt);
     const uint64_t elem_bytes = elem->getPrimitiveSizeInBits() / 8;
-    const uint64_t lanes = ms_.vector_bytes / elem_bytes;
+    const uint64_t lanes = ms_.cpu.vector_bytes / elem_bytes;
     auto element = [&](llvm::Value* j, bool store_side) {
         std::vector<llvm::Value*> idx = store_side ? di : si;
         size_t dim = store_side ? d_in : s_in;
@@ -185,10 +185,10 @@ void FunctionLowering::emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo
     llvm::Value* n = b_.CreateSub(hi, lo);
     llvm::Value* addr = b_.CreatePtrToInt(element_ptr(s.dst.buffer, dinfo, element_offset(dinfo, element(lo, true))),
                                           b_.getInt64Ty());
-    llvm::Value* misalign = b_.CreateAnd(addr, b_.getInt64(ms_.vector_bytes - 1));
+    llvm::Value* misalign = b_.CreateAnd(addr, b_.getInt64(ms_.cpu.vector_bytes - 1));
     llvm::Value* elem_aligned = b_.CreateICmpEQ(b_.CreateURem(misalign, b_.getInt64(elem_bytes)), b_.getInt64(0));
-    llvm::Value* head = b_.CreateUDiv(b_.CreateAnd(b_.CreateSub(b_.getInt64(ms_.vector_bytes), misalign),
-                                                   b_.getInt64(ms_.vector_bytes - 1)),
+    llvm::Value* head = b_.CreateUDiv(b_.CreateAnd(b_.CreateSub(b_.getInt64(ms_.cpu.vector_bytes), misalign),
+                                                   b_.getInt64(ms_.cpu.vector_bytes - 1)),
                                       b_.getInt64(elem_bytes));
     head = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, head, n);
     llvm::Value* vectors = b_.CreateSDiv(b_.CreateSub(n, head), b_.getInt64(static_cast<int64_t>(lanes)));
@@ -207,7 +207,7 @@ void FunctionLowering::emit_streaming_row(const ir::CopyNode& s, llvm::Value* lo
             v = b_.CreateInsertElement(v, to_storage(convert_for_store(x, st, dt), dt), b_.getInt64(static_cast<int64_t>(l)));
         }
         llvm::Value* p = element_ptr(s.dst.buffer, dinfo, element_offset(dinfo, element(j0, true)));
-        auto* store = b_.CreateAlignedStore(v, p, llvm::Align(ms_.vector_bytes));
+        auto* store = b_.CreateAlignedStore(v, p, llvm::Align(ms_.cpu.vector_bytes));
         store->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
         mark_access(store, s.dst.buffer);
     });
@@ -394,12 +394,15 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     // accumulators within half the register file (the rest hold b, a and addresses).
     llvm::Type* acc_ty = reg_type(ms_.ctx, acc);
     const int64_t elem_bytes = acc_ty->getPrimitiveSizeInBits() / 8;
-    const int64_t lanes = ms_.vector_bytes / elem_bytes;
+    const int64_t lanes = ms_.cpu.vector_bytes / elem_bytes;
     int64_t NR = 0, MR = 0;
     for (int64_t nr : {2 * lanes, lanes, lanes / 2, lanes / 4})
         if (nr > 0 && N % nr == 0) { NR = nr; break; }
     for (int64_t mr : {8, 4, 2, 1})
-        if (M % mr == 0 && NR && mr * std::max<int64_t>(1, NR / lanes) <= ms_.vector_registers / 2) { MR = mr; break; }
+        if (M % mr == 0 && NR && mr * std::max<int64_t>(1, NR / lanes) <= ms_.cpu.vector_registers / 2) {
+            MR = mr;
+            break;
+        }
     if (!NR || !MR || K <= 0) return false;
     uint64_t pack_bytes = static_cast<uint64_t>(M * K + K * N) * (acc_ty->getPrimitiveSizeInBits() / 8);
     if (pack_bytes > kPackBudget) return false;

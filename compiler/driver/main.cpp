@@ -203,8 +203,11 @@ int run(int argc, char** argv) {
                    "its features; the object may not run on older CPUs), or an LLVM CPU name:\n"
                    "x86-64 (any x86-64), x86-64-v2, x86-64-v3 (AVX2), x86-64-v4 (AVX-512),\n"
                    "znver4, ... Build objects that ship to other machines for the oldest CPU\n"
-                   "they must run on, e.g. --cpu=x86-64-v3")
-        ->type_name("NAME");
+                   "they must run on, e.g. --cpu=x86-64-v3; or list x86-64 levels, e.g.\n"
+                   "--cpu=x86-64-v3,x86-64-v4: a block function per level, and NAME_cpu runs\n"
+                   "the highest one the CPU has (an error status, never an illegal\n"
+                   "instruction, on a CPU below them all)")
+        ->type_name("NAME|LIST");
     app.add_option("--Xptxas", a.ptxas_args,
                    "Pass ARG to ptxas for every sm_XX target (also spelled -Xptxas ARG;\n"
                    "repeatable; ARG may list several, comma-separated, as nvcc's),\n"

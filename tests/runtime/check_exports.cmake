@@ -20,11 +20,11 @@ foreach(line ${lines})
 endforeach()
 
 file(READ ${HEADER} header)
-string(REGEX MATCHALL "TILE_API( TILE_PRINTF_FORMAT\\([0-9, ]+\\))?[^;(]*[ *](tile_[a-z_]+)\\(" declarations
+string(REGEX MATCHALL "TILE_API( TILE_PRINTF_FORMAT\\([0-9, ]+\\))?[^;(]*[ *](tile_[a-z0-9_]+)\\(" declarations
        "${header}")
 set(declared)
 foreach(declaration ${declarations})
-    string(REGEX MATCH "(tile_[a-z_]+)\\($" name "${declaration}")
+    string(REGEX MATCH "(tile_[a-z0-9_]+)\\($" name "${declaration}")
     string(REGEX REPLACE "\\($" "" name "${name}")
     list(APPEND declared ${name})
 endforeach()

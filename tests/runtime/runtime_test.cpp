@@ -378,3 +378,33 @@ TEST_CASE("a child process after fork() can launch", "[runtime]") {
     CHECK(WEXITSTATUS(status) == 0);
 }
 #endif
+
+TEST_CASE("tile_cpu_x86_level agrees with the compiler's own CPU checks and obeys TILE_CPU_MAX_LEVEL",
+          "[runtime]") {
+    // An independent oracle: GCC's and Clang's __builtin_cpu_supports knows the psABI
+    // levels (libgcc's / compiler-rt's CPUID code, not ours).
+    int want = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    want = __builtin_cpu_supports("x86-64-v4")   ? 4
+           : __builtin_cpu_supports("x86-64-v3") ? 3
+           : __builtin_cpu_supports("x86-64-v2") ? 2
+                                                 : 1;
+#endif
+    const char* saved = std::getenv("TILE_CPU_MAX_LEVEL");
+    std::string restore = saved ? saved : "";
+    unsetenv("TILE_CPU_MAX_LEVEL");
+    CHECK(tile_cpu_x86_level() == want);
+    for (int cap = 0; cap <= 4; ++cap) {
+        setenv("TILE_CPU_MAX_LEVEL", std::to_string(cap).c_str(), 1);
+        CHECK(tile_cpu_x86_level() == std::min(cap, want));  // a cap never raises it
+    }
+    for (const char* ignored : {"", "5", "-1", "33", "x", "3x"}) {
+        setenv("TILE_CPU_MAX_LEVEL", ignored, 1);
+        CHECK(tile_cpu_x86_level() == want);
+    }
+    if (saved)
+        setenv("TILE_CPU_MAX_LEVEL", restore.c_str(), 1);
+    else
+        unsetenv("TILE_CPU_MAX_LEVEL");
+}

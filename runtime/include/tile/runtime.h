@@ -79,7 +79,9 @@ typedef enum tile_status {
     TILE_ERROR_NO_DRIVER = 3,
     /* The driver loaded but there is no usable device (or no current context). */
     TILE_ERROR_NO_DEVICE = 4,
-    /* The object holds no device image (cubin, PTX, HSACO) the current device can run. */
+    /* The object holds no device image (cubin, PTX, HSACO) the current device can run;
+     * for a CPU entry point built for several CPUs (`tilec --cpu=LIST`), no host code
+     * this CPU can run (its x86-64 level is below every variant's). */
     TILE_ERROR_NO_IMAGE_FOR_DEVICE = 5,
     /* The kernel launch itself failed (launch configuration, resources, a fault
      * reported at launch). */
@@ -204,6 +206,16 @@ TILE_API tile_status tile_cpu_launch(const tile_cpu_options* opt, int64_t gx, in
  * message (e.g. "gemm_f16_cpu: options num_threads is -1: ..."); NULL names this
  * function. Returns TILE_SUCCESS or TILE_ERROR_INVALID_ARGUMENT. */
 TILE_API tile_status tile_cpu_check_options(const tile_cpu_options* opt, const char* who) TILE_NOEXCEPT;
+
+/* The x86-64 micro-architecture level of this CPU, as its features and the operating
+ * system's saved register state allow (the psABI's levels: 1 = x86-64, 2 = x86-64-v2
+ * with SSE4.2 and POPCNT, 3 = x86-64-v3 with AVX2, FMA, BMI2, 4 = x86-64-v4 with
+ * AVX-512 F, BW, CD, DQ, VL); 0 on other processors. The TILE_CPU_MAX_LEVEL environment
+ * variable, when it is a number from 0 to 4, caps the result (read at every call: a
+ * test can run an object's lower variants on a newer machine; anything else there is
+ * ignored). Entry points of objects built for several CPUs (`tilec --cpu=LIST`) call it
+ * at each launch to pick their code. Thread-safe. */
+TILE_API int tile_cpu_x86_level(void) TILE_NOEXCEPT;
 
 /* ---------------------------------------------------------------------------------------
  * GPU launches (CUDA, HIP)
