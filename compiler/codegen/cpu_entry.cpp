@@ -144,7 +144,7 @@ llvm::Value* choose_block_function(ModuleState& ms, llvm::IRBuilderBase& b, llvm
     auto* found = llvm::BasicBlock::Create(ctx, "cpu_variant", fn);
     b.CreateCondBr(b.CreateIsNull(chosen), none, found, llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
     b.SetInsertPoint(none);
-    std::string built;  // "x86-64-v3,x86-64-v4", as --cpu listed them
+    std::string built;  // "x86-64-v3,x86-64-v4": the levels, ascending
     for (const BlockVariant& v : blocks)
         built += (built.empty() ? "x86-64" : ",x86-64") + (v.level > 1 ? "-v" + std::to_string(v.level) : "");
     b.CreateRet(b.CreateCall(
