@@ -2,6 +2,8 @@
 // TargetMachine, the optimisation pipeline, and LLVM IR / assembly / object output.
 #include "codegen/cpu_backend.h"
 
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -69,14 +71,8 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     // "native": this machine's CPU with every feature it has; otherwise an LLVM CPU name
     // whose features LLVM knows (x86-64 = any x86-64, x86-64-v3 = AVX2, znver4, ...); or
     // a list of x86-64 levels, one block function each, chosen at run time.
-    std::vector<std::string> cpu_list;
-    for (size_t at = 0;;) {
-        size_t comma = options.cpu.find(',', at);
-        cpu_list.push_back(
-            options.cpu.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        if (comma == std::string::npos) break;
-        at = comma + 1;
-    }
+    llvm::SmallVector<llvm::StringRef, 4> cpu_list;  // empty names kept: they are errors below
+    llvm::StringRef(options.cpu).split(cpu_list, ',', -1, true);
     const bool dispatch = cpu_list.size() > 1;
     std::vector<std::pair<int, std::string>> levels;  // dispatch: (level, CPU name), ascending
     if (dispatch) {
@@ -89,7 +85,8 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
                                 triple);
             return std::nullopt;
         }
-        for (const std::string& name : cpu_list) {
+        for (llvm::StringRef ref : cpu_list) {
+            const std::string name = ref.str();
             auto it = kLevels.find(name);
             if (it == kLevels.end()) {
                 diags.error({}, "--cpu=" + options.cpu + ": '" + name +

@@ -129,7 +129,8 @@ llvm::Function* emit_block_function(ModuleState& ms, const ir::PrimFunc& f, cons
 // message (no variant's code runs, so no illegal instruction either).
 struct BlockVariant {
     llvm::Function* fn;
-    int level;  // 0: the only one
+    int level;         // 0: the only one
+    std::string name;  // the --cpu name it was compiled for (a variant)
 };
 
 llvm::Value* choose_block_function(ModuleState& ms, llvm::IRBuilderBase& b, llvm::Function* fn,
@@ -145,8 +146,7 @@ llvm::Value* choose_block_function(ModuleState& ms, llvm::IRBuilderBase& b, llvm
     b.CreateCondBr(b.CreateIsNull(chosen), none, found, llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
     b.SetInsertPoint(none);
     std::string built;  // "x86-64-v3,x86-64-v4": the levels, ascending
-    for (const BlockVariant& v : blocks)
-        built += (built.empty() ? "x86-64" : ",x86-64") + (v.level > 1 ? "-v" + std::to_string(v.level) : "");
+    for (const BlockVariant& v : blocks) built += (built.empty() ? "" : ",") + v.name;
     b.CreateRet(b.CreateCall(
         ms.tile_set_error(),
         {b.getInt32(kNoImageForDevice),
@@ -225,14 +225,14 @@ void emit_cpu_function(ModuleState& ms, const ir::PrimFunc& f, const std::string
     ArgsLayout layout = make_args_layout(ms, f);
     std::vector<BlockVariant> blocks;
     if (ms.cpu_variants.empty()) {
-        blocks.push_back({emit_block_function(ms, f, layout), 0});
+        blocks.push_back({emit_block_function(ms, f, layout), 0, ""});
     } else {
         // One block function per CPU variant, each lowered with that CPU's vector width
         // and features; the entry point itself stays baseline code.
         const ModuleState::CpuShape baseline = ms.cpu;
         for (const ModuleState::CpuVariant& v : ms.cpu_variants) {
             ms.cpu = v.shape;
-            blocks.push_back({emit_block_function(ms, f, layout), v.level});
+            blocks.push_back({emit_block_function(ms, f, layout), v.level, v.name});
         }
         ms.cpu = baseline;
     }
