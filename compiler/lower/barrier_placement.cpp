@@ -409,6 +409,28 @@ private:
         std::vector<std::optional<IntProgram>> index_programs(indices.size());
         for (size_t d = 0; d < indices.size(); ++d)
             if (!wild[d]) index_programs[d].emplace(indices[d], slot_vars);
+        // Accesses written alike (a pipeline's fills in its prologue, its loop and their
+        // masked forms; the same tile op unrolled) compile to the same programs under
+        // different variables, and so have the same footprint: enumerated once.
+        std::vector<int64_t> key{tx ? threads_ : 0, size, span, int64_t(indices.size())};
+        key.insert(key.end(), shape.begin(), shape.end());
+        for (size_t d = 0; d < indices.size(); ++d) {
+            key.push_back(wild[d]);
+            if (!wild[d]) index_programs[d]->append_key(key);
+        }
+        for (size_t k = 0; k < binders.size(); ++k) {
+            key.insert(key.end(),
+                       {int64_t(binders[k]->kind), int64_t(binders[k]->negated), int64_t(slot[k])});
+            first[k].append_key(key);
+            if (extent[k]) extent[k]->append_key(key);
+        }
+        if (auto it = footprints_.find(key); it != footprints_.end()) {
+            if (!it->second) return;
+            a.owner = *it->second;
+            a.known = true;
+            return;
+        }
+        std::shared_ptr<const std::vector<int32_t>>& memo = footprints_[std::move(key)];
         std::vector<int64_t> values(slot_vars.size(), 0);
         std::vector<int64_t> lins, next;
         int64_t work = 0;
@@ -497,6 +519,7 @@ private:
         if (!ok) return;
         a.owner = std::move(owner);
         a.known = true;
+        memo = std::make_shared<const std::vector<int32_t>>(a.owner);
     }
 
     // The enclosing loop whose variable v makes `index` a stage index (v + c) mod extent
@@ -917,6 +940,9 @@ private:
     std::unordered_set<const BufferNode*> varying_registers_;
     std::vector<Binder> ctx_;
     std::map<std::vector<uintptr_t>, std::unique_ptr<MemAccess>> cache_;
+    // Enumerated footprints by their programs and shapes (footprint()): the owners, or
+    // null where the enumeration gave up.
+    std::map<std::vector<int64_t>, std::shared_ptr<const std::vector<int32_t>>> footprints_;
     std::unordered_map<const BufferNode*, int64_t> unplanned_base_;
     std::map<std::pair<const MemAccess*, const MemAccess*>, bool> conflicts_;
     std::map<std::pair<const MemAccess*, int64_t>, std::unique_ptr<MemAccess>> restaged_;

@@ -156,6 +156,16 @@ inline std::optional<int64_t> fast_binary(BinaryOp op, uint8_t wrap_bits, int64_
 
 }  // namespace
 
+void IntProgram::append_key(std::vector<int64_t>& key) const {
+    key.insert(key.end(),
+               {int64_t(slot_count_), int64_t(registers_), int64_t(result_), int64_t(code_.size())});
+    for (const Inst& in : code_) {
+        key.insert(key.end(), {int64_t(in.op), int64_t(in.bop), int64_t(in.wrap_bits), int64_t(in.b_imm),
+                               int64_t(in.type.kind), int64_t(in.type.bits), int64_t(in.type.lanes),
+                               int64_t(in.dst), int64_t(in.a), int64_t(in.b), in.imm});
+    }
+}
+
 std::optional<int64_t> IntProgram::run(const int64_t* values) const {
     int64_t small[64];
     std::vector<int64_t> big;

@@ -33,6 +33,10 @@ public:
     // the innermost binding; one not listed is unbound).
     IntProgram(const ir::Expr& e, const std::vector<const ir::VarNode*>& slots);
     std::optional<int64_t> run(const int64_t* values) const;
+    // Appends to `key` the program's code: two programs that append the same values
+    // compute the same function of their slots (place-barriers keys its enumerations
+    // on them, so accesses written alike under different variables enumerate once).
+    void append_key(std::vector<int64_t>& key) const;
 
 private:
     enum class Op : uint8_t { Imm, Fail, ToBool, Neg, Not, BitNot, Binary, Move, JumpIfZero, Jump };
