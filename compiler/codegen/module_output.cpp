@@ -6,10 +6,11 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
-#include <llvm/Linker/Linker.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/Signals.h>
 #include <llvm/Support/raw_ostream.h>
@@ -97,9 +98,33 @@ void* unique_module_storage() {
 
 }  // namespace
 
+namespace {
+
+// LLVM's CodeGenPrepare walks a function's blocks again from the first after every
+// change to a block's instructions or to the CFG, until a walk changes nothing, unless the
+// function has more blocks than `cgpp-huge-func` (10000): then each walk after the first
+// revisits only the blocks that changed. Every walk re-parses the constraints of each
+// inline asm (wgmma, TMA, mbarrier: 100 calls of up to 100 operands in gemm_f16), and
+// gemm_f16 on sm_90a took 31 walks: CodeGenPrepare was 12% of its compile
+// (callgrind). With every function counted as huge the stdlib's PTX, AMDGPU and host
+// assembly are the same bytes (docs/architecture.md, "Compile time"). The option is
+// process-wide, so it is set before the first module of any backend exists; an LLVM
+// without it compiles as before.
+void set_llvm_codegen_options() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        auto& options = llvm::cl::getRegisteredOptions();
+        if (auto it = options.find("cgpp-huge-func"); it != options.end())
+            it->second->addOccurrence(0, "cgpp-huge-func", "0");
+    });
+}
+
+}  // namespace
+
 BackendModule::BackendModule(const std::string& name, const std::string& triple, const llvm::TargetMachine& tm)
     : module(*new (unique_module_storage()) llvm::Module(name, context)) {
     install_llvm_fatal_error_handler();
+    set_llvm_codegen_options();
     context.setDiagnosticHandlerCallBack(on_llvm_diagnostic, &llvm_errors);
     module.setSourceFileName(name);
     module.setTargetTriple(triple);

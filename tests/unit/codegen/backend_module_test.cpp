@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
@@ -52,4 +53,17 @@ TEST_CASE("backend modules never share an address", "[codegen][backend-module]")
     for (int t = 0; t < 4; ++t) threads.emplace_back(make, 32);
     for (auto& t : threads) t.join();
     CHECK(seen.size() == 64 + 4 * 32);
+}
+
+// CodeGenPrepare walks each function as LLVM does for huge ones (once, then the blocks
+// that changed): set for the process by the first backend module (module_output.cpp,
+// set_llvm_codegen_options; docs/architecture.md, "Compile time"). An LLVM that renames
+// the option fails here rather than compiling silently slower.
+TEST_CASE("backend modules set CodeGenPrepare's huge-function threshold to 0", "[codegen][backend-module]") {
+    auto tm = host_target_machine();
+    tilec::codegen::BackendModule m("k.tile", tm->getTargetTriple().str(), *tm);
+    auto& options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("cgpp-huge-func");
+    REQUIRE(it != options.end());
+    CHECK(static_cast<llvm::cl::opt<unsigned>*>(it->second)->getValue() == 0u);
 }
