@@ -269,6 +269,9 @@ struct Layout::Programs {
     std::vector<Var> vars;  // what `programs` were compiled from
     std::vector<Expr> index;
     std::shared_ptr<const std::vector<IndexProgram>> programs;
+    // offsets(), and the programs it was computed with.
+    std::shared_ptr<const std::vector<int64_t>> offsets;
+    std::shared_ptr<const std::vector<IndexProgram>> offsets_from;
 };
 
 std::shared_ptr<Layout::Programs> Layout::new_programs() {
@@ -302,6 +305,28 @@ int64_t Layout::offset(const std::vector<int64_t>& coord) const {
     TILEC_CHECK(index_.size() == 1, "offset of a layout with a multi-dimensional codomain");
     TILEC_CHECK(coord.size() == vars_.size(), "layout coordinate rank mismatch");
     return (*programs())[0].run(coord.data());
+}
+
+std::shared_ptr<const std::vector<int64_t>> Layout::offsets() const {
+    TILEC_CHECK(index_.size() == 1, "offsets of a layout with a multi-dimensional codomain");
+    auto programs = this->programs();
+    Programs& cache = *programs_;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.offsets && cache.offsets_from == programs) return cache.offsets;
+    auto out = std::make_shared<std::vector<int64_t>>();
+    out->reserve(static_cast<size_t>(size()));
+    const IndexProgram& p = (*programs)[0];
+    std::vector<int64_t> coord(shape_.size(), 0);
+    for (int64_t n = 0, total = size(); n < total; ++n) {
+        out->push_back(p.run(coord.data()));
+        for (size_t d = shape_.size(); d-- > 0;) {  // the next coordinate, row-major
+            if (++coord[d] < shape_[d]) break;
+            coord[d] = 0;
+        }
+    }
+    cache.offsets = out;
+    cache.offsets_from = programs;
+    return out;
 }
 
 namespace {

@@ -106,6 +106,10 @@ public:
     std::vector<int64_t> evaluate(const std::vector<int64_t>& coord) const;
     // The offset of a layout with a rank-1 codomain.
     int64_t offset(const std::vector<int64_t>& coord) const;
+    // offset() of every coordinate, in row-major order of the shape: computed once and
+    // shared by copies of this layout (the lowerings that check a layout element by
+    // element, e.g. which swizzle a wgmma operand's tile has, read it).
+    std::shared_ptr<const std::vector<int64_t>> offsets() const;
 
     // By enumeration: no two coordinates share an output (and all are in range).
     bool is_injective() const;

@@ -156,18 +156,27 @@ Stmt rolled(const Stmt& s, ForKind kind, const std::vector<const VarNode*>& keep
 // aligned to V elements under the shared layout L (by enumeration): one vector access.
 bool chunks_whole(const layout::Layout& L, const std::vector<int64_t>& tile, size_t cd, int64_t V) {
     std::vector<int64_t> c(tile.size(), 0);
-    int64_t total = 1;
+    int64_t total = 1, stride = 1;  // stride: of dimension cd in row-major order
     for (int64_t e : tile) total *= e;
+    for (size_t d = cd + 1; d < tile.size(); ++d) stride *= tile[d];
+    // The layout's table where it covers the tile, else evaluated per coordinate.
+    std::shared_ptr<const std::vector<int64_t>> table = L.shape() == tile ? L.offsets() : nullptr;
     for (int64_t n = 0; n < total; ++n) {
         int64_t rest = n;
         for (size_t d = tile.size(); d-- > 0;) c[d] = rest % tile[d], rest /= tile[d];
         if (c[cd] % V != 0) continue;
-        int64_t base = L.offset(c);
+        int64_t base = table ? (*table)[size_t(n)] : L.offset(c);
         if (base % V != 0) return false;
         for (int64_t e = 1; e < V; ++e) {
-            auto x = c;
-            x[cd] += e;
-            if (L.offset(x) != base + e) return false;
+            int64_t at;
+            if (table && c[cd] + e < tile[cd]) {
+                at = (*table)[size_t(n + e * stride)];
+            } else {
+                auto x = c;
+                x[cd] += e;
+                at = L.offset(x);
+            }
+            if (at != base + e) return false;
         }
     }
     return true;
@@ -469,12 +478,14 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
 bool register_pairs_adjacent(const layout::Fragment& F, const layout::Layout& L, int64_t rows, int64_t cols) {
     if (cols % 2 != 0 || F.replicate() != 1) return false;
     const ElementSlots slots(F, rows, cols);
+    if (L.shape() != std::vector<int64_t>{rows, cols}) return false;
+    const std::vector<int64_t>& offsets = *L.offsets();
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; j += 2) {
             layout::FragmentSlot a = slots(i, j), b = slots(i, j + 1);
             if (a.thread != b.thread || a.reg % 2 != 0 || b.reg != a.reg + 1) return false;
-            int64_t off = L.offset({i, j});
-            if (off % 2 != 0 || L.offset({i, j + 1}) != off + 1) return false;
+            int64_t off = offsets[size_t(i * cols + j)];
+            if (off % 2 != 0 || offsets[size_t(i * cols + j + 1)] != off + 1) return false;
         }
     return true;
 }
@@ -507,12 +518,13 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
         L = *sw;
     // Every chunk contiguous and aligned in the staging tile (the swizzles move whole
     // 16-byte chunks; checked rather than assumed).
+    const std::vector<int64_t>& offsets = *L.offsets();  // L is [rows, cols]
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; j += V) {
-            int64_t base = L.offset({i, j});
+            int64_t base = offsets[size_t(i * cols + j)];
             if (base % V != 0) return std::nullopt;
             for (int64_t e = 1; e < V; ++e)
-                if (L.offset({i, j + e}) != base + e) return std::nullopt;
+                if (offsets[size_t(i * cols + j + e)] != base + e) return std::nullopt;
         }
     SourceLoc loc = c.loc;
     Buffer st = make_buffer(frag->name + "_epilogue", dt, {make_int(rows * cols)}, Scope::Shared, loc);

@@ -105,6 +105,7 @@ std::optional<TmaBoxes> plan_tma_boxes(const Region& g, const std::vector<int64_
     // check, element by element, that the tile's layout is the boxes' dense rows swizzled.
     std::vector<int64_t> box_base(static_cast<size_t>(boxes), -1);
     std::vector<int64_t> coord(tile.size(), 0);
+    std::shared_ptr<const std::vector<int64_t>> table = L.shape() == tile ? L.offsets() : nullptr;
     for (int64_t n = 0; n < elems; ++n) {
         int64_t rest = n;
         for (size_t d = tile.size(); d-- > 0;) coord[d] = rest % tile[d], rest /= tile[d];
@@ -117,7 +118,7 @@ std::optional<TmaBoxes> plan_tma_boxes(const Region& g, const std::vector<int64_
             linear += o[dims[i]] * scale;
             scale *= ext[dims[i]];
         }
-        int64_t at = L.offset(coord) * eb;
+        int64_t at = (table ? (*table)[size_t(n)] : L.offset(coord)) * eb;
         if (linear == 0) box_base[static_cast<size_t>(q)] = at;
         if (box_base[static_cast<size_t>(q)] < 0) return std::nullopt;  // a box's first element comes first
         if (at != box_base[static_cast<size_t>(q)] + swizzled(span, linear * eb)) return std::nullopt;

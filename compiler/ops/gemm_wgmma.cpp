@@ -91,9 +91,19 @@ std::optional<Storage> storage_of(const Buffer& X, const layout::Layout* L) {
             auto want = layout::Layout::swizzled(rows, cols, static_cast<int>(bits), mode);
             if (!want) continue;
             bool same = true;
-            for (int64_t i = 0; i < (*s)[0] && same; ++i)
-                for (int64_t j = 0; j < (*s)[1] && same; ++j)
-                    same = L->offset({i, j}) == (transposed ? want->offset({j, i}) : want->offset({i, j}));
+            if (L->shape() == *s) {
+                // Row-major tables: (i, j) of L, (j, i) of a transposed candidate.
+                const std::vector<int64_t>&l = *L->offsets(), &w = *want->offsets();
+                const int64_t n0 = (*s)[0], n1 = (*s)[1];
+                for (int64_t i = 0; i < n0 && same; ++i)
+                    for (int64_t j = 0; j < n1 && same; ++j)
+                        same = l[size_t(i * n1 + j)] == w[size_t(transposed ? j * n0 + i : i * n1 + j)];
+            } else {
+                for (int64_t i = 0; i < (*s)[0] && same; ++i)
+                    for (int64_t j = 0; j < (*s)[1] && same; ++j)
+                        same =
+                            L->offset({i, j}) == (transposed ? want->offset({j, i}) : want->offset({i, j}));
+            }
             if (!same) continue;
             int64_t width = layout::smem_swizzle_bytes(mode);
             int64_t code = mode == layout::SmemSwizzle::B128 ? 1 : mode == layout::SmemSwizzle::B64 ? 2 : 3;

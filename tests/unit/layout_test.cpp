@@ -264,3 +264,26 @@ TEST_CASE("layout expressions applied to IR coordinates evaluate to the same off
     }
     CHECK(ir::print(off) == "row * 64 + col ^ (row * 64 + col >> 6 & 7) << 3");
 }
+
+TEST_CASE("offsets() lists offset() of every coordinate in row-major order, shared by copies", "[layout]") {
+    std::vector<Layout> layouts{Layout::row_major({4, 6}),
+                                Layout::col_major({3, 5}),
+                                Layout::padded({4, 8}, 2),
+                                Layout::strided({2, 3, 4}, {1, 8, 2}),
+                                *Layout::swizzled(16, 64, 16, SmemSwizzle::B128),
+                                *Layout::swizzled(8, 32, 32, SmemSwizzle::B64)};
+    layouts.push_back(layouts[4].compose(*Layout::reshape_view({16, 64}, {16, 64})));
+    for (const Layout& l : layouts) {
+        INFO(l.str());
+        auto table = l.offsets();
+        REQUIRE(table->size() == size_t(l.size()));
+        std::vector<int64_t> coord(l.rank(), 0);
+        for (int64_t n = 0; n < l.size(); ++n) {
+            int64_t rest = n;
+            for (size_t d = l.rank(); d-- > 0;) coord[d] = rest % l.shape()[d], rest /= l.shape()[d];
+            CHECK((*table)[size_t(n)] == l.offset(coord));
+        }
+        Layout copy = l;
+        CHECK(copy.offsets() == table);  // computed once
+    }
+}
