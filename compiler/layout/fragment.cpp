@@ -359,9 +359,21 @@ std::shared_ptr<const std::vector<int64_t>> Fragment::slot_table() const {
     auto table = std::make_shared<std::vector<int64_t>>();
     table->reserve(size_t(size() * replicate_ * 2));
     std::vector<std::pair<int64_t, int64_t>> owners_of;
+    // owners() of each coordinate, with the programs fetched once and the coordinate
+    // (then the replica) stepped in place: no allocation per element.
+    auto programs = this->programs();
+    std::vector<int64_t> values(shape_.size() + 1, 0);  // the coordinate, then the replica
     for (int64_t i = 0; i < size(); ++i) {
+        if (i > 0)
+            for (size_t d = shape_.size(); d-- > 0;) {  // the next coordinate, row-major
+                if (++values[d] < shape_[d]) break;
+                values[d] = 0;
+            }
         owners_of.clear();
-        for (const auto& s : owners(unflatten(i, shape_))) owners_of.emplace_back(s.thread, s.reg);
+        for (int64_t r = 0; r < replicate_; ++r) {
+            values.back() = r;
+            owners_of.emplace_back(programs->thread.run(values.data()), programs->reg.run(values.data()));
+        }
         std::sort(owners_of.begin(), owners_of.end());
         for (auto& [t, r] : owners_of) {
             table->push_back(t);
