@@ -52,6 +52,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -77,6 +78,21 @@ constexpr int64_t kMaxEnumeration = int64_t(1) << 18;
 constexpr int64_t kMaxWalkedTrips = 4;
 
 using Binder = transform::AccessBinder;
+
+// Enumerated footprints (BarrierPlacer::footprint) by their key: the thread count where
+// the thread index matters, the buffer's shape, the access's span and the programs of its
+// indices and binders. The owners are a function of the key alone, so the cache serves
+// every kernel of the process (a file's exports share their fills' and epilogues'
+// programs): the owners per element, or null where the enumeration gave up.
+struct FootprintCache {
+    std::mutex mutex;
+    std::map<std::vector<int64_t>, std::shared_ptr<const std::vector<int32_t>>> owners;
+};
+
+FootprintCache& footprint_cache() {
+    static FootprintCache cache;
+    return cache;
+}
 
 struct MemAccess {
     const BufferNode* buffer = nullptr;
@@ -424,13 +440,28 @@ private:
             first[k].append_key(key);
             if (extent[k]) extent[k]->append_key(key);
         }
-        if (auto it = footprints_.find(key); it != footprints_.end()) {
-            if (!it->second) return;
-            a.owner = *it->second;
-            a.known = true;
-            return;
+        FootprintCache& cache = footprint_cache();
+        {
+            std::lock_guard<std::mutex> lock(cache.mutex);
+            if (auto it = cache.owners.find(key); it != cache.owners.end()) {
+                if (!it->second) return;
+                a.owner = *it->second;
+                a.known = true;
+                return;
+            }
         }
-        std::shared_ptr<const std::vector<int32_t>>& memo = footprints_[std::move(key)];
+        // Enumerated below; recorded whatever the outcome (a thread that got there first
+        // recorded the same).
+        std::shared_ptr<const std::vector<int32_t>> memo;
+        struct Record {
+            FootprintCache& cache;
+            std::vector<int64_t>& key;
+            std::shared_ptr<const std::vector<int32_t>>& memo;
+            ~Record() {
+                std::lock_guard<std::mutex> lock(cache.mutex);
+                cache.owners.emplace(std::move(key), memo);
+            }
+        } record{cache, key, memo};
         std::vector<int64_t> values(slot_vars.size(), 0);
         std::vector<int64_t> lins, next;
         int64_t work = 0;
@@ -940,9 +971,6 @@ private:
     std::unordered_set<const BufferNode*> varying_registers_;
     std::vector<Binder> ctx_;
     std::map<std::vector<uintptr_t>, std::unique_ptr<MemAccess>> cache_;
-    // Enumerated footprints by their programs and shapes (footprint()): the owners, or
-    // null where the enumeration gave up.
-    std::map<std::vector<int64_t>, std::shared_ptr<const std::vector<int32_t>>> footprints_;
     std::unordered_map<const BufferNode*, int64_t> unplanned_base_;
     std::map<std::pair<const MemAccess*, const MemAccess*>, bool> conflicts_;
     std::map<std::pair<const MemAccess*, int64_t>, std::unique_ptr<MemAccess>> restaged_;

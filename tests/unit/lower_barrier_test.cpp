@@ -418,3 +418,24 @@ TEST_CASE("barriers: a double buffer's stages: one barrier an iteration, before 
     REQUIRE(same_inner.size() == 3);
     CHECK(same_inner[1]->is<ir::BarrierNode>());
 }
+
+TEST_CASE("barriers: footprints are shared by accesses written alike, never across thread counts",
+          "[lower][barriers]") {
+    // Thread t writes s[t], then reads s[t mod 32]: its own element with 32 threads, another
+    // thread's with 64. Each body is built anew (new variables and nodes), so only the
+    // process-wide cache of footprints, keyed by programs and thread count, links them.
+    auto body = [] {
+        ir::Var tx = ir::make_thread_idx_var(0);
+        auto s = Kernel::shared("s", 64, 0);
+        ir::Buffer x = ir::make_tensor("X", ir::DataType::f32(), {ir::make_int(64)}, ir::Access::In);
+        ir::Buffer y = ir::make_tensor("Y", ir::DataType::f32(), {ir::make_int(64)}, ir::Access::Out);
+        return ir::make_allocate(
+            s,
+            ir::make_seq({ir::make_store(s, {tx}, ir::make_load(x, {tx})),
+                          ir::make_store(y, {tx}, ir::make_load(s, {ir::floormod(tx, ir::make_int(32))}))}));
+    };
+    CHECK(count_barriers(lower::place_barriers(body(), 32)) == 0);
+    CHECK(count_barriers(lower::place_barriers(body(), 64)) == 1);
+    CHECK(count_barriers(lower::place_barriers(body(), 32)) == 0);
+    CHECK(count_barriers(lower::place_barriers(body(), 64)) == 1);
+}
