@@ -364,11 +364,7 @@ std::shared_ptr<const std::vector<int64_t>> Fragment::slot_table() const {
     auto programs = this->programs();
     std::vector<int64_t> values(shape_.size() + 1, 0);  // the coordinate, then the replica
     for (int64_t i = 0; i < size(); ++i) {
-        if (i > 0)
-            for (size_t d = shape_.size(); d-- > 0;) {  // the next coordinate, row-major
-                if (++values[d] < shape_[d]) break;
-                values[d] = 0;
-            }
+        if (i > 0) next_coordinate(values.data(), shape_);
         owners_of.clear();
         for (int64_t r = 0; r < replicate_; ++r) {
             values.back() = r;

@@ -312,6 +312,13 @@ int64_t shape_size(const std::vector<int64_t>& shape) {
     return n;
 }
 
+void next_coordinate(int64_t* coord, const std::vector<int64_t>& shape) {
+    for (size_t d = shape.size(); d-- > 0;) {
+        if (++coord[d] < shape[d]) return;
+        coord[d] = 0;
+    }
+}
+
 std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
     std::vector<int64_t> coord(shape.size());
     for (size_t d = shape.size(); d-- > 0;) {

@@ -91,6 +91,9 @@ private:
 int64_t shape_size(const std::vector<int64_t>& shape);
 std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape);
 int64_t flatten(const std::vector<int64_t>& coord, const std::vector<int64_t>& shape);
+// Steps coord[0 .. shape.size()) to the next coordinate (the last dimension fastest), so
+// a loop over a shape needs no unflatten per element; after the last it wraps to zeros.
+void next_coordinate(int64_t* coord, const std::vector<int64_t>& shape);
 // "[16, 64]"
 std::string shape_str(const std::vector<int64_t>& shape);
 

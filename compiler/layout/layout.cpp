@@ -319,10 +319,7 @@ std::shared_ptr<const std::vector<int64_t>> Layout::offsets() const {
     std::vector<int64_t> coord(shape_.size(), 0);
     for (int64_t n = 0, total = size(); n < total; ++n) {
         out->push_back(p.run(coord.data()));
-        for (size_t d = shape_.size(); d-- > 0;) {  // the next coordinate, row-major
-            if (++coord[d] < shape_[d]) break;
-            coord[d] = 0;
-        }
+        next_coordinate(coord.data(), shape_);
     }
     cache.offsets = out;
     cache.offsets_from = programs;

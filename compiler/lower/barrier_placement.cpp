@@ -450,18 +450,12 @@ private:
                 return;
             }
         }
-        // Enumerated below; recorded whatever the outcome (a thread that got there first
-        // recorded the same).
-        std::shared_ptr<const std::vector<int32_t>> memo;
-        struct Record {
-            FootprintCache& cache;
-            std::vector<int64_t>& key;
-            std::shared_ptr<const std::vector<int32_t>>& memo;
-            ~Record() {
-                std::lock_guard<std::mutex> lock(cache.mutex);
-                cache.owners.emplace(std::move(key), memo);
-            }
-        } record{cache, key, memo};
+        // Enumerated below and recorded either way, null where it gives up (a thread that
+        // got there first recorded the same).
+        auto record = [&](std::shared_ptr<const std::vector<int32_t>> owners) {
+            std::lock_guard<std::mutex> lock(cache.mutex);
+            cache.owners.emplace(std::move(key), std::move(owners));
+        };
         std::vector<int64_t> values(slot_vars.size(), 0);
         std::vector<int64_t> lins, next;
         int64_t work = 0;
@@ -547,10 +541,10 @@ private:
             values[0] = t;
             enumerate(0, tx ? t : MemAccess::kSeveral);
         }
-        if (!ok) return;
+        if (!ok) return record(nullptr);
         a.owner = std::move(owner);
         a.known = true;
-        memo = std::make_shared<const std::vector<int32_t>>(a.owner);
+        record(std::make_shared<const std::vector<int32_t>>(a.owner));
     }
 
     // The enclosing loop whose variable v makes `index` a stage index (v + c) mod extent
