@@ -10,7 +10,7 @@ function(tilec_llvm_libraries out)
   if(TILEC_STATIC_LLVM AND TARGET LLVMCore AND TARGET LLVMNVPTXCodeGen AND TARGET LLVMAMDGPUCodeGen)
     llvm_map_components_to_libnames(libs
       core support passes analysis transformutils scalaropts ipo vectorize instcombine
-      target mc object bitreader bitwriter irreader asmparser linker
+      target mc object objcopy bitreader bitwriter irreader asmparser linker
       orcjit executionengine jitlink runtimedyld
       x86codegen x86asmparser x86desc x86info nvptxcodegen nvptxdesc nvptxinfo
       amdgpucodegen amdgpuasmparser amdgpudesc amdgpuinfo amdgpuutils)

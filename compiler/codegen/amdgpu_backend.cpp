@@ -11,7 +11,11 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/ObjCopy/ConfigManager.h>
+#include <llvm/ObjCopy/ObjCopy.h>
 #include <llvm/Object/ELF.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetOptions.h>
 
@@ -256,19 +260,126 @@ std::string ld_lld_version() {
     return gpu::run_tool(lld, {"--version"}).output;
 }
 
-std::string link_hsaco(const std::string& object, const target::GpuTarget& target) {
+namespace {
+
+// The descriptions of a code object's NT_AMDGPU_METADATA notes (msgpack), in order.
+// Fails (an internal error: the object is ours) where the ELF cannot be read.
+std::vector<llvm::StringRef> metadata_notes(const std::string& code_object, const target::GpuTarget& target) {
+    auto fail = [&](const std::string& why) -> std::vector<llvm::StringRef> {
+        TILEC_ICE("AMDGPU backend: cannot read the kernel metadata of the " + target.name +
+                  " code object: " + why);
+    };
+    auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(code_object));
+    if (!file) return fail(llvm::toString(file.takeError()));
+    auto sections = file->sections();
+    if (!sections) return fail(llvm::toString(sections.takeError()));
+    std::vector<llvm::StringRef> out;
+    for (auto& section : *sections) {
+        if (section.sh_type != llvm::ELF::SHT_NOTE) continue;
+        llvm::Error err = llvm::Error::success();
+        for (auto note : file->notes(section, err))
+            if (note.getName() == "AMDGPU" && note.getType() == llvm::ELF::NT_AMDGPU_METADATA)
+                out.push_back(note.getDescAsStringRef(section.sh_addralign));
+        if (err) return fail(llvm::toString(std::move(err)));
+    }
+    return out;
+}
+
+// One NT_AMDGPU_METADATA note for the kernels of every object, in order: the first
+// object's metadata with the others' `amdhsa.kernels` entries appended, every other
+// field the same in all (amdhsa.version, amdhsa.target). It is the note one module of
+// all the kernels gets: the AMDGPU backend writes the kernels' entries in the module's
+// order, and msgpack maps in key order.
+std::string merged_metadata_note(const std::vector<std::string>& objects, const target::GpuTarget& target) {
+    llvm::msgpack::Document doc;
+    auto merge = [](llvm::msgpack::DocNode* dest, llvm::msgpack::DocNode src,
+                    llvm::msgpack::DocNode key) -> int {
+        if (key.getKind() == llvm::msgpack::Type::String && key.getString() == "amdhsa.kernels" &&
+            dest->getKind() == llvm::msgpack::Type::Array && src.getKind() == llvm::msgpack::Type::Array)
+            return static_cast<int>(dest->getArray().size());  // appended
+        if (dest->getKind() != src.getKind()) return -1;
+        if (src.getKind() == llvm::msgpack::Type::Array || src.getKind() == llvm::msgpack::Type::Map)
+            return 0;  // merged element by element: each must then be equal
+        return *dest == src ? 0 : -1;
+    };
+    for (const std::string& object : objects) {
+        std::vector<llvm::StringRef> notes = metadata_notes(object, target);
+        if (notes.size() != 1)
+            TILEC_ICE("AMDGPU backend: a " + target.name + " code object with " +
+                      std::to_string(notes.size()) + " metadata notes, not one");
+        if (!doc.readFromBlob(notes[0], false, merge))
+            TILEC_ICE("AMDGPU backend: the " + target.name + " kernels' metadata notes do not merge");
+    }
+    std::string desc;
+    doc.writeToBlob(desc);
+    // Elf64_Nhdr (namesz, descsz, type), the name and the description, each padded to 4
+    // bytes (the section's alignment, as the backend writes it).
+    static const char kName[] = "AMDGPU";
+    auto word = [](std::string& out, uint32_t v) {
+        for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    std::string note;
+    word(note, sizeof kName);
+    word(note, static_cast<uint32_t>(desc.size()));
+    word(note, llvm::ELF::NT_AMDGPU_METADATA);
+    note.append(kName, sizeof kName);
+    note.resize((note.size() + 3) & ~size_t{3}, '\0');
+    note += desc;
+    note.resize((note.size() + 3) & ~size_t{3}, '\0');
+    return note;
+}
+
+// `object` with its `.note` section replaced by `note`, or removed when `note` is empty
+// (llvm-objcopy's --update-section / --remove-section, in process).
+std::string with_note(const std::string& object, const std::string& note, const target::GpuTarget& target) {
+    auto fail = [&](llvm::Error err) -> std::string {
+        TILEC_ICE("AMDGPU backend: cannot rewrite the metadata note of a " + target.name +
+                  " code object: " + llvm::toString(std::move(err)));
+    };
+    auto binary = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "kernel.o"));
+    if (!binary) return fail(binary.takeError());
+    llvm::objcopy::ConfigManager config;
+    if (note.empty()) {
+        auto name = llvm::objcopy::NameOrPattern::create(".note", llvm::objcopy::MatchStyle::Literal,
+                                                         [](llvm::Error e) { return e; });
+        if (llvm::Error err = config.Common.ToRemove.addMatcher(std::move(name))) return fail(std::move(err));
+    } else {
+        config.Common.UpdateSection.emplace_back(".note",
+                                                 llvm::MemoryBuffer::getMemBufferCopy(note, ".note"));
+    }
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    if (llvm::Error err = llvm::objcopy::executeObjcopyOnBinary(config, **binary, os))
+        return fail(std::move(err));
+    os.flush();
+    return out;
+}
+
+}  // namespace
+
+std::string link_hsaco(const std::vector<std::string>& objects, const target::GpuTarget& target) {
     namespace fs = std::filesystem;
     std::string lld = ld_lld_path();
     if (lld.empty() || !fs::exists(lld))
         TILEC_ICE("ld.lld not found" + (lld.empty() ? std::string() : " at " + lld) +
                   ": configure with -DTILEC_LD_LLD=/path/to/ld.lld or set TILEC_LD_LLD");
+    if (objects.empty()) TILEC_ICE("AMDGPU backend: an HSACO of no code object asked for");
     gpu::TempDir dir("tilec-lld");
-    std::string in = dir.path() + "/kernel.o", out = dir.path() + "/kernel.hsaco";
-    gpu::write_file_bytes(in, object);
+    std::vector<std::string> args = {"-shared"};
+    std::string note = objects.size() > 1 ? merged_metadata_note(objects, target) : std::string();
+    for (size_t i = 0; i < objects.size(); ++i) {
+        std::string in = dir.path() + "/kernel" + std::to_string(i) + ".o";
+        gpu::write_file_bytes(
+            in, objects.size() == 1 ? objects[i] : with_note(objects[i], i == 0 ? note : "", target));
+        args.push_back(in);
+    }
+    std::string out = dir.path() + "/kernel.hsaco";
+    args.push_back("-o");
+    args.push_back(out);
     gpu::ToolResult r;
     {
         StageTimer::Scope timed(target.name, "ld.lld");
-        r = gpu::run_tool(lld, {"-shared", in, "-o", out});
+        r = gpu::run_tool(lld, args);
     }
     if (r.status != 0 || !fs::exists(out))
         TILEC_ICE("ld.lld -shared for " + target.name + " failed (" + lld + ", exit status " + std::to_string(r.status) +
@@ -276,61 +387,53 @@ std::string link_hsaco(const std::string& object, const target::GpuTarget& targe
     return gpu::read_file_bytes(out);
 }
 
+std::string link_hsaco(const std::string& object, const target::GpuTarget& target) {
+    return link_hsaco(std::vector<std::string>{object}, target);
+}
+
 std::vector<KernelResources> amdgpu_resources(const std::string& code_object, const target::GpuTarget& target) {
     auto fail = [&](const std::string& why) -> std::vector<KernelResources> {
         TILEC_ICE("AMDGPU backend: cannot read the kernel metadata of the " + target.name + " code object: " + why);
     };
-    auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(code_object));
-    if (!file) return fail(llvm::toString(file.takeError()));
-    auto sections = file->sections();
-    if (!sections) return fail(llvm::toString(sections.takeError()));
+    std::vector<llvm::StringRef> notes = metadata_notes(code_object, target);
+    if (notes.empty()) return fail("no NT_AMDGPU_METADATA note");
     std::vector<KernelResources> out;
-    bool found = false;
-    for (auto& section : *sections) {
-        if (section.sh_type != llvm::ELF::SHT_NOTE) continue;
-        llvm::Error err = llvm::Error::success();
-        for (auto note : file->notes(section, err)) {
-            if (note.getName() != "AMDGPU" || note.getType() != llvm::ELF::NT_AMDGPU_METADATA) continue;
-            found = true;
-            llvm::msgpack::Document doc;
-            if (!doc.readFromBlob(note.getDescAsStringRef(section.sh_addralign), false))
-                return fail("the metadata note is not msgpack");
-            if (doc.getRoot().getKind() != llvm::msgpack::Type::Map) return fail("the metadata is not a map");
-            auto& root = doc.getRoot().getMap();
-            auto kernels = root.find("amdhsa.kernels");
-            if (kernels == root.end() || kernels->second.getKind() != llvm::msgpack::Type::Array)
-                return fail("no amdhsa.kernels array");
-            for (auto& node : kernels->second.getArray()) {
-                if (node.getKind() != llvm::msgpack::Type::Map) return fail("a kernel entry is not a map");
-                auto& k = node.getMap();
-                auto number = [&](const char* key, int64_t otherwise) -> int64_t {
-                    auto it = k.find(key);
-                    if (it == k.end()) return otherwise;
-                    if (it->second.getKind() == llvm::msgpack::Type::UInt)
-                        return static_cast<int64_t>(it->second.getUInt());
-                    if (it->second.getKind() == llvm::msgpack::Type::Int) return it->second.getInt();
-                    return otherwise;
-                };
-                auto name = k.find(".name");
-                if (name == k.end() || name->second.getKind() != llvm::msgpack::Type::String)
-                    return fail("a kernel without .name");
-                KernelResources r;
-                r.amd = true;
-                r.kernel = name->second.getString().str();
-                r.arch = target.name;
-                r.vgprs = number(".vgpr_count", 0);
-                r.agprs = number(".agpr_count", -1);
-                r.sgprs = number(".sgpr_count", 0);
-                r.shared_bytes = number(".group_segment_fixed_size", 0);
-                r.vgpr_spills = number(".vgpr_spill_count", 0);
-                r.sgpr_spills = number(".sgpr_spill_count", 0);
-                r.scratch_bytes = number(".private_segment_fixed_size", 0);
-                out.push_back(r);
-            }
+    for (llvm::StringRef blob : notes) {
+        llvm::msgpack::Document doc;
+        if (!doc.readFromBlob(blob, false)) return fail("the metadata note is not msgpack");
+        if (doc.getRoot().getKind() != llvm::msgpack::Type::Map) return fail("the metadata is not a map");
+        auto& root = doc.getRoot().getMap();
+        auto kernels = root.find("amdhsa.kernels");
+        if (kernels == root.end() || kernels->second.getKind() != llvm::msgpack::Type::Array)
+            return fail("no amdhsa.kernels array");
+        for (auto& node : kernels->second.getArray()) {
+            if (node.getKind() != llvm::msgpack::Type::Map) return fail("a kernel entry is not a map");
+            auto& k = node.getMap();
+            auto number = [&](const char* key, int64_t otherwise) -> int64_t {
+                auto it = k.find(key);
+                if (it == k.end()) return otherwise;
+                if (it->second.getKind() == llvm::msgpack::Type::UInt)
+                    return static_cast<int64_t>(it->second.getUInt());
+                if (it->second.getKind() == llvm::msgpack::Type::Int) return it->second.getInt();
+                return otherwise;
+            };
+            auto name = k.find(".name");
+            if (name == k.end() || name->second.getKind() != llvm::msgpack::Type::String)
+                return fail("a kernel without .name");
+            KernelResources r;
+            r.amd = true;
+            r.kernel = name->second.getString().str();
+            r.arch = target.name;
+            r.vgprs = number(".vgpr_count", 0);
+            r.agprs = number(".agpr_count", -1);
+            r.sgprs = number(".sgpr_count", 0);
+            r.shared_bytes = number(".group_segment_fixed_size", 0);
+            r.vgpr_spills = number(".vgpr_spill_count", 0);
+            r.sgpr_spills = number(".sgpr_spill_count", 0);
+            r.scratch_bytes = number(".private_segment_fixed_size", 0);
+            out.push_back(r);
         }
-        if (err) return fail(llvm::toString(std::move(err)));
     }
-    if (!found) return fail("no NT_AMDGPU_METADATA note");
     return out;
 }
 

@@ -30,8 +30,9 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
 
 // The same, in two steps, so the exports of one target compile on several threads:
 // one export in its own LLVM context, optimised as compile_amdgpu optimises it, returned
-// as bitcode; then the bitcode of every export (in order) linked into one module and
-// compiled to `what` (one code object per target: its metadata note lists every kernel).
+// as bitcode; then the bitcode of one or more exports (in order) linked into one module
+// and compiled to `what` (the driver compiles each export's object alone, on its own
+// thread, and link_hsaco joins them).
 // `narrow_masked_fills`: optimised with gpu::narrow_masked_fill_addresses too (the driver
 // asks for it for an export whose kernel spills without it).
 std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
@@ -51,8 +52,16 @@ std::string ld_lld_path();
 // What `ld.lld --version` prints ("" without an ld.lld), for the compile cache's key.
 std::string ld_lld_version();
 
-// Runs `ld.lld -shared object -o hsaco` and returns the HSACO's bytes. A missing ld.lld
-// or a link error throws InternalError with ld.lld's output: the object is ours.
+// Runs `ld.lld -shared object... -o hsaco` and returns the HSACO's bytes. A missing
+// ld.lld or a link error throws InternalError with ld.lld's output: the objects are ours.
+// Objects compiled one export each (the driver compiles a target's exports on several
+// threads) carry a metadata note each; the HSACO gets one, as a module of all the
+// kernels does: the first object's note is replaced by the kernels' entries of every
+// object in order, the others' removed. (Clang's AMDGPU LTO partitions leave a note per
+// partition, which ROCm's comgr merges; one note also serves a loader that reads the
+// first.) Each kernel's code is the same as in a module of all the kernels; each
+// object's code ends in its own end-of-code padding.
+std::string link_hsaco(const std::vector<std::string>& objects, const target::GpuTarget& target);
 std::string link_hsaco(const std::string& object, const target::GpuTarget& target);
 
 // The resources of each kernel of an AMDGPU code object (relocatable or HSACO), read from

@@ -53,8 +53,24 @@ std::string host_codegen_identity(const std::string& cpu) {
            (native ? llvm::sys::getHostCPUName().str() + "\n" + host_features() : cpu) + "\n";
 }
 
+struct HostModule::Impl {
+    std::unique_ptr<llvm::TargetMachine> tm;
+    std::unique_ptr<BackendModule> backend;
+    CpuOutput what = CpuOutput::Object;
+};
+
+HostModule::HostModule(std::unique_ptr<Impl> i) : impl(std::move(i)) {}
+HostModule::~HostModule() = default;
+
 std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                        DiagnosticEngine& diags) {
+    std::unique_ptr<HostModule> host = optimize_cpu(module, what, options, diags);
+    if (!host) return std::nullopt;
+    return emit_cpu(*host, options.gpu && !options.gpu->kernels.empty() ? &options.gpu->images : nullptr);
+}
+
+std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
+                                         DiagnosticEngine& diags) {
     static std::once_flag init;
     std::call_once(init, [] {
         llvm::InitializeNativeTarget();
@@ -66,7 +82,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
     if (!target) {
         diags.error({}, "cannot generate code for the host (" + triple + "): " + error);
-        return std::nullopt;
+        return nullptr;
     }
     // "native": this machine's CPU with every feature it has; otherwise an LLVM CPU name
     // whose features LLVM knows (x86-64 = any x86-64, x86-64-v3 = AVX2, znver4, ...); or
@@ -83,7 +99,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
                                 ": a list of CPUs (one block function each, chosen at run time) "
                                 "is for x86-64 hosts; this host is " +
                                 triple);
-            return std::nullopt;
+            return nullptr;
         }
         for (llvm::StringRef ref : cpu_list) {
             const std::string name = ref.str();
@@ -92,12 +108,12 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
                 diags.error({}, "--cpu=" + options.cpu + ": '" + name +
                                     "' in a list of CPUs: a list names x86-64 levels (x86-64, x86-64-v2, "
                                     "x86-64-v3, x86-64-v4), which the entry points check at run time");
-                return std::nullopt;
+                return nullptr;
             }
             for (auto& [level, seen] : levels)
                 if (seen == name) {
                     diags.error({}, "--cpu=" + options.cpu + ": '" + name + "' is listed twice");
-                    return std::nullopt;
+                    return nullptr;
                 }
             levels.emplace_back(it->second, name);
         }
@@ -115,7 +131,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
                                 " (use native, or an LLVM CPU name such as x86-64, x86-64-v2, x86-64-v3, "
                                 "x86-64-v4, znver4, sapphirerapids; or a list of x86-64 levels, e.g. "
                                 "x86-64-v3,x86-64-v4)");
-            return std::nullopt;
+            return nullptr;
         }
     }
     llvm::TargetOptions target_options;
@@ -124,10 +140,11 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
                                                                         llvm::CodeGenOptLevel::Aggressive));
     if (!tm) {
         diags.error({}, "cannot create the LLVM target machine for " + triple + " (" + cpu + ")");
-        return std::nullopt;
+        return nullptr;
     }
 
-    BackendModule backend_module(options.source_name, triple, *tm);
+    auto backend = std::make_unique<BackendModule>(options.source_name, triple, *tm);
+    BackendModule& backend_module = *backend;
     llvm::Module& m = backend_module.module;
     m.setPICLevel(llvm::PICLevel::BigPIC);  // the object may go into a shared library
     ModuleState ms(m, options.sources);
@@ -157,7 +174,14 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     StageTimer::Scope timed_ir("host", "llvm-ir");
     if (options.cpu_entries)
         for (auto& f : module.funcs) emit_cpu_function(ms, f, cpu_entry_name(f));
-    if (options.gpu) emit_gpu_embedding(ms, module, *options.gpu);
+    if (options.gpu) {
+        // Each image's bytes are a placeholder until emit_cpu (distinct, so that nothing
+        // merges them): the names of their globals.
+        GpuEmbedding pending = *options.gpu;
+        for (GpuImage& image : pending.images)
+            image.data = "tilec.gpu." + std::to_string(static_cast<uint32_t>(image.kind)) + "." + image.arch;
+        emit_gpu_embedding(ms, module, pending);
+    }
     for (auto& fn : m) {
         if (fn.isDeclaration()) continue;
         // A variant's functions (their names carry its suffix) are that CPU's code.
@@ -183,12 +207,24 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     }
     inline_math_functions(m);
     check_llvm_errors(backend_module.llvm_errors, "optimise", "CPU");
+    auto impl = std::make_unique<HostModule::Impl>();
+    impl->tm = std::move(tm);
+    impl->backend = std::move(backend);
+    impl->what = what;
+    return std::make_unique<HostModule>(std::move(impl));
+}
+
+std::string emit_cpu(HostModule& host, const std::vector<GpuImage>* images) {
+    HostModule::Impl& h = *host.impl;
+    llvm::Module& m = h.backend->module;
+    if (images) fill_gpu_images(m, *images);
     std::optional<llvm::CodeGenFileType> kind;
-    if (what != CpuOutput::LlvmIr)
-        kind = what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+    if (h.what != CpuOutput::LlvmIr)
+        kind = h.what == CpuOutput::Assembly ? llvm::CodeGenFileType::AssemblyFile
+                                             : llvm::CodeGenFileType::ObjectFile;
     StageTimer::Scope timed("host", "llvm-codegen");
-    return emit_module(m, *tm, kind, "CPU", "the host target machine cannot emit this file type",
-                       backend_module.llvm_errors);
+    return emit_module(m, *h.tm, kind, "CPU", "the host target machine cannot emit this file type",
+                       h.backend->llvm_errors);
 }
 
 }  // namespace tilec::codegen

@@ -12,8 +12,10 @@
 // -march=native); CpuOptions::cpu picks another CPU (like -march=x86-64-v3).
 // This header is free of LLVM: only compiler/codegen/*.cpp include LLVM headers.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 #include "support/diagnostics.h"
@@ -24,6 +26,7 @@ namespace tilec::codegen {
 enum class CpuOutput { LlvmIr, Assembly, Object };
 
 struct GpuEmbedding;  // codegen/gpu_entry.h
+struct GpuImage;      // codegen/gpu_entry.h
 
 struct CpuOptions {
     // The module's source file name (recorded in the object); the input's base name.
@@ -49,6 +52,24 @@ struct CpuOptions {
 // is an internal error (TILEC_ICE).
 std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                        DiagnosticEngine& diags);
+
+// The same in two steps, so that the host module's O3 runs beside the GPU backends whose
+// images it embeds: optimize_cpu builds and optimises the module with a placeholder for
+// the bytes of each image of options.gpu (only their kinds and archs are read), and
+// emit_cpu puts in the images' bytes (`images`: the same kinds and archs in the same
+// order; null without options.gpu) and emits the code. The entry points hold only the
+// images' addresses, so optimisation does not depend on their bytes, and compile_cpu
+// runs these two steps: the output is the same bytes either way. optimize_cpu returns
+// null after reporting an error.
+struct HostModule {
+    struct Impl;
+    explicit HostModule(std::unique_ptr<Impl> impl);
+    ~HostModule();
+    std::unique_ptr<Impl> impl;
+};
+std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
+                                         DiagnosticEngine& diags);
+std::string emit_cpu(HostModule& host, const std::vector<GpuImage>* images);
 
 // Reports an LLVM fatal error through the handler every backend installs (an internal
 // compiler error, exit status 2); for the test of that handler (--debug-llvm-fatal-error).

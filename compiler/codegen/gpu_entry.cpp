@@ -273,6 +273,40 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
 
 }  // namespace
 
+void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images) {
+    auto& ctx = m.getContext();
+    llvm::GlobalVariable* table = m.getGlobalVariable("tilec.gpu.images", true);
+    auto* entries = table && table->hasInitializer()
+                        ? llvm::dyn_cast<llvm::ConstantArray>(table->getInitializer())
+                        : nullptr;
+    if (!entries || entries->getNumOperands() != images.size())
+        TILEC_ICE("host module: the GPU image table to fill is not the one written (" +
+                  std::to_string(images.size()) + " images)");
+    for (const GpuImage& image : images) {
+        std::string name = std::string("tilec.gpu.") + image_kind_name(image.kind) + "." + image.arch;
+        llvm::GlobalVariable* old = m.getGlobalVariable(name, true);
+        if (!old) TILEC_ICE("host module: no GPU image " + name + " to fill");
+        auto* init = llvm::ConstantDataArray::getString(ctx, image.data, image.kind == GpuImageKind::Ptx);
+        auto* bytes = new llvm::GlobalVariable(m, init->getType(), true, old->getLinkage(), init, "", old);
+        bytes->copyAttributesFrom(old);
+        bytes->takeName(old);
+        old->replaceAllUsesWith(bytes);
+        old->eraseFromParent();
+    }
+    // The table's entries now point at the new globals; their sizes follow.
+    entries = llvm::cast<llvm::ConstantArray>(table->getInitializer());
+    std::vector<llvm::Constant*> filled;
+    for (size_t i = 0; i < images.size(); ++i) {
+        auto* entry = llvm::cast<llvm::ConstantStruct>(entries->getOperand(static_cast<unsigned>(i)));
+        std::vector<llvm::Constant*> fields;
+        for (unsigned f = 0; f < entry->getNumOperands(); ++f) fields.push_back(entry->getOperand(f));
+        uint64_t size = images[i].data.size() + (images[i].kind == GpuImageKind::Ptx ? 1 : 0);
+        fields.back() = llvm::ConstantInt::get(fields.back()->getType(), size);
+        filled.push_back(llvm::ConstantStruct::get(entry->getType(), fields));
+    }
+    table->setInitializer(llvm::ConstantArray::get(entries->getType(), filled));
+}
+
 void emit_gpu_embedding(ModuleState& ms, const ir::Module& module, const GpuEmbedding& gpu) {
     if (gpu.kernels.empty()) return;
     std::map<std::string, const ir::PrimFunc*> funcs;

@@ -22,10 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "ir/tma_maps.h"
-#include <vector>
-
 #include "ir/ir.h"
+#include "ir/tma_maps.h"
+
+namespace llvm {
+class Module;
+}
 
 namespace tilec::codegen {
 
@@ -86,5 +88,12 @@ std::string ptx_arch_label(const std::string& sm_arch);
 // backend declares the kernel's parameters as the C entry point's). Internal errors on
 // inconsistent input.
 void emit_gpu_embedding(ModuleState& ms, const ir::Module& module, const GpuEmbedding& gpu);
+
+// Replaces the bytes of each image global emit_gpu_embedding wrote (tilec.gpu.KIND.ARCH)
+// with `images`' (the same kinds and archs in the same order), each new global where the
+// old one was, with its attributes, and the sizes in the image table: the module
+// emit_gpu_embedding would have written with these bytes. Used after the host module's
+// optimisation (cpu_backend.h, optimize_cpu / emit_cpu).
+void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images);
 
 }  // namespace tilec::codegen

@@ -246,18 +246,44 @@ struct ArchResult {
     std::string ptx;                 // sm: the merged PTX
     std::optional<codegen::PtxasRun> ptxas;  // sm: when ptxas ran
     std::string text;                // gfx: assembly (--emit=amdgcn)
-    std::string object;              // gfx: the relocatable code object, when built
+    std::vector<std::string> objects;  // gfx, per export: its relocatable code object, when built
     std::string hsaco;               // gfx: the linked code object, when built
     std::vector<codegen::KernelResources> resources;  // --verbose-resources
 };
 
-// An AMD target's exports compiled to one code object (`what`: assembly or object), after
-// a second try for each export whose kernel spills: optimised again with its masked
-// fills' LDS addresses narrowed (codegen::amdgpu_optimized_bitcode), that version kept
-// where its kernel spills less. Narrowing moves LLVM's register allocation either way
-// (gpu_address_constants.cpp), so it is tried only where the first allocation spilled:
-// every kernel that did not keeps its code, and a compilation without spills costs
-// nothing more. Returns the code of r.parts as they end.
+// Narrowing a kernel's masked fills' LDS addresses (codegen::amdgpu_optimized_bitcode)
+// moves LLVM's register allocation either way (gpu_address_constants.cpp), so it is
+// tried only where the first allocation spilled, and kept where the kernel spills less:
+// every kernel that did not spill keeps its code, and a compilation without spills
+// costs nothing more. An AMD target's exports compile one per task to their own code
+// objects (compile_amd_export; ld.lld joins them), or, for assembly alone, to one
+// module (retry_spilling_exports).
+
+// Export i of an AMD target optimised into r.parts[i] and, with `object`, compiled to
+// its own code object in r.objects[i], retried narrowed where it spills.
+void compile_amd_export(ArchResult& r, size_t i, const ir::PrimFunc& f, const std::string& source,
+                        bool object) {
+    const target::GpuTarget& t = *r.target;
+    r.parts[i] = codegen::amdgpu_optimized_bitcode(f, t, source);
+    if (!object) return;
+    auto scratch = [&](const std::string& code) {
+        auto bytes = codegen::amdgpu_scratch_bytes(code, codegen::AmdgpuOutput::Object, t);
+        auto it = bytes.find(f.name);
+        return it == bytes.end() ? int64_t{0} : it->second;
+    };
+    r.objects[i] = codegen::compile_amdgpu_optimized({r.parts[i]}, t, codegen::AmdgpuOutput::Object, source);
+    int64_t before = scratch(r.objects[i]);
+    if (before == 0) return;
+    std::string narrowed = codegen::amdgpu_optimized_bitcode(f, t, source, true);
+    std::string second =
+        codegen::compile_amdgpu_optimized({narrowed}, t, codegen::AmdgpuOutput::Object, source);
+    if (scratch(second) >= before) return;
+    r.parts[i] = std::move(narrowed);
+    r.objects[i] = std::move(second);
+}
+
+// An AMD target's exports compiled to one module's assembly, with the second try above
+// for each export whose kernel spills. Returns the assembly of r.parts as they end.
 std::string retry_spilling_exports(ArchResult& r, const ir::Module& level, const target::GpuTarget& t,
                                    const std::string& source, codegen::AmdgpuOutput what) {
     std::string first = codegen::compile_amdgpu_optimized(r.parts, t, what, source);
@@ -355,16 +381,17 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
 
 // Adds the backend tasks of every arch to `graph`: per export, LLVM IR and O3 in its own
 // LLVM context (for NVIDIA, once per group of archs with the same IR, then code
-// generation to PTX per arch); per arch, the exports' results joined (PTX merged; gfx
-// bitcode linked and compiled to one code object), then ptxas when `cubin`, ld.lld when
-// `hsaco`, the assembly when `amd_text`. Returns the arch tasks.
+// generation to PTX per arch; for gfx, the export's code object when one is needed); per
+// arch, the exports' results joined (PTX merged; gfx code objects linked by ld.lld when
+// `hsaco`, bitcode linked and compiled to one module's assembly when `amd_text`), then
+// ptxas when `cubin`. Returns the arch tasks.
 std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module>& thread_level,
                                   std::vector<ArchResult>& results, bool cubin, bool hsaco, bool amd_text,
                                   const Options& options, const std::string& source) {
     size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
     for (auto& r : results) r.optimized.resize(exports);
-    // Ready tasks run lowest index first: the AMD archs' come first, as each ends in one
-    // long code generation of all exports, which then overlaps the NVIDIA archs' work.
+    // Ready tasks run lowest index first: the AMD archs' come first, as their exports'
+    // code generation is the longest work, which then overlaps the NVIDIA archs'.
     std::vector<size_t> order;
     for (size_t a = 0; a < results.size(); ++a)
         if (!results[a].target->is_nvidia()) order.push_back(a);
@@ -382,6 +409,7 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         const ir::Module& level = thread_level[a];
         const target::GpuTarget& t = *r.target;
         r.parts.resize(level.funcs.size());
+        if (!t.is_nvidia() && (hsaco || options.verbose_resources)) r.objects.resize(level.funcs.size());
         std::vector<size_t> deps;
         for (size_t i = 0; i < level.funcs.size(); ++i) {
             const ir::PrimFunc* f = &level.funcs[i];
@@ -394,8 +422,9 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                     },
                     {nvidia_opt.at(i)}));
             } else {
-                deps.push_back(graph.add(
-                    [f, part, &t, &source] { *part = codegen::amdgpu_optimized_bitcode(*f, t, source); }));
+                bool object = hsaco || options.verbose_resources;
+                deps.push_back(
+                    graph.add([&r, i, f, &source, object] { compile_amd_export(r, i, *f, source, object); }));
             }
         }
         arch_tasks.push_back(graph.add(
@@ -413,19 +442,24 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                     return;
                 }
                 bool object = hsaco || options.verbose_resources;
-                std::string code;
-                if (object || amd_text)
-                    code = retry_spilling_exports(r, level, t, source,
-                                                  object ? codegen::AmdgpuOutput::Object : codegen::AmdgpuOutput::Assembly);
-                if (amd_text)
-                    r.text = object ? codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly, source)
-                                    : std::move(code);
-                if (object) {
-                    r.object = std::move(code);
-                    if (options.verbose_resources) r.resources = codegen::amdgpu_resources(r.object, t);
+                if (!object) {
+                    if (amd_text)
+                        r.text = retry_spilling_exports(r, level, t, source, codegen::AmdgpuOutput::Assembly);
+                    r.parts.clear();
+                    return;
                 }
+                // The exports' objects (a file with no exports: the object of an empty module).
+                if (r.objects.empty())
+                    r.objects.push_back(
+                        codegen::compile_amdgpu_optimized({}, t, codegen::AmdgpuOutput::Object, source));
+                if (amd_text)
+                    r.text = codegen::compile_amdgpu_optimized(r.parts, t, codegen::AmdgpuOutput::Assembly,
+                                                               source);
                 r.parts.clear();
-                if (hsaco) r.hsaco = codegen::link_hsaco(r.object, t);
+                if (options.verbose_resources)
+                    for (const std::string& o : r.objects)
+                        for (auto& k : codegen::amdgpu_resources(o, t)) r.resources.push_back(k);
+                if (hsaco) r.hsaco = codegen::link_hsaco(r.objects, t);
             },
             deps));
     }
@@ -835,6 +869,7 @@ int compile(const Options& options) {
                                            options, source);
             }
             std::optional<std::string> host_code;
+            std::unique_ptr<codegen::HostModule> host_module;
             const bool host_backend = backend && options.emit != "header";
             auto gpu_failed = [&] {
                 for (auto& r : results)
@@ -842,31 +877,49 @@ int compile(const Options& options) {
                 return false;
             };
             if (host_backend) {
-                // The host object embeds the images: it waits for every arch.
+                // The host module is built and optimised beside the GPU backends, with the
+                // images' kinds and archs (their bytes are placeholders until they exist:
+                // codegen::optimize_cpu); its code is emitted once every arch is done.
+                for (auto& r : results)
+                    gpu.images.push_back(
+                        {r.target->is_nvidia() ? codegen::GpuImageKind::Cubin : codegen::GpuImageKind::Hsaco,
+                         r.target->name, ""});
+                if (lowest)
+                    gpu.images.push_back(
+                        {codegen::GpuImageKind::Ptx, codegen::ptx_arch_label(lowest->target->name), ""});
+                size_t optimized = graph.add([&] {
+                    codegen::CpuOptions copt;
+                    copt.source_name = source;
+                    copt.sources = &sources;
+                    copt.cpu_entries = object_host;
+                    if (!archs.empty()) copt.gpu = &gpu;
+                    copt.cpu = options.cpu;
+                    auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
+                                : options.emit == "asm" ? codegen::CpuOutput::Assembly
+                                                        : codegen::CpuOutput::Object;
+                    host_module = codegen::optimize_cpu(*lowered, what, copt, diags);
+                });
+                std::vector<size_t> deps = arch_tasks;
+                deps.push_back(optimized);
                 graph.add(
                     [&] {
-                        if (gpu_failed()) return;
+                        if (gpu_failed() || !host_module) return;
+                        std::vector<codegen::GpuImage> images;
                         for (auto& r : results) {
                             if (r.target->is_nvidia())
-                                gpu.images.push_back({codegen::GpuImageKind::Cubin, r.target->name, r.ptxas->cubin});
+                                images.push_back(
+                                    {codegen::GpuImageKind::Cubin, r.target->name, r.ptxas->cubin});
                             else
-                                gpu.images.push_back({codegen::GpuImageKind::Hsaco, r.target->name, r.hsaco});
+                                images.push_back({codegen::GpuImageKind::Hsaco, r.target->name, r.hsaco});
                         }
                         if (lowest)
-                            gpu.images.push_back({codegen::GpuImageKind::Ptx, codegen::ptx_arch_label(lowest->target->name),
-                                                  lowest->ptx});
-                        codegen::CpuOptions copt;
-                        copt.source_name = source;
-                        copt.sources = &sources;
-                        copt.cpu_entries = object_host;
-                        if (!archs.empty()) copt.gpu = &gpu;
-                        copt.cpu = options.cpu;
-                        auto what = options.emit == "llvm"  ? codegen::CpuOutput::LlvmIr
-                                    : options.emit == "asm" ? codegen::CpuOutput::Assembly
-                                                            : codegen::CpuOutput::Object;
-                        host_code = codegen::compile_cpu(*lowered, what, copt, diags);
+                            images.push_back({codegen::GpuImageKind::Ptx,
+                                              codegen::ptx_arch_label(lowest->target->name), lowest->ptx});
+                        // (No image table without kernels: emit_gpu_embedding writes nothing then.)
+                        host_code = codegen::emit_cpu(*host_module, gpu.kernels.empty() ? nullptr : &images);
+                        host_module.reset();
                     },
-                    arch_tasks);
+                    deps);
             }
             graph.run(options.jobs);
             backend_times = graph.times();
@@ -880,7 +933,7 @@ int compile(const Options& options) {
             }
             if (options.verbose_resources)
                 for (size_t a = 0; a < results.size(); ++a)
-                    if (results[a].ptxas || !results[a].object.empty())
+                    if (results[a].ptxas || !results[a].objects.empty())
                         print_resources(results[a].resources, thread_level[a].funcs);
             if (host_backend) {
                 if (!host_code || !write_output(options.output, *host_code, diags)) return 1;

@@ -6,9 +6,11 @@
 // 64-bit values) addressed from the lane's mbcnt.
 #include <catch2/catch.hpp>
 
+#include <elf.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -181,6 +183,98 @@ TEST_CASE("amdgpu: HSACO of every element-wise export for every gfx target, with
     }
 }
 
+// The bytes of each sized symbol of an ELF64 file (a kernel's code, its descriptor
+// NAME.kd), read from its symbol table. A descriptor's code entry offset (bytes 16..23,
+// kernel_code_entry_byte_offset) depends on where the linker put the code: zeroed.
+std::map<std::string, std::string> symbol_bytes(const std::string& elf) {
+    std::map<std::string, std::string> out;
+    REQUIRE(elf.size() > sizeof(Elf64_Ehdr));
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, elf.data(), sizeof eh);
+    REQUIRE(eh.e_shoff + eh.e_shnum * sizeof(Elf64_Shdr) <= elf.size());
+    std::vector<Elf64_Shdr> sections(eh.e_shnum);
+    std::memcpy(sections.data(), elf.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+    for (auto& sec : sections) {
+        if (sec.sh_type != SHT_SYMTAB) continue;
+        const Elf64_Shdr& strtab = sections.at(sec.sh_link);
+        for (size_t j = 0; j < sec.sh_size / sizeof(Elf64_Sym); ++j) {
+            Elf64_Sym sym;
+            std::memcpy(&sym, elf.data() + sec.sh_offset + j * sizeof sym, sizeof sym);
+            if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size() || sym.st_size == 0) continue;
+            std::string name = elf.data() + strtab.sh_offset + sym.st_name;
+            const Elf64_Shdr& home = sections[sym.st_shndx];
+            std::string bytes = elf.substr(home.sh_offset + (sym.st_value - home.sh_addr), sym.st_size);
+            if (name.size() > 3 && name.compare(name.size() - 3, 3, ".kd") == 0 && bytes.size() >= 24)
+                std::fill(bytes.begin() + 16, bytes.begin() + 24, '\0');
+            out[name] = bytes;
+        }
+    }
+    return out;
+}
+
+TEST_CASE(
+    "amdgpu: exports compiled to their own objects link into one HSACO with one metadata note, each kernel's "
+    "code as in one module",
+    "[amdgpu][hsaco]") {
+    if (codegen::ld_lld_path().empty() || std::string(TILEC_LLVM_READELF).empty()) {
+        std::cout << "SKIPPED: ld.lld or llvm-readelf not found\n";
+        return;
+    }
+    for (const char* arch : kArchs) {
+        const auto* t = target::find_gpu_target(arch);
+        REQUIRE(t != nullptr);
+        std::vector<ir::PrimFunc> funcs;
+        for (const auto& c : cases())
+            for (auto& f : thread_level(c, *t)) funcs.push_back(std::move(f));
+        funcs.resize(std::min<size_t>(funcs.size(), 6));
+        REQUIRE(funcs.size() > 2);
+        std::vector<std::string> bitcode, objects;
+        for (auto& f : funcs) {
+            bitcode.push_back(codegen::amdgpu_optimized_bitcode(f, *t, "test.tile"));
+            objects.push_back(codegen::compile_amdgpu_optimized({bitcode.back()}, *t,
+                                                                codegen::AmdgpuOutput::Object, "test.tile"));
+        }
+        std::string joined = codegen::link_hsaco(objects, *t);
+        std::string whole = codegen::link_hsaco(
+            codegen::compile_amdgpu_optimized(bitcode, *t, codegen::AmdgpuOutput::Object, "test.tile"), *t);
+        INFO(arch);
+        std::string notes = run_readelf_notes(joined);
+        CHECK(count(notes, "NT_AMDGPU_METADATA") == 1u);
+        CHECK(notes == run_readelf_notes(whole));
+        auto resources = codegen::amdgpu_resources(joined, *t);
+        REQUIRE(resources.size() == funcs.size());
+        for (size_t i = 0; i < funcs.size(); ++i) CHECK(resources[i].kernel == funcs[i].name);
+        auto mine = symbol_bytes(joined), theirs = symbol_bytes(whole);
+        CHECK(mine.size() == 2 * funcs.size());  // each kernel and its descriptor
+        for (auto& f : funcs) {
+            INFO(f.name);
+            REQUIRE(mine.count(f.name));
+            REQUIRE(mine.count(f.name + ".kd"));
+            CHECK(mine[f.name] == theirs[f.name]);
+            CHECK(mine[f.name + ".kd"] == theirs[f.name + ".kd"]);
+        }
+    }
+}
+
+TEST_CASE("amdgpu: objects of other targets do not join", "[amdgpu][hsaco]") {
+    if (codegen::ld_lld_path().empty()) {
+        std::cout << "SKIPPED: ld.lld not found\n";
+        return;
+    }
+    const auto* gfx942 = target::find_gpu_target("gfx942");
+    const auto* gfx90a = target::find_gpu_target("gfx90a");
+    auto object = [](const target::GpuTarget& t) {
+        auto funcs = thread_level(cases().front(), t);
+        return codegen::compile_amdgpu(funcs, t, codegen::AmdgpuOutput::Object, "test.tile");
+    };
+    try {
+        (void)codegen::link_hsaco(std::vector<std::string>{object(*gfx942), object(*gfx90a)}, *gfx942);
+        FAIL("no error");
+    } catch (const InternalError& e) {
+        CHECK(contains(e.what(), "metadata notes do not merge"));
+    }
+}
+
 TEST_CASE("amdgpu: atomic_add is the hardware f32 atomic add on every gfx target", "[amdgpu]") {
     for (const char* arch : kArchs) {
         const auto* t = target::find_gpu_target(arch);
@@ -207,7 +301,7 @@ TEST_CASE("amdgpu: ld.lld errors are internal errors with ld.lld's output", "[am
         FAIL("no error");
     } catch (const InternalError& e) {
         CHECK(contains(e.what(), "ld.lld -shared for gfx942 failed"));
-        CHECK(contains(e.what(), "kernel.o"));
+        CHECK(contains(e.what(), "kernel0.o"));  // the first object, as ld.lld names it
     }
 }
 

@@ -58,6 +58,11 @@ def check_hsaco(readelf, path, names, target, timeout):
         return [f"llvm-readelf --notes {path} failed:\n{out}"]
     wave = 32 if target.startswith("gfx1") else 64
     problems = []
+    # One metadata note for every kernel (the driver compiles each export to its own
+    # object and joins their notes: codegen::link_hsaco).
+    notes = len(re.findall(r"NT_AMDGPU_METADATA", out))
+    if notes != 1:
+        problems.append(f"{os.path.basename(path)}: {notes} NT_AMDGPU_METADATA notes, not one")
     # The kernels' metadata: one map per kernel under amdhsa.kernels, each with .name,
     # .symbol (NAME.kd), .wavefront_size and .kernarg_segment_size among its keys.
     for n in names:
