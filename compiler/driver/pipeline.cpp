@@ -391,7 +391,8 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
     size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
     for (auto& r : results) r.optimized.resize(exports);
     // Ready tasks run lowest index first: the AMD archs' come first, as their exports'
-    // code generation is the longest work, which then overlaps the NVIDIA archs'.
+    // code generation is the most work, which then overlaps the NVIDIA archs' (gemm.tile's
+    // fat object at -j2 on 2 cores: NVIDIA first took 0.7-1.1 s longer, 3 alternating runs).
     std::vector<size_t> order;
     for (size_t a = 0; a < results.size(); ++a)
         if (!results[a].target->is_nvidia()) order.push_back(a);
