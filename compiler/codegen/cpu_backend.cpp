@@ -69,14 +69,18 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
     return emit_cpu(*host, options.gpu && !options.gpu->kernels.empty() ? &options.gpu->images : nullptr);
 }
 
-std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
-                                         DiagnosticEngine& diags) {
+void initialize_host_target() {
     static std::once_flag init;
     std::call_once(init, [] {
         llvm::InitializeNativeTarget();
         llvm::InitializeNativeTargetAsmPrinter();
         llvm::InitializeNativeTargetAsmParser();
     });
+}
+
+std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
+                                         DiagnosticEngine& diags) {
+    initialize_host_target();
     std::string triple = llvm::sys::getProcessTriple();
     std::string error;
     const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);

@@ -67,6 +67,10 @@ struct HostModule {
     ~HostModule();
     std::unique_ptr<Impl> impl;
 };
+// LLVM's host target registered (once per process; optimize_cpu and compile_cpu call it).
+// The driver calls it before its backend tasks start, so that the host target is not
+// registered while other threads look up the GPU targets in LLVM's registry.
+void initialize_host_target();
 std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                          DiagnosticEngine& diags);
 std::string emit_cpu(HostModule& host, const std::vector<GpuImage>* images);

@@ -888,6 +888,7 @@ int compile(const Options& options) {
                 if (lowest)
                     gpu.images.push_back(
                         {codegen::GpuImageKind::Ptx, codegen::ptx_arch_label(lowest->target->name), ""});
+                codegen::initialize_host_target();
                 size_t optimized = graph.add([&] {
                     codegen::CpuOptions copt;
                     copt.source_name = source;
