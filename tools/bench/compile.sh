@@ -3,7 +3,7 @@
 # build's tilec: gemm.tile -> sm_90a cubins (all exports, and one export alone), gemm.tile
 # as one fat object (host, sm_80, sm_90a, gfx942), flash_attn.tile as one fat object.
 # Each row: wall time and wall per export at -j1, the CPU time of the -j1 runs, and
-# wall time and per export at -jN (N = the cores), medians of RUNS runs; then, per row, the stage split from one `--time-passes` run at -j1 (work
+# wall time and per export at -jN (N = the cores), medians of RUNS runs; then, per row, the stage split and the backend's longest chain from one `--time-passes` run at -j1 (work
 # per stage summed over targets and exports). A benchmark that prints figures: it never
 # fails on a time. Timings on a shared machine are noisy; run it when the machine is quiet.
 #
@@ -58,11 +58,14 @@ median_wall() {
   echo "$(printf '%s\n' "${walls[@]}" | median) $(printf '%s\n' "${cpus[@]}" | median)"
 }
 
-# stage_split ARGS...: one -j1 --time-passes run, its tables summed per stage over targets.
+# stage_split ARGS...: one -j1 --time-passes run, its tables summed per stage over targets,
+# and its backend task graph's work and longest chain of dependent tasks (work / chain
+# bounds what more cores can gain).
 stage_split() {
   "$tilec" "$@" -j 1 --time-passes 2>&1 >/dev/null | awk '
     /pass timing/ { table++; kind = (table == 1) ? "tile-passes" : "gpu-passes"; next }
     /backend timing/ { kind = ""; next }
+    /longest chain/ { work = $3; chain = $(NF - 1); next }
     $1 == "stage" || $1 == "pass" { next }
     $1 == "total" { if (kind != "") ms[kind] += $2; next }
     kind == "" && NF >= 4 { ms[$1] += $2 }
@@ -73,6 +76,8 @@ stage_split() {
       for (i = 1; i <= n; i++)
         if (order[i] in ms) line = line sprintf("%s %.2f s (%.0f%%), ", order[i], ms[order[i]] / 1000, 100 * ms[order[i]] / total)
       printf "    stage split (-j1): %s\n", substr(line, 1, length(line) - 2)
+      if (chain > 0)
+        printf "    backend tasks (-j1): %.2f s of work, longest chain %.2f s: at most %.1fx faster on more cores\n", work, chain, work / chain
     }'
 }
 
