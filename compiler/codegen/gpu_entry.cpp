@@ -276,14 +276,24 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
 void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images) {
     auto& ctx = m.getContext();
     llvm::GlobalVariable* table = m.getGlobalVariable("tilec.gpu.images", true);
-    auto* entries = table && table->hasInitializer()
-                        ? llvm::dyn_cast<llvm::ConstantArray>(table->getInitializer())
-                        : nullptr;
+    auto name_of = [](const GpuImage& image) {
+        return std::string("tilec.gpu.") + image_kind_name(image.kind) + "." + image.arch;
+    };
+    if (!table) {
+        // Optimised away with the images, as O3 removes them when no entry point can
+        // launch (every grid over the APIs' limits): nothing is left to fill.
+        for (const GpuImage& image : images)
+            if (m.getGlobalVariable(name_of(image), true))
+                TILEC_ICE("host module: GPU image " + name_of(image) + " without the image table");
+        return;
+    }
+    auto* entries =
+        table->hasInitializer() ? llvm::dyn_cast<llvm::ConstantArray>(table->getInitializer()) : nullptr;
     if (!entries || entries->getNumOperands() != images.size())
         TILEC_ICE("host module: the GPU image table to fill is not the one written (" +
                   std::to_string(images.size()) + " images)");
     for (const GpuImage& image : images) {
-        std::string name = std::string("tilec.gpu.") + image_kind_name(image.kind) + "." + image.arch;
+        std::string name = name_of(image);
         llvm::GlobalVariable* old = m.getGlobalVariable(name, true);
         if (!old) TILEC_ICE("host module: no GPU image " + name + " to fill");
         auto* init = llvm::ConstantDataArray::getString(ctx, image.data, image.kind == GpuImageKind::Ptx);
