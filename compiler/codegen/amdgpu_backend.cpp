@@ -262,12 +262,16 @@ std::string ld_lld_version() {
 
 namespace {
 
+// A code object of ours whose kernel metadata cannot be read: an internal error.
+[[noreturn]] void unreadable_metadata(const target::GpuTarget& target, const std::string& why) {
+    TILEC_ICE("AMDGPU backend: cannot read the kernel metadata of the " + target.name +
+              " code object: " + why);
+}
+
 // The descriptions of a code object's NT_AMDGPU_METADATA notes (msgpack), in order.
-// Fails (an internal error: the object is ours) where the ELF cannot be read.
 std::vector<llvm::StringRef> metadata_notes(const std::string& code_object, const target::GpuTarget& target) {
     auto fail = [&](const std::string& why) -> std::vector<llvm::StringRef> {
-        TILEC_ICE("AMDGPU backend: cannot read the kernel metadata of the " + target.name +
-                  " code object: " + why);
+        unreadable_metadata(target, why);
     };
     auto file = llvm::object::ELF64LEFile::create(llvm::StringRef(code_object));
     if (!file) return fail(llvm::toString(file.takeError()));
@@ -393,7 +397,7 @@ std::string link_hsaco(const std::string& object, const target::GpuTarget& targe
 
 std::vector<KernelResources> amdgpu_resources(const std::string& code_object, const target::GpuTarget& target) {
     auto fail = [&](const std::string& why) -> std::vector<KernelResources> {
-        TILEC_ICE("AMDGPU backend: cannot read the kernel metadata of the " + target.name + " code object: " + why);
+        unreadable_metadata(target, why);
     };
     std::vector<llvm::StringRef> notes = metadata_notes(code_object, target);
     if (notes.empty()) return fail("no NT_AMDGPU_METADATA note");

@@ -66,7 +66,7 @@ std::optional<std::string> compile_cpu(const ir::Module& module, CpuOutput what,
                                        DiagnosticEngine& diags) {
     std::unique_ptr<HostModule> host = optimize_cpu(module, what, options, diags);
     if (!host) return std::nullopt;
-    return emit_cpu(*host, options.gpu && !options.gpu->kernels.empty() ? &options.gpu->images : nullptr);
+    return emit_cpu(*host, options.gpu ? &options.gpu->images : nullptr);
 }
 
 void initialize_host_target() {

@@ -60,6 +60,21 @@ const char* image_kind_name(GpuImageKind k) {
     return "image";
 }
 
+// An image's global: tilec.gpu.KIND.ARCH.
+std::string image_global_name(const GpuImage& image) {
+    return std::string("tilec.gpu.") + image_kind_name(image.kind) + "." + image.arch;
+}
+
+// An image's bytes as a constant array. PTX goes to the driver as a C string: its NUL is
+// embedded so the runtime need not copy. The table's size of an image is the array's.
+llvm::Constant* image_bytes(llvm::LLVMContext& ctx, const GpuImage& image) {
+    return llvm::ConstantDataArray::getString(ctx, image.data, image.kind == GpuImageKind::Ptx);
+}
+
+uint64_t image_size(const llvm::Constant* bytes) {
+    return llvm::cast<llvm::ArrayType>(bytes->getType())->getNumElements();
+}
+
 // The layouts of tile_gpu_image and tile_gpu_module (tile/runtime.h).
 struct RuntimeTypes {
     llvm::StructType* image = nullptr;
@@ -86,16 +101,13 @@ llvm::GlobalVariable* emit_module_global(ModuleState& ms, const GpuEmbedding& gp
     auto* size_t_ty = dl.getIntPtrType(ctx);
     std::vector<llvm::Constant*> entries;
     for (auto& image : gpu.images) {
-        // PTX goes to the driver as a C string: embed its NUL so the runtime need not copy.
-        bool text = image.kind == GpuImageKind::Ptx;
-        auto* init = llvm::ConstantDataArray::getString(ctx, image.data, text);
-        auto* bytes = new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::InternalLinkage, init,
-                                               std::string("tilec.gpu.") + image_kind_name(image.kind) + "." +
-                                                   image.arch);
+        llvm::Constant* init = image_bytes(ctx, image);
+        auto* bytes = new llvm::GlobalVariable(m, init->getType(), true, llvm::GlobalValue::InternalLinkage,
+                                               init, image_global_name(image));
         // ELF images are read in place by the drivers: keep them aligned like a file mapping would be.
         bytes->setAlignment(llvm::Align(16));
         bytes->setSection(".rodata.tilec.gpu");
-        uint64_t size = image.data.size() + (text ? 1 : 0);
+        uint64_t size = image_size(init);
         entries.push_back(llvm::ConstantStruct::get(
             types.image, {llvm::ConstantInt::get(i32, static_cast<uint32_t>(image.kind)), llvm::ConstantInt::get(i32, 0),
                           ms.c_string(image.arch), bytes, llvm::ConstantInt::get(size_t_ty, size)}));
@@ -276,15 +288,12 @@ void emit_entry(ModuleState& ms, const ir::PrimFunc& f, const GpuKernel& kernel,
 void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images) {
     auto& ctx = m.getContext();
     llvm::GlobalVariable* table = m.getGlobalVariable("tilec.gpu.images", true);
-    auto name_of = [](const GpuImage& image) {
-        return std::string("tilec.gpu.") + image_kind_name(image.kind) + "." + image.arch;
-    };
     if (!table) {
-        // Optimised away with the images, as O3 removes them when no entry point can
-        // launch (every grid over the APIs' limits): nothing is left to fill.
+        // None written (no kernels), or optimised away with the images, as O3 removes them
+        // when no entry point can launch (every grid over the APIs' limits): nothing to fill.
         for (const GpuImage& image : images)
-            if (m.getGlobalVariable(name_of(image), true))
-                TILEC_ICE("host module: GPU image " + name_of(image) + " without the image table");
+            if (m.getGlobalVariable(image_global_name(image), true))
+                TILEC_ICE("host module: GPU image " + image_global_name(image) + " without the image table");
         return;
     }
     auto* entries =
@@ -292,11 +301,13 @@ void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images) {
     if (!entries || entries->getNumOperands() != images.size())
         TILEC_ICE("host module: the GPU image table to fill is not the one written (" +
                   std::to_string(images.size()) + " images)");
+    std::vector<uint64_t> sizes;
     for (const GpuImage& image : images) {
-        std::string name = name_of(image);
+        std::string name = image_global_name(image);
         llvm::GlobalVariable* old = m.getGlobalVariable(name, true);
         if (!old) TILEC_ICE("host module: no GPU image " + name + " to fill");
-        auto* init = llvm::ConstantDataArray::getString(ctx, image.data, image.kind == GpuImageKind::Ptx);
+        llvm::Constant* init = image_bytes(ctx, image);
+        sizes.push_back(image_size(init));
         auto* bytes = new llvm::GlobalVariable(m, init->getType(), true, old->getLinkage(), init, "", old);
         bytes->copyAttributesFrom(old);
         bytes->takeName(old);
@@ -310,8 +321,7 @@ void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images) {
         auto* entry = llvm::cast<llvm::ConstantStruct>(entries->getOperand(static_cast<unsigned>(i)));
         std::vector<llvm::Constant*> fields;
         for (unsigned f = 0; f < entry->getNumOperands(); ++f) fields.push_back(entry->getOperand(f));
-        uint64_t size = images[i].data.size() + (images[i].kind == GpuImageKind::Ptx ? 1 : 0);
-        fields.back() = llvm::ConstantInt::get(fields.back()->getType(), size);
+        fields.back() = llvm::ConstantInt::get(fields.back()->getType(), sizes[i]);
         filled.push_back(llvm::ConstantStruct::get(entry->getType(), fields));
     }
     table->setInitializer(llvm::ConstantArray::get(entries->getType(), filled));

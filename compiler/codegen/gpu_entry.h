@@ -93,7 +93,9 @@ void emit_gpu_embedding(ModuleState& ms, const ir::Module& module, const GpuEmbe
 // with `images`' (the same kinds and archs in the same order), each new global where the
 // old one was, with its attributes, and the sizes in the image table: the module
 // emit_gpu_embedding would have written with these bytes. Used after the host module's
-// optimisation (cpu_backend.h, optimize_cpu / emit_cpu).
+// optimisation (cpu_backend.h, optimize_cpu / emit_cpu). A module without the table (none
+// written: no kernels; or O3 removed it with the images: no entry point can launch) has
+// nothing to fill.
 void fill_gpu_images(llvm::Module& m, const std::vector<GpuImage>& images);
 
 }  // namespace tilec::codegen

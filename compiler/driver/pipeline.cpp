@@ -285,7 +285,8 @@ void compile_amd_export(ArchResult& r, size_t i, const ir::PrimFunc& f, const st
 // An AMD target's exports compiled to one module's assembly, with the second try above
 // for each export whose kernel spills. Returns the assembly of r.parts as they end.
 std::string retry_spilling_exports(ArchResult& r, const ir::Module& level, const target::GpuTarget& t,
-                                   const std::string& source, codegen::AmdgpuOutput what) {
+                                   const std::string& source) {
+    const codegen::AmdgpuOutput what = codegen::AmdgpuOutput::Assembly;
     std::string first = codegen::compile_amdgpu_optimized(r.parts, t, what, source);
     std::map<std::string, int64_t> before = codegen::amdgpu_scratch_bytes(first, what, t);
     std::vector<std::string> parts = r.parts;
@@ -390,6 +391,8 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                                   const Options& options, const std::string& source) {
     size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
     for (auto& r : results) r.optimized.resize(exports);
+    // The gfx targets' code objects (per export), for HSACO or their resources.
+    const bool amd_objects = hsaco || options.verbose_resources;
     // Ready tasks run lowest index first: the AMD archs' come first, as their exports'
     // code generation is the most work, which then overlaps the NVIDIA archs' (gemm.tile's
     // fat object at -j2 on 2 cores: NVIDIA first took 0.7-1.1 s longer, 3 alternating runs).
@@ -410,7 +413,7 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         const ir::Module& level = thread_level[a];
         const target::GpuTarget& t = *r.target;
         r.parts.resize(level.funcs.size());
-        if (!t.is_nvidia() && (hsaco || options.verbose_resources)) r.objects.resize(level.funcs.size());
+        if (!t.is_nvidia() && amd_objects) r.objects.resize(level.funcs.size());
         std::vector<size_t> deps;
         for (size_t i = 0; i < level.funcs.size(); ++i) {
             const ir::PrimFunc* f = &level.funcs[i];
@@ -423,13 +426,12 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                     },
                     {nvidia_opt.at(i)}));
             } else {
-                bool object = hsaco || options.verbose_resources;
-                deps.push_back(
-                    graph.add([&r, i, f, &source, object] { compile_amd_export(r, i, *f, source, object); }));
+                deps.push_back(graph.add(
+                    [&r, i, f, &source, amd_objects] { compile_amd_export(r, i, *f, source, amd_objects); }));
             }
         }
         arch_tasks.push_back(graph.add(
-            [&r, &level, &t, &options, &source, cubin, hsaco, amd_text] {
+            [&r, &level, &t, &options, &source, cubin, hsaco, amd_text, amd_objects] {
                 if (t.is_nvidia()) {
                     // A file with no exports (only funcs, or kernels without defaults) gives
                     // a module of no entries, as the AMDGPU and host outputs do.
@@ -442,10 +444,8 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                     if (r.ptxas->ok) r.resources = std::move(r.ptxas->resources);
                     return;
                 }
-                bool object = hsaco || options.verbose_resources;
-                if (!object) {
-                    if (amd_text)
-                        r.text = retry_spilling_exports(r, level, t, source, codegen::AmdgpuOutput::Assembly);
+                if (!amd_objects) {
+                    if (amd_text) r.text = retry_spilling_exports(r, level, t, source);
                     r.parts.clear();
                     return;
                 }
@@ -906,19 +906,12 @@ int compile(const Options& options) {
                 graph.add(
                     [&] {
                         if (gpu_failed() || !host_module) return;
-                        std::vector<codegen::GpuImage> images;
-                        for (auto& r : results) {
-                            if (r.target->is_nvidia())
-                                images.push_back(
-                                    {codegen::GpuImageKind::Cubin, r.target->name, r.ptxas->cubin});
-                            else
-                                images.push_back({codegen::GpuImageKind::Hsaco, r.target->name, r.hsaco});
-                        }
-                        if (lowest)
-                            images.push_back({codegen::GpuImageKind::Ptx,
-                                              codegen::ptx_arch_label(lowest->target->name), lowest->ptx});
-                        // (No image table without kernels: emit_gpu_embedding writes nothing then.)
-                        host_code = codegen::emit_cpu(*host_module, gpu.kernels.empty() ? nullptr : &images);
+                        // The bytes of the images listed above, in their order.
+                        for (size_t a = 0; a < results.size(); ++a)
+                            gpu.images[a].data =
+                                results[a].target->is_nvidia() ? results[a].ptxas->cubin : results[a].hsaco;
+                        if (lowest) gpu.images.back().data = lowest->ptx;
+                        host_code = codegen::emit_cpu(*host_module, archs.empty() ? nullptr : &gpu.images);
                         host_module.reset();
                     },
                     deps);
