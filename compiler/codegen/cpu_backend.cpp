@@ -78,66 +78,79 @@ void initialize_host_target() {
     });
 }
 
-std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
-                                         DiagnosticEngine& diags) {
+std::optional<CpuChoice> parse_cpu_option(const std::string& option, DiagnosticEngine& diags) {
     initialize_host_target();
-    std::string triple = llvm::sys::getProcessTriple();
+    const std::string triple = llvm::sys::getProcessTriple();
     std::string error;
     const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
     if (!target) {
         diags.error({}, "cannot generate code for the host (" + triple + "): " + error);
-        return nullptr;
+        return std::nullopt;
     }
     // "native": this machine's CPU with every feature it has; otherwise an LLVM CPU name
     // whose features LLVM knows (x86-64 = any x86-64, x86-64-v3 = AVX2, znver4, ...); or
     // a list of x86-64 levels, one block function each, chosen at run time.
     llvm::SmallVector<llvm::StringRef, 4> cpu_list;  // empty names kept: they are errors below
-    llvm::StringRef(options.cpu).split(cpu_list, ',', -1, true);
+    llvm::StringRef(option).split(cpu_list, ',', -1, true);
+    CpuChoice choice;
     const bool dispatch = cpu_list.size() > 1;
-    std::vector<std::pair<int, std::string>> levels;  // dispatch: (level, CPU name), ascending
     if (dispatch) {
         static const std::map<std::string, int> kLevels = {
             {"x86-64", 1}, {"x86-64-v2", 2}, {"x86-64-v3", 3}, {"x86-64-v4", 4}};
         if (!llvm::Triple(triple).isX86() || !llvm::Triple(triple).isArch64Bit()) {
-            diags.error({}, "--cpu=" + options.cpu +
+            diags.error({}, "--cpu=" + option +
                                 ": a list of CPUs (one block function each, chosen at run time) "
                                 "is for x86-64 hosts; this host is " +
                                 triple);
-            return nullptr;
+            return std::nullopt;
         }
         for (llvm::StringRef ref : cpu_list) {
             const std::string name = ref.str();
             auto it = kLevels.find(name);
             if (it == kLevels.end()) {
-                diags.error({}, "--cpu=" + options.cpu + ": '" + name +
+                diags.error({}, "--cpu=" + option + ": '" + name +
                                     "' in a list of CPUs: a list names x86-64 levels (x86-64, x86-64-v2, "
                                     "x86-64-v3, x86-64-v4), which the entry points check at run time");
-                return nullptr;
+                return std::nullopt;
             }
-            for (auto& [level, seen] : levels)
+            for (auto& [level, seen] : choice.levels)
                 if (seen == name) {
-                    diags.error({}, "--cpu=" + options.cpu + ": '" + name + "' is listed twice");
-                    return nullptr;
+                    diags.error({}, "--cpu=" + option + ": '" + name + "' is listed twice");
+                    return std::nullopt;
                 }
-            levels.emplace_back(it->second, name);
+            choice.levels.emplace_back(it->second, name);
         }
-        std::sort(levels.begin(), levels.end());
+        std::sort(choice.levels.begin(), choice.levels.end());
     }
-    const bool native = !dispatch && (options.cpu.empty() || options.cpu == "native");
+    const bool native = !dispatch && (option.empty() || option == "native");
     // With a list, the entry points and shared helpers are baseline x86-64 code: they
     // must run, and report, on a CPU below every variant.
-    std::string cpu = dispatch ? "x86-64" : native ? llvm::sys::getHostCPUName().str() : options.cpu;
-    std::string features = native ? host_features() : "";
+    choice.cpu = dispatch ? "x86-64" : native ? llvm::sys::getHostCPUName().str() : option;
+    choice.features = native ? host_features() : "";
     if (!native && !dispatch) {
         std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
-        if (!sti || !sti->isCPUStringValid(cpu)) {
-            diags.error({}, "unknown CPU '" + cpu + "' for " + triple +
+        if (!sti || !sti->isCPUStringValid(choice.cpu)) {
+            diags.error({}, "unknown CPU '" + choice.cpu + "' for " + triple +
                                 " (use native, or an LLVM CPU name such as x86-64, x86-64-v2, x86-64-v3, "
                                 "x86-64-v4, znver4, sapphirerapids; or a list of x86-64 levels, e.g. "
                                 "x86-64-v3,x86-64-v4)");
-            return nullptr;
+            return std::nullopt;
         }
     }
+    choice.target = target;
+    choice.triple = triple;
+    return choice;
+}
+
+std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
+                                         DiagnosticEngine& diags) {
+    std::optional<CpuChoice> choice = parse_cpu_option(options.cpu, diags);
+    if (!choice) return nullptr;
+    const llvm::Target* target = choice->target;
+    const std::string& triple = choice->triple;
+    const std::vector<std::pair<int, std::string>>& levels = choice->levels;
+    const std::string& cpu = choice->cpu;
+    const std::string& features = choice->features;
     llvm::TargetOptions target_options;
     std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, target_options,
                                                                         llvm::Reloc::PIC_, std::nullopt,

@@ -15,11 +15,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
+
+namespace llvm {
+class Target;
+}
 
 namespace tilec::codegen {
 
@@ -74,6 +79,19 @@ void initialize_host_target();
 std::unique_ptr<HostModule> optimize_cpu(const ir::Module& module, CpuOutput what, const CpuOptions& options,
                                          DiagnosticEngine& diags);
 std::string emit_cpu(HostModule& host, const std::vector<GpuImage>* images);
+
+// What --cpu asks for, checked: `cpu` and `features` for LLVM's TargetMachine (for
+// "native", this machine's CPU and features; for a list, baseline "x86-64") and, for a
+// list of x86-64 levels, each level with its CPU name, ascending (empty otherwise).
+// Null after reporting an unknown CPU, a malformed list, or a host LLVM cannot target.
+// optimize_cpu calls it; the driver too, before compiling, so that every run (one that
+// only checks as well) rejects what the CPU backend would.
+struct CpuChoice {
+    const llvm::Target* target = nullptr;
+    std::string triple, cpu, features;
+    std::vector<std::pair<int, std::string>> levels;
+};
+std::optional<CpuChoice> parse_cpu_option(const std::string& option, DiagnosticEngine& diags);
 
 // Reports an LLVM fatal error through the handler every backend installs (an internal
 // compiler error, exit status 2); for the test of that handler (--debug-llvm-fatal-error).

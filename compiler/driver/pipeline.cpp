@@ -594,6 +594,11 @@ int compile(const Options& options) {
             if (!target::find_target(t))
                 diags.error({}, "unknown target '" + t + "' (known: " + known_target_list() + ")");
         }
+#ifdef TILEC_WITH_LLVM
+        // --cpu is checked whether or not host code is built: a run that only checks
+        // rejects what an object's build would.
+        if (options.cpu != "native") codegen::parse_cpu_option(options.cpu, diags);
+#endif
         // Outputs of the CPU backend: --emit=llvm|asm|obj|header, or an object (+ header)
         // with -o and no --emit.
         const bool make_object = !options.output.empty() && options.emit.empty();
