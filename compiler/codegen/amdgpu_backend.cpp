@@ -210,6 +210,16 @@ std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::Gpu
     return module_bitcode(backend_module.module);
 }
 
+std::string amdgpu_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                       const std::string& module_name) {
+    check_amd(target);
+    init_amdgpu();
+    auto tm = gpu::create_target_machine(kTriple, target, features_of(target), llvm::Reloc::PIC_, "AMDGPU");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    emit_kernels(backend_module.module, {&func}, target);
+    return module_bitcode(backend_module.module);
+}
+
 std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, const target::GpuTarget& target,
                                      AmdgpuOutput what, const std::string& module_name) {
     check_amd(target);

@@ -39,6 +39,11 @@ std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::Gpu
                                      const std::string& module_name, bool narrow_masked_fills = false);
 std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, const target::GpuTarget& target,
                                      AmdgpuOutput what, const std::string& module_name);
+// The export's LLVM module before optimisation, as bitcode: what the optimisation and
+// code generation above make their output of (the driver's per-export compile cache
+// keys an export's code object by it).
+std::string amdgpu_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                       const std::string& module_name);
 
 // The scratch bytes of each kernel (by name) of compile_amdgpu_optimized's assembly
 // (.amdhsa_private_segment_fixed_size) or object (its metadata note).

@@ -4,6 +4,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -117,8 +118,11 @@ void cache_store(const std::string& dir, const std::string& key, const std::vect
     }
     if (!ok) {
         fs::remove(temp, ec);
-        std::cerr << "tilec: warning: cannot write to the compile cache " << dir
-                  << " (TILEC_CACHE_DIR); the outputs were written, but not cached\n";
+        // Once a process: the exports' entries are stored from several threads.
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            std::cerr << "tilec: warning: cannot write to the compile cache " << dir
+                      << " (TILEC_CACHE_DIR); the outputs were written, but not cached\n";
     }
 }
 

@@ -26,8 +26,8 @@ std::string tilec_build_identity(const std::string& version);
 
 std::optional<std::vector<CachedOutput>> cache_lookup(const std::string& dir, const std::string& key);
 
-// Best effort: a cache that cannot be written is reported on standard error once and
-// does not fail the compilation.
+// Best effort: a cache that cannot be written is reported on standard error (once a
+// process) and does not fail the compilation. Safe to call from several threads.
 void cache_store(const std::string& dir, const std::string& key, const std::vector<CachedOutput>& outputs);
 
 }  // namespace tilec::driver

@@ -3,7 +3,9 @@
 #include "driver/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -238,11 +240,48 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
         if (k.threads == 0) k.threads = k.tma_threads;  // every arch warp-specialized
 }
 
+// The compile cache's second level: one export's GPU code for one arch (its PTX; its
+// AMDGPU code object with the optimised bitcode it came from), under
+// TILEC_CACHE_DIR/exports, keyed by this tilec, the arch, the arch LLVM optimised for, the
+// module's name (the source file's) and the export's LLVM module before optimisation
+// (bitcode): everything LLVM's backends read. When a compilation's whole outputs miss (one export of
+// a file changed), LLVM runs only for the exports that changed; ptxas, ld.lld and the host
+// code run as before, so the outputs are the same bytes as without the cache
+// (tests/lit/compile-cache-exports.tile). A hit shows in --time-passes as `cache-hit`.
+struct ExportCache {
+    std::string dir;       // TILEC_CACHE_DIR/exports
+    std::string identity;  // tilec_build_identity
+    std::string key(const std::vector<std::string>& fields) const {
+        Sha256 h;
+        h.field(identity);
+        h.field(std::to_string(fields.size()));
+        for (auto& f : fields) h.field(f);
+        return h.hex();
+    }
+    // The `count` parts stored under `key`, or nullopt.
+    std::optional<std::vector<std::string>> lookup(const std::string& key, size_t count,
+                                                   const std::string& target) const {
+        auto start = std::chrono::steady_clock::now();
+        auto hit = cache_lookup(dir, key);
+        if (!hit || hit->size() != count) return std::nullopt;
+        std::vector<std::string> parts;
+        for (auto& out : *hit) parts.push_back(std::move(out.bytes));
+        StageTimer::global().add(target, "cache-hit", std::chrono::steady_clock::now() - start);
+        return parts;
+    }
+    void store(const std::string& key, const std::vector<std::string>& parts) const {
+        std::vector<CachedOutput> outputs;
+        for (auto& p : parts) outputs.push_back({"", p});
+        cache_store(dir, key, outputs);
+    }
+};
+
 // What the backend tasks of one GPU arch produce (each field written by one task).
 struct ArchResult {
     const target::GpuTarget* target = nullptr;
     std::vector<std::string> parts;  // per export: PTX (sm) or optimised bitcode (gfx)
     std::vector<std::string> optimized;  // sm, per export: the optimised LLVM module as bitcode
+    std::vector<std::string> ptx_keys;   // sm, per export: the export cache's key of its PTX, or ""
     std::string ptx;                 // sm: the merged PTX
     std::optional<codegen::PtxasRun> ptxas;  // sm: when ptxas ran
     std::string text;                // gfx: assembly (--emit=amdgcn)
@@ -261,8 +300,8 @@ struct ArchResult {
 
 // Export i of an AMD target optimised into r.parts[i] and, with `object`, compiled to
 // its own code object in r.objects[i], retried narrowed where it spills.
-void compile_amd_export(ArchResult& r, size_t i, const ir::PrimFunc& f, const std::string& source,
-                        bool object) {
+void compile_amd_export_uncached(ArchResult& r, size_t i, const ir::PrimFunc& f, const std::string& source,
+                                 bool object) {
     const target::GpuTarget& t = *r.target;
     r.parts[i] = codegen::amdgpu_optimized_bitcode(f, t, source);
     if (!object) return;
@@ -280,6 +319,25 @@ void compile_amd_export(ArchResult& r, size_t i, const ir::PrimFunc& f, const st
     if (scratch(second) >= before) return;
     r.parts[i] = std::move(narrowed);
     r.objects[i] = std::move(second);
+}
+
+// The same through the export cache (null: none), for a code object: both results
+// are the export's unoptimised module's.
+void compile_amd_export(ArchResult& r, size_t i, const ir::PrimFunc& f, const std::string& source,
+                        bool object, const ExportCache* cache) {
+    const target::GpuTarget& t = *r.target;
+    std::string key;
+    if (cache && object) {
+        key =
+            cache->key({"amdgpu-object", t.name, source, codegen::amdgpu_unoptimized_bitcode(f, t, source)});
+        if (auto hit = cache->lookup(key, 2, t.name)) {
+            r.parts[i] = std::move((*hit)[0]);
+            r.objects[i] = std::move((*hit)[1]);
+            return;
+        }
+    }
+    compile_amd_export_uncached(r, i, f, source, object);
+    if (!key.empty()) cache->store(key, {r.parts[i], r.objects[i]});
 }
 
 // An AMD target's exports compiled to one module's assembly, with the second try above
@@ -337,11 +395,12 @@ void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget&
 // straight away, its `optimized` left empty for the PTX task to skip; the only NVIDIA arch
 // too, with no bitcode written at all (nothing to compare it with).
 void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& thread_level,
-                            std::vector<ArchResult>& results, const std::string& source) {
+                            std::vector<ArchResult>& results, const std::string& source,
+                            const ExportCache* cache) {
     std::vector<size_t> nvidia;
     for (size_t a = 0; a < results.size(); ++a)
         if (results[a].target->is_nvidia()) nvidia.push_back(a);
-    if (nvidia.size() == 1) {
+    if (nvidia.size() == 1 && !cache) {
         ArchResult& r = results[nvidia[0]];
         r.parts.at(export_index) =
             codegen::nvptx_ptx_of_kernel(thread_level[nvidia[0]].funcs.at(export_index), *r.target, source);
@@ -369,14 +428,33 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
         if (lower(t, *results[same->lowest].target)) same->lowest = a;
     }
     for (auto& g : groups) {
+        // The export cache's key of each arch's PTX: optimised for the group's lowest arch.
+        std::vector<std::string> keys;
+        bool all_hit = cache != nullptr;
+        for (size_t a : g.archs) {
+            if (!cache) break;
+            const std::string& name = results[a].target->name;
+            keys.push_back(
+                cache->key({"nvptx", results[g.lowest].target->name, name, source, g.unoptimized}));
+            if (!all_hit) continue;
+            if (auto hit = cache->lookup(keys.back(), 1, name))
+                results[a].parts.at(export_index) = std::move(hit->front());
+            else
+                all_hit = false;
+        }
+        if (all_hit) continue;
         if (g.archs.size() == 1) {
             // O3 and PTX in the same context: the same PTX as through bitcode.
             ArchResult& r = results[g.lowest];
             r.parts.at(export_index) = codegen::nvptx_ptx_of_unoptimized(g.unoptimized, *r.target, source);
+            if (cache) cache->store(keys.front(), {r.parts.at(export_index)});
             continue;
         }
         std::string optimized = codegen::nvptx_optimize_bitcode(g.unoptimized, *results[g.lowest].target, source);
-        for (size_t a : g.archs) results[a].optimized.at(export_index) = optimized;
+        for (size_t k = 0; k < g.archs.size(); ++k) {
+            results[g.archs[k]].optimized.at(export_index) = optimized;
+            if (cache) results[g.archs[k]].ptx_keys.at(export_index) = keys[k];
+        }
     }
 }
 
@@ -388,9 +466,13 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
 // ptxas when `cubin`. Returns the arch tasks.
 std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module>& thread_level,
                                   std::vector<ArchResult>& results, bool cubin, bool hsaco, bool amd_text,
-                                  const Options& options, const std::string& source) {
+                                  const Options& options, const std::string& source,
+                                  const ExportCache* cache) {
     size_t exports = thread_level.empty() ? 0 : thread_level.front().funcs.size();
-    for (auto& r : results) r.optimized.resize(exports);
+    for (auto& r : results) {
+        r.optimized.resize(exports);
+        r.ptx_keys.resize(exports);
+    }
     // The gfx targets' code objects (per export), for HSACO or their resources.
     const bool amd_objects = hsaco || options.verbose_resources;
     // Ready tasks run lowest index first: the AMD archs' come first, as their exports'
@@ -407,8 +489,8 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
         ArchResult& r = results[a];
         if (r.target->is_nvidia() && nvidia_opt.empty())
             for (size_t i = 0; i < exports; ++i)
-                nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source] {
-                    optimize_nvidia_export(i, thread_level, results, source);
+                nvidia_opt.push_back(graph.add([i, &thread_level, &results, &source, cache] {
+                    optimize_nvidia_export(i, thread_level, results, source, cache);
                 }));
         const ir::Module& level = thread_level[a];
         const target::GpuTarget& t = *r.target;
@@ -420,14 +502,18 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
             std::string* part = &r.parts[i];
             if (t.is_nvidia()) {
                 const std::string* optimized = &r.optimized[i];
+                const std::string* key = &r.ptx_keys[i];
                 deps.push_back(graph.add(
-                    [part, optimized, &t, &source] {
-                        if (!optimized->empty()) *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source);
+                    [part, optimized, key, &t, &source, cache] {
+                        if (optimized->empty()) return;
+                        *part = codegen::nvptx_ptx_of_bitcode(*optimized, t, source);
+                        if (!key->empty()) cache->store(*key, {*part});
                     },
                     {nvidia_opt.at(i)}));
             } else {
-                deps.push_back(graph.add(
-                    [&r, i, f, &source, amd_objects] { compile_amd_export(r, i, *f, source, amd_objects); }));
+                deps.push_back(graph.add([&r, i, f, &source, amd_objects, cache] {
+                    compile_amd_export(r, i, *f, source, amd_objects, cache);
+                }));
             }
         }
         arch_tasks.push_back(graph.add(
@@ -439,6 +525,7 @@ std::vector<size_t> add_gpu_tasks(TaskGraph& graph, const std::vector<ir::Module
                                             : codegen::merge_ptx(r.parts);
                     r.parts.clear();
                     r.optimized.clear();
+                    r.ptx_keys.clear();
                     if (!cubin) return;
                     r.ptxas = codegen::run_ptxas(r.ptx, t, options.ptxas_args, options.verbose_resources);
                     if (r.ptxas->ok) r.resources = std::move(r.ptxas->resources);
@@ -867,12 +954,19 @@ int compile(const Options& options) {
             // their own slots and are reported and written below, in order.
             TaskGraph graph;
             std::vector<size_t> arch_tasks;
+            // The export cache: with TILEC_CACHE_DIR, but not while TILEC_DEBUG_GPU_IR asks
+            // for every module's IR (a hit compiles nothing to dump). The tasks hold it.
+            std::optional<ExportCache> export_cache;
+            const char* debug_ir = std::getenv("TILEC_DEBUG_GPU_IR");
+            if (!cache_dir.empty() && !(debug_ir && *debug_ir))
+                export_cache = ExportCache{cache_dir + "/exports", tilec_build_identity(TILEC_VERSION)};
             if (gpu_emit || images) {
                 const bool cubin = images || options.emit == "cubin" ||
                                    (options.emit == "ptx" && (options.verbose_resources || !options.ptxas_args.empty()));
                 const bool hsaco = images || options.emit == "hsaco";
-                arch_tasks = add_gpu_tasks(graph, thread_level, results, cubin, hsaco, options.emit == "amdgcn",
-                                           options, source);
+                arch_tasks =
+                    add_gpu_tasks(graph, thread_level, results, cubin, hsaco, options.emit == "amdgcn",
+                                  options, source, export_cache ? &*export_cache : nullptr);
             }
             std::optional<std::string> host_code;
             std::unique_ptr<codegen::HostModule> host_module;

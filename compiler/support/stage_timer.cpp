@@ -16,7 +16,8 @@ struct Entry {
 };
 
 // The stages in pipeline order; a stage not listed prints after these, by name.
-const std::vector<std::string> kStageOrder = {"llvm-ir", "llvm-opt", "llvm-link", "llvm-codegen", "ptxas", "ld.lld"};
+const std::vector<std::string> kStageOrder = {"cache-hit",    "llvm-ir", "llvm-opt", "llvm-link",
+                                              "llvm-codegen", "ptxas",   "ld.lld"};
 
 std::mutex g_mutex;
 std::atomic<bool> g_on{false};
