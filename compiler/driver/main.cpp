@@ -248,7 +248,15 @@ int run(int argc, char** argv) {
     // Hidden: makes LLVM report a fatal error, to test that it is an internal error too.
     app.add_flag("--debug-llvm-fatal-error", a.debug_llvm_fatal)->group("");
     app.set_version_flag("--version", std::string("tilec ") + TILEC_VERSION);
-    app.footer("Exit status: 0 success, 1 errors in the input, 2 internal compiler error.\n"
+    app.footer("Environment:\n"
+               "  TILEC_CACHE_DIR=DIR  keep the outputs in DIR, keyed by every input, option and tool\n"
+               "                       version: a rebuild of unchanged kernels copies them, and after a\n"
+               "                       change to one kernel only its GPU code goes through LLVM again\n"
+               "                       (off when unset)\n"
+               "  TILEC_PTXAS=PATH     the ptxas for sm_XX targets (default: the one found at configure time)\n"
+               "  TILEC_LD_LLD=PATH    the ld.lld for gfxNNN targets (default: the one found at configure time)\n"
+               "\n"
+               "Exit status: 0 success, 1 errors in the input, 2 internal compiler error.\n"
                "Docs: docs/cli.md (options), docs/language.md (the language).");
 
     // Accept the common spellings -Werror and --emit tir / -DNAME=V.
