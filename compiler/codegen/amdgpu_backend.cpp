@@ -210,6 +210,19 @@ std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::Gpu
     return module_bitcode(backend_module.module);
 }
 
+std::string amdgpu_optimize_bitcode(const std::string& unoptimized, const target::GpuTarget& target,
+                                    const std::string& module_name, bool narrow_masked_fills) {
+    check_amd(target);
+    init_amdgpu();
+    std::string features = features_of(target);
+    auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
+    BackendModule backend_module(module_name, kTriple, *tm);
+    link_bitcode(unoptimized, backend_module, module_name, "AMDGPU");
+    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU",
+                             backend_module.llvm_errors, narrow_masked_fills);
+    return module_bitcode(backend_module.module);
+}
+
 std::string amdgpu_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
                                        const std::string& module_name) {
     check_amd(target);

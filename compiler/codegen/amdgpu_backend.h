@@ -44,6 +44,10 @@ std::string compile_amdgpu_optimized(const std::vector<std::string>& bitcode, co
 // keys an export's code object by it).
 std::string amdgpu_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
                                        const std::string& module_name);
+// amdgpu_optimized_bitcode of the export whose unoptimised module that is (the same
+// bytes: what the driver runs when it made that bitcode for the cache's key anyway).
+std::string amdgpu_optimize_bitcode(const std::string& unoptimized, const target::GpuTarget& target,
+                                    const std::string& module_name, bool narrow_masked_fills = false);
 
 // The scratch bytes of each kernel (by name) of compile_amdgpu_optimized's assembly
 // (.amdhsa_private_segment_fixed_size) or object (its metadata note).

@@ -300,10 +300,15 @@ struct ArchResult {
 
 // Export i of an AMD target optimised into r.parts[i] and, with `object`, compiled to
 // its own code object in r.objects[i], retried narrowed where it spills.
+// `unoptimized`: the export's module before optimisation, where the caller made it ("": none).
 void compile_amd_export_uncached(ArchResult& r, size_t i, const ir::PrimFunc& f, const std::string& source,
-                                 bool object) {
+                                 bool object, const std::string& unoptimized = "") {
     const target::GpuTarget& t = *r.target;
-    r.parts[i] = codegen::amdgpu_optimized_bitcode(f, t, source);
+    auto optimized = [&](bool narrowed) {
+        return unoptimized.empty() ? codegen::amdgpu_optimized_bitcode(f, t, source, narrowed)
+                                   : codegen::amdgpu_optimize_bitcode(unoptimized, t, source, narrowed);
+    };
+    r.parts[i] = optimized(false);
     if (!object) return;
     auto scratch = [&](const std::string& code) {
         auto bytes = codegen::amdgpu_scratch_bytes(code, codegen::AmdgpuOutput::Object, t);
@@ -313,7 +318,7 @@ void compile_amd_export_uncached(ArchResult& r, size_t i, const ir::PrimFunc& f,
     r.objects[i] = codegen::compile_amdgpu_optimized({r.parts[i]}, t, codegen::AmdgpuOutput::Object, source);
     int64_t before = scratch(r.objects[i]);
     if (before == 0) return;
-    std::string narrowed = codegen::amdgpu_optimized_bitcode(f, t, source, true);
+    std::string narrowed = optimized(true);
     std::string second =
         codegen::compile_amdgpu_optimized({narrowed}, t, codegen::AmdgpuOutput::Object, source);
     if (scratch(second) >= before) return;
@@ -326,18 +331,19 @@ void compile_amd_export_uncached(ArchResult& r, size_t i, const ir::PrimFunc& f,
 void compile_amd_export(ArchResult& r, size_t i, const ir::PrimFunc& f, const std::string& source,
                         bool object, const ExportCache* cache) {
     const target::GpuTarget& t = *r.target;
-    std::string key;
-    if (cache && object) {
-        key =
-            cache->key({"amdgpu-object", t.name, source, codegen::amdgpu_unoptimized_bitcode(f, t, source)});
-        if (auto hit = cache->lookup(key, 2, t.name)) {
-            r.parts[i] = std::move((*hit)[0]);
-            r.objects[i] = std::move((*hit)[1]);
-            return;
-        }
+    if (!cache || !object) {
+        compile_amd_export_uncached(r, i, f, source, object);
+        return;
     }
-    compile_amd_export_uncached(r, i, f, source, object);
-    if (!key.empty()) cache->store(key, {r.parts[i], r.objects[i]});
+    const std::string unoptimized = codegen::amdgpu_unoptimized_bitcode(f, t, source);
+    const std::string key = cache->key({"amdgpu-object", t.name, source, unoptimized});
+    if (auto hit = cache->lookup(key, 2, t.name)) {
+        r.parts[i] = std::move((*hit)[0]);
+        r.objects[i] = std::move((*hit)[1]);
+        return;
+    }
+    compile_amd_export_uncached(r, i, f, source, object, unoptimized);
+    cache->store(key, {r.parts[i], r.objects[i]});
 }
 
 // An AMD target's exports compiled to one module's assembly, with the second try above
