@@ -244,10 +244,11 @@ void describe_gpu_kernels(const ir::Module& lowered, const std::vector<std::stri
 // AMDGPU code object with the optimised bitcode it came from), under
 // TILEC_CACHE_DIR/exports, keyed by this tilec, the arch, the arch LLVM optimised for, the
 // module's name (the source file's) and the export's LLVM module before optimisation
-// (bitcode): everything LLVM's backends read. When a compilation's whole outputs miss (one export of
-// a file changed), LLVM runs only for the exports that changed; ptxas, ld.lld and the host
-// code run as before, so the outputs are the same bytes as without the cache
-// (tests/lit/compile-cache-exports.tile). A hit shows in --time-passes as `cache-hit`.
+// (bitcode): everything LLVM's backends read. When a compilation's whole outputs miss
+// (one export of a file changed), LLVM runs only for the exports that changed; ptxas,
+// ld.lld and the host code run as before, so the outputs are the same bytes as without
+// the cache (tests/lit/compile-cache-exports.tile). A hit shows in --time-passes as
+// `cache-hit`.
 struct ExportCache {
     std::string dir;       // TILEC_CACHE_DIR/exports
     std::string identity;  // tilec_build_identity
@@ -399,7 +400,9 @@ void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget&
 // what each arch of the group has). Written to optimized[a][export] for each NVIDIA arch a
 // of a group of several. An arch alone in its group gets its PTX in parts[a][export]
 // straight away, its `optimized` left empty for the PTX task to skip; the only NVIDIA arch
-// too, with no bitcode written at all (nothing to compare it with).
+// too, with no bitcode written at all (nothing to compare it with) unless `cache` (the
+// export cache, null for none) needs it for its key. Each arch's PTX is looked up in the
+// cache first, and stored there once made (here, or by the PTX task: ptx_keys).
 void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& thread_level,
                             std::vector<ArchResult>& results, const std::string& source,
                             const ExportCache* cache) {
