@@ -379,6 +379,44 @@ std::string retry_spilling_exports(ArchResult& r, const ir::Module& level, const
     return codegen::compile_amdgpu_optimized(r.parts, t, what, source);
 }
 
+// What ptxas warned about in a run that succeeded (options such as -Xptxas --warn-on-spills
+// ask for warnings), one warning per message, with the PTX lines it names: "ptxas
+// kernel.ptx, line 38; warning : Program is doing double precision computations" on lines
+// 38 and 49 is "ptxas for --target=sm_80: Program is doing double precision computations
+// (at lines 38, 49 of the PTX that --emit=ptx writes)". Its info lines (-v,
+// --verbose-resources) are not warnings.
+void report_ptxas_warnings(const codegen::PtxasRun& run, const target::GpuTarget& t,
+                           DiagnosticEngine& diags) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> messages;  // message, PTX lines
+    std::istringstream in(run.output);
+    for (std::string line; std::getline(in, line);) {
+        size_t w = line.find("warning :");
+        if (w == std::string::npos) w = line.find("warning:");
+        if (w == std::string::npos) continue;
+        std::string message = line.substr(line.find(':', w) + 1);
+        while (!message.empty() && message.front() == ' ') message.erase(0, 1);
+        while (!message.empty() && (message.back() == ' ' || message.back() == '\r' || message.back() == '.'))
+            message.pop_back();
+        std::string ptx_line;
+        if (size_t l = line.rfind(", line ", w); l != std::string::npos) {
+            size_t end = line.find(';', l);
+            if (end != std::string::npos && end < w) ptx_line = line.substr(l + 7, end - l - 7);
+        }
+        auto it =
+            std::find_if(messages.begin(), messages.end(), [&](const auto& m) { return m.first == message; });
+        if (it == messages.end()) it = messages.insert(messages.end(), {message, {}});
+        if (!ptx_line.empty()) it->second.push_back(ptx_line);
+    }
+    for (auto& [message, lines] : messages) {
+        std::string where;
+        for (auto& l : lines) where += (where.empty() ? "" : ", ") + l;
+        diags.warning({}, "ptxas for --target=" + t.name + ": " + message +
+                              (lines.empty() ? ""
+                                             : " (at line" + std::string(lines.size() == 1 ? " " : "s ") +
+                                                   where + " of the PTX that --emit=ptx writes)"));
+    }
+}
+
 // The user's words for a ptxas failure: the user's when they gave -Xptxas options
 // (ptxas's message as the diagnostic), else an internal error: the PTX is ours.
 void report_ptxas_failure(const codegen::PtxasRun& run, const target::GpuTarget& t, const Options& options,
@@ -1026,14 +1064,17 @@ int compile(const Options& options) {
             }
             graph.run(options.jobs);
             backend_times = graph.times();
-            // ptxas's failures (the first arch's: the same options fail for every arch) and
-            // --verbose-resources, in arch order.
+            // ptxas's failures (the first arch's: the same options fail for every arch), its
+            // warnings and --verbose-resources, in arch order.
             for (auto& r : results) {
                 if (r.ptxas && !r.ptxas->ok) {
                     report_ptxas_failure(*r.ptxas, *r.target, options, diags);
                     return 1;
                 }
             }
+            for (auto& r : results)
+                if (r.ptxas) report_ptxas_warnings(*r.ptxas, *r.target, diags);
+            if (diags.has_errors()) return 1;  // -Werror
             if (options.verbose_resources)
                 for (size_t a = 0; a < results.size(); ++a)
                     if (results[a].ptxas || !results[a].objects.empty())
