@@ -20,9 +20,10 @@
 #include <llvm/Target/TargetOptions.h>
 
 #include <cstdlib>
-#include <sstream>
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <sstream>
 
 #include "codegen/cpu_lowering.h"  // optimize_module: LLVM's O3 pipeline for a target machine
 #include "codegen/gpu_lowering.h"
@@ -197,30 +198,35 @@ std::string compile_amdgpu(const std::vector<ir::PrimFunc>& funcs, const target:
                               file_type(what));
 }
 
-std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
-                                     const std::string& module_name, bool narrow_masked_fills) {
+namespace {
+
+// One export's module in its own LLVM context, made by `fill` (emitted from Tile IR, or
+// read from its unoptimised bitcode), optimised as compile_amdgpu optimises it, as bitcode.
+std::string optimized_bitcode(const target::GpuTarget& target, const std::string& module_name,
+                              bool narrow_masked_fills, const std::function<void(BackendModule&)>& fill) {
     check_amd(target);
     init_amdgpu();
     std::string features = features_of(target);
     auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
     BackendModule backend_module(module_name, kTriple, *tm);
-    emit_kernels(backend_module.module, {&func}, target);
+    fill(backend_module);
     gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU", backend_module.llvm_errors,
                              narrow_masked_fills);
     return module_bitcode(backend_module.module);
 }
 
+}  // namespace
+
+std::string amdgpu_optimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,
+                                     const std::string& module_name, bool narrow_masked_fills) {
+    return optimized_bitcode(target, module_name, narrow_masked_fills,
+                             [&](BackendModule& m) { emit_kernels(m.module, {&func}, target); });
+}
+
 std::string amdgpu_optimize_bitcode(const std::string& unoptimized, const target::GpuTarget& target,
                                     const std::string& module_name, bool narrow_masked_fills) {
-    check_amd(target);
-    init_amdgpu();
-    std::string features = features_of(target);
-    auto tm = gpu::create_target_machine(kTriple, target, features, llvm::Reloc::PIC_, "AMDGPU");
-    BackendModule backend_module(module_name, kTriple, *tm);
-    link_bitcode(unoptimized, backend_module, module_name, "AMDGPU");
-    gpu::optimize_gpu_module(backend_module.module, *tm, target, features, "AMDGPU",
-                             backend_module.llvm_errors, narrow_masked_fills);
-    return module_bitcode(backend_module.module);
+    return optimized_bitcode(target, module_name, narrow_masked_fills,
+                             [&](BackendModule& m) { link_bitcode(unoptimized, m, module_name, "AMDGPU"); });
 }
 
 std::string amdgpu_unoptimized_bitcode(const ir::PrimFunc& func, const target::GpuTarget& target,

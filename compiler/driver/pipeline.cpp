@@ -478,17 +478,17 @@ void optimize_nvidia_export(size_t export_index, const std::vector<ir::Module>& 
         // The export cache's key of each arch's PTX: optimised for the group's lowest arch.
         std::vector<std::string> keys;
         bool all_hit = cache != nullptr;
-        for (size_t a : g.archs) {
-            if (!cache) break;
-            const std::string& name = results[a].target->name;
-            keys.push_back(
-                cache->key({"nvptx", results[g.lowest].target->name, name, source, g.unoptimized}));
-            if (!all_hit) continue;
-            if (auto hit = cache->lookup(keys.back(), 1, name))
-                results[a].parts.at(export_index) = std::move(hit->front());
-            else
-                all_hit = false;
-        }
+        if (cache)
+            for (size_t a : g.archs) {
+                const std::string& name = results[a].target->name;
+                keys.push_back(
+                    cache->key({"nvptx", results[g.lowest].target->name, name, source, g.unoptimized}));
+                if (!all_hit) continue;
+                if (auto hit = cache->lookup(keys.back(), 1, name))
+                    results[a].parts.at(export_index) = std::move(hit->front());
+                else
+                    all_hit = false;
+            }
         if (all_hit) continue;
         if (g.archs.size() == 1) {
             // O3 and PTX in the same context: the same PTX as through bitcode.
