@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/bench/compile.sh: the compile-time rows of issue 15's table, timed with this
 # build's tilec: gemm.tile -> sm_90a cubins (all exports, and one export alone), gemm.tile
-# as one fat object (host, sm_80, sm_90a, gfx942), flash_attn.tile as one fat object.
+# as one fat object (host, sm_80, sm_90a, gfx942), rebuilt from the compile cache after one
+# export changed and unchanged, flash_attn.tile as one fat object.
 # Each row: wall time and wall per export at -j1, the CPU time of the -j1 runs, and
 # wall time and per export at -jN (N = the cores), medians of RUNS runs; then, per row, the stage split and the backend's longest chain from one `--time-passes` run at -j1 (work
 # per stage summed over targets and exports). A benchmark that prints figures: it never
