@@ -150,8 +150,8 @@ Pass plan_shared(const target::GpuTarget& target) {
                     if (!expect_level(f, ctx, "plan-shared-memory", FuncLevel::Thread, "lower-tile-ops")) return f;
                     return reporting(f, target, ctx, [&] {
                         detail::FullWritesOf writes = detail::take_full_writes(f.body);
-                        detail::SharedPlan plan =
-                            detail::plan_shared_memory(writes.body, writes.full_writes, target, f.name, f.loc);
+                        detail::SharedPlan plan = detail::plan_shared_memory(
+                            writes.body, writes.full_writes, target, f.threads, f.name, f.loc);
                         PrimFunc out = f;
                         out.body = plan.body;
                         out.shared_bytes = plan.bytes;

@@ -15,7 +15,10 @@
 // barriers (see below: softmax needs 4 with its two reduce scratches on one slot, 2
 // with a slot each), so buffers share only when the kernel would not fit the target's
 // static shared memory otherwise (48 KiB on NVIDIA, the LDS on AMD): flash attention
-// shares (80 KiB -> 64 KiB), softmax does not.
+// shares (80 KiB -> 64 KiB), softmax does not. On AMD, besides, a tail (a buffer first
+// used after every other one's last use: gemm's epilogue staging tile) takes dead bytes
+// for the price of one barrier where that lets a CU run more blocks, by its waves and
+// its LDS (gemm_f16 on gfx942: 32 KiB, two blocks, rather than 64 KiB and one).
 // The total decides the kind of shared memory: up to the target's static limit a
 // static arena; above it, on targets with an opt-in (NVIDIA), dynamic shared memory
 // of that many bytes per launch; above the target's maximum, a located user error
@@ -171,8 +174,9 @@ FullWritesOf take_full_writes(const Stmt& body) {
     return out;
 }
 
-SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, const target::GpuTarget& target,
-                              const std::string& kernel, SourceLoc kernel_loc) {
+SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes,
+                              const target::GpuTarget& target, int64_t threads, const std::string& kernel,
+                              SourceLoc kernel_loc) {
     LiveRanges lr(full_writes);
     lr.visit(body);
     auto& bufs = lr.buffers;
@@ -184,16 +188,28 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, c
     std::vector<size_t> order(bufs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });
+    // A tail: a buffer first accessed after the last access of every other one (gemm's
+    // epilogue staging tile, ops/copy.cpp). Sharing bytes with it costs one barrier
+    // where it starts, not one per reuse as between the reduce scratches of softmax.
+    auto tail = [&](size_t i) {
+        if (bufs[i].live.first < 0) return false;
+        for (size_t j = 0; j < bufs.size(); ++j)
+            if (j != i && bufs[j].live.first >= 0 && bufs[j].live.last >= bufs[i].live.first) return false;
+        return true;
+    };
+    enum class Share { None, Tails, All };
     // Largest first, each at the lowest aligned offset free of every placed buffer it
-    // may not share bytes with (all of them when `share` is off).
-    auto place = [&](bool share) {
+    // may not share bytes with: all of them (None); those live at the same time, where
+    // neither is a tail (Tails) or in any case (All).
+    auto place = [&](Share share) {
         std::vector<size_t> placed;
         int64_t total = 0;
         for (size_t i : order) {
             BufferInfo& me = bufs[i];
             std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of buffers in the way
             for (size_t j : placed)
-                if (!share || bufs[j].live.overlaps(me.live))
+                if (share == Share::None || bufs[j].live.overlaps(me.live) ||
+                    (share == Share::Tails && !tail(i) && !tail(j)))
                     taken.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].bytes);
             std::sort(taken.begin(), taken.end());
             int64_t off = 0;
@@ -207,8 +223,19 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes, c
         }
         return align_up(total, 16);
     };
-    int64_t total = place(false);
-    if (total > target.static_shared_bytes) total = place(true);
+    int64_t total = place(Share::None);
+    if (total > target.static_shared_bytes) {
+        total = place(Share::All);
+    } else if (target.is_amd() && target.max_waves_per_cu > 0 && total > 0) {
+        // How many blocks a CU runs, by its waves and its LDS (registers may allow
+        // fewer: not known yet). Tails take dead bytes where that lets it run more.
+        const int64_t waves = std::max<int64_t>(1, (threads + target.warp_size - 1) / target.warp_size);
+        auto blocks = [&](int64_t bytes) {
+            return std::min<int64_t>(target.max_waves_per_cu / waves, target.shared_bytes_per_sm / bytes);
+        };
+        const int64_t alone = total, tails = place(Share::Tails);
+        total = blocks(tails) > blocks(alone) ? tails : place(Share::None);
+    }
 
     SharedPlan plan;
     plan.bytes = total;

@@ -6,6 +6,7 @@
 // tile level leaves bounds implicit (copies mask global accesses); here they become
 // explicit: one test of the whole region picks an unmasked path (what vector loads
 // need) or a per-element masked one (the ragged last block).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -103,9 +104,18 @@ ops::LowerContext::Footprint ThreadLowering::kernel_footprint() const {
     } sum;
     sum.threads = std::max<int64_t>(1, f_.threads);
     sum.visit(f_.body);
+    // Without asynchronous copies (AMD) the pipeline's fills are staged through
+    // registers, in two stages of shared memory whatever the loop asks, where the
+    // registers allow (software_pipeline.cpp's `fits`): in the stdlib, on the targets
+    // whose MFMA accumulators live in AGPRs; elsewhere (gfx1100's WMMA accumulators
+    // take the VGPRs) the loop is not pipelined and a tile is allocated once.
+    bool agprs = false;
+    for (auto& m : target_.mma) agprs |= m.op == target::MatrixOp::Mfma;
+    const int64_t max_stages = target_.cp_async.available ? INT64_MAX : agprs ? 2 : 1;
     for (auto& [b, n] : sum.bytes) {
         auto it = sum.stages.find(b);
-        sum.out.shared_bytes += n * (it == sum.stages.end() ? 1 : std::max<int64_t>(1, it->second));
+        sum.out.shared_bytes +=
+            n * (it == sum.stages.end() ? 1 : std::clamp<int64_t>(it->second, 1, max_stages));
         sum.out.shared_bytes_once += n;
     }
     return sum.out;

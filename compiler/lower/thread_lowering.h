@@ -50,8 +50,9 @@ struct SharedPlan {
 // buffer it overwrites whole: a loop whose first access to a buffer is such a write
 // does not carry the buffer's value from one iteration to the next.
 using FullWrites = std::unordered_map<const ir::StmtNode*, const ir::BufferNode*>;
-SharedPlan plan_shared_memory(const ir::Stmt& body, const FullWrites& full_writes, const target::GpuTarget& target,
-                              const std::string& kernel, SourceLoc kernel_loc);
+SharedPlan plan_shared_memory(const ir::Stmt& body, const FullWrites& full_writes,
+                              const target::GpuTarget& target, int64_t threads, const std::string& kernel,
+                              SourceLoc kernel_loc);
 // lower-tile-ops marks those statements with full_write nodes (so the stage between the
 // passes can be printed and read back); take_full_writes removes the marks and returns
 // the table the plan reads. `kept` holds the statements the table points at alive.

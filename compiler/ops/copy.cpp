@@ -455,19 +455,18 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
 
 // The store of a whole 2-d fragment into a global tile through shared memory, where the
 // fragment's layout (an mma or wgmma accumulator: pairs of adjacent columns per thread,
-// rows 8 apart) makes the direct stores narrow and scattered over rows: each thread writes its registers into a staging
-// tile (swizzled like the operand tiles, so that the 8 rows a warp's store touches fall
-// in 8 bank groups), a barrier (place-barriers), then each thread copies 16-byte chunks
-// of rows, consecutive threads consecutive chunks (vector_copy: ld.shared.v4 and
-// st.global.v4, a warp's store a whole run of rows: coalesced). A tile wholly inside the
-// tensor with aligned chunks (row length and start multiples of the vector, checked at
-// run time) takes the unrolled vector loop alone; otherwise a rolled loop stores each
+// rows 8 apart) makes the direct stores narrow and scattered over rows: each thread writes its registers into
+// a staging tile (swizzled like the operand tiles, so that the 8 rows a warp's store touches fall in 8 bank
+// groups), a barrier (place-barriers), then each thread copies 16-byte chunks of rows, consecutive threads
+// consecutive chunks (vector_copy: ld.shared.v4 and st.global.v4, a warp's store a whole run of rows:
+// coalesced). A tile wholly inside the tensor with aligned chunks (row length and start multiples of the
+// vector, checked at run time) takes the unrolled vector loop alone; otherwise a rolled loop stores each
 // chunk as a vector where it is inside and aligned, else element by element under a
-// mask (the ragged edge, or rows that are not 16-byte aligned). NVIDIA targets only
-// (the AMD lowering keeps the direct stores: not measured there); taken only when the
+// mask (the ragged edge, or rows that are not 16-byte aligned). Taken only when the
 // staging tile fits in the shared memory the kernel's own buffers already take (the
 // shared plan then lets it reuse their bytes after the main loop: it lives after them)
-// or in the static shared memory next to them, and only in kernels whose other fragments
+// or, on NVIDIA, in the static shared memory next to them (on AMD the LDS a block takes
+// is how many blocks share a CU: it must not grow), and only in kernels whose other fragments
 // are small (at most kOtherFragmentRegisters registers per thread): in flash attention
 // (s, p and the row statistics beside o) the staging's address arithmetic pushed attn_fwd
 // on sm_80 from 210 registers to 255 and 12-104 bytes of spills. nullopt: the direct path.
@@ -496,7 +495,7 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
     const Buffer& t = g.buffer;
     const Buffer& frag = c.src.buffer;
     const target::GpuTarget& target = lc.gpu_target();
-    if (!target.is_nvidia() || frag->scope != Scope::Fragment || t->scope != Scope::Global || F.replicate() != 1)
+    if (frag->scope != Scope::Fragment || t->scope != Scope::Global || F.replicate() != 1)
         return std::nullopt;
     auto tile = const_shape(frag->shape);
     const DataType dt = t->dtype;
@@ -507,7 +506,9 @@ std::optional<Stmt> lower_copy_staged(const CopyNode& c, LowerContext& lc, const
     if (contiguous_tile_dim(g, *tile) != size_t{1} || cols % V != 0 || chunks % threads != 0) return std::nullopt;
     const LowerContext::Footprint kernel = lc.kernel_footprint();
     const int64_t bytes = rows * cols * eb;
-    if (bytes > kernel.shared_bytes && bytes + kernel.shared_bytes > target.static_shared_bytes) return std::nullopt;
+    if (bytes > kernel.shared_bytes &&
+        (target.is_amd() || bytes + kernel.shared_bytes > target.static_shared_bytes))
+        return std::nullopt;
     int64_t others = 0;
     for (auto& [b, regs] : kernel.fragment_registers)
         if (b != frag.get()) others += regs;

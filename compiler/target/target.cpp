@@ -149,6 +149,7 @@ Target amd(std::string name, int arch, int warp, int64_t lds) {
     t.static_shared_bytes = lds;
     t.max_shared_bytes = lds;
     t.shared_bytes_per_sm = lds;
+    t.max_waves_per_cu = 32;  // 4 x 8 (CDNA), 2 x 16 (RDNA3)
     return t;
 }
 

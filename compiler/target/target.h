@@ -100,6 +100,10 @@ struct Target {
     // VGPRs (and AGPRs); at this occupancy or below, fewer registers buy no more waves.
     // The AMDGPU backend gives it to LLVM as the kernel's minimum waves per EU.
     int full_register_waves = 1;
+    // AMD: the most waves a CU runs (AMDGPU's waves per EU: 8 on gfx90a / gfx942, whose
+    // CUs have 4 SIMDs; 16 on gfx11, 2 SIMD32s in CU mode): with threads and LDS per
+    // block, how many blocks share a CU (the shared plan).
+    int max_waves_per_cu = 0;
 
     // Asynchronous copies, barriers and register control (PTX ISA, each instruction's
     // "Target ISA Notes"); all unavailable on AMD and the host.
