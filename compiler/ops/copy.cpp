@@ -384,8 +384,10 @@ std::optional<Stmt> lower_copy_vector_fill(const CopyNode& c, LowerContext& lc) 
             });
         };
         // Serial, not ForKind::Rolled: rolled, gfx942's gemm assembly shrank by a quarter
-        // (116k -> 88k lines) but the scalar code and block layout of the MFMA k-loop,
-        // which holds this fill, changed, and that needs a GPU to judge.
+        // (116k -> 88k lines; 93k -> 65k instructions with the staged epilogue) but the
+        // scalar code and block layout of the MFMA k-loop, which holds this fill, changed,
+        // which needs a GPU to judge, and flash attention's D = 64 exports spilled (10-14
+        // VGPRs on gfx1100, 2 SGPRs on gfx90a).
         return make_if(logical_and(aligned, region_in_bounds(g)), chunk_loop(Chunks::Vectors),
                        rolled(chunk_loop(Chunks::Elements), ForKind::Serial, element_loops), loc);
     }
