@@ -2,9 +2,14 @@
 """What can be measured of the AMD code without a GPU, for every stdlib export (issue 13).
 
 Per export and gfx target (gfx90a, gfx942, gfx1100 by default):
-  - registers, VGPR / SGPR spills and scratch bytes, from the code object's metadata
+  - registers, VGPR / SGPR spills, scratch and LDS bytes, from the code object's metadata
     (tilec --verbose-resources reads .vgpr_count, .agpr_count, .vgpr_spill_count,
-    .sgpr_spill_count and .private_segment_fixed_size of NT_AMDGPU_METADATA);
+    .sgpr_spill_count, .private_segment_fixed_size and .group_segment_fixed_size of
+    NT_AMDGPU_METADATA);
+  - the occupancy LLVM computes for it, waves a SIMD runs (its registers, LDS and
+    workgroup size together): the "; Occupancy: N" comment of llc's assembly of the
+    export's optimised module (TILEC_DEBUG_GPU_IR); "-" without llc ($LLC, llc-19, llc,
+    or /usr/lib/llvm-19/bin/llc);
   - one simulator run (tilec run --target=sim:ARCH --profile) on the ragged sizes of
     tests/stdlib/sim.py, and one on its second sizes (rows a multiple of 16 bytes) where
     the file has them: PASS or not (both), and the LDS bank conflicts (wavefronts beyond
@@ -19,6 +24,7 @@ import argparse
 import concurrent.futures
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -29,21 +35,42 @@ from sim import SIZES, TMA_SIZES  # noqa: E402
 
 RES_RE = re.compile(r"^(\w+) (gfx\w+): (\d+) VGPRs, (?:(\d+) AGPRs, )?(\d+) SGPRs, .*?(\d+) VGPRs and (\d+) SGPRs "
                     r"spilled, (\d+) bytes scratch", re.M)
+LDS_RE = re.compile(r"^(\w+) (gfx\w+): .*?(\d+) bytes shared", re.M)
+OCCUPANCY_RE = re.compile(r"^\s*; Occupancy: (\d+)", re.M)
+
+
+def find_llc():
+    for c in (os.environ.get("LLC"), "llc-19", "llc", "/usr/lib/llvm-19/bin/llc"):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    return None
 COUNTER_RE = re.compile(r"shared (load|store): .*bank conflicts (\d+)")
 
 
-def resources(tilec, path, names, targets, tmp):
+def resources(tilec, path, names, targets, tmp, llc):
     # One target at a time, with the exports that fit it (exports.py's ONLY_ON: one that
-    # does not would fail the whole compilation).
+    # does not would fail the whole compilation). Returns {(export, target): (the
+    # resources' match, LDS bytes, occupancy or None)}.
     found = {}
     for t in targets:
-        picked = [f"--export={n}" for n in names if fits(n, t)]
+        picked = [n for n in names if fits(n, t)]
         if not picked:
             continue
-        out = subprocess.run([tilec, path, f"--target={t}", *picked, "--emit=hsaco", "-o",
+        ir_dir = os.path.join(tmp, "ir")
+        os.makedirs(ir_dir, exist_ok=True)
+        out = subprocess.run([tilec, path, f"--target={t}", *[f"--export={n}" for n in picked], "--emit=hsaco", "-o",
                               os.path.join(tmp, f"{os.path.basename(path)}.{t}.hsaco"), "--verbose-resources"],
-                             capture_output=True, text=True).stderr
-        found.update({(m[1], m[2]): m for m in RES_RE.finditer(out)})
+                             capture_output=True, text=True, env=dict(os.environ, TILEC_DEBUG_GPU_IR=ir_dir)).stderr
+        lds = {(m[1], m[2]): m[3] for m in LDS_RE.finditer(out)}
+        for m in RES_RE.finditer(out):
+            occupancy = None
+            module = os.path.join(ir_dir, f"{t}.{m[1]}.opt.ll")
+            if llc and os.path.exists(module):
+                asm = subprocess.run([llc, "-O3", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={t}", module, "-o", "-"],
+                                     capture_output=True, text=True).stdout
+                o = OCCUPANCY_RE.search(asm)
+                occupancy = o[1] if o else None
+            found[(m[1], m[2])] = (m, lds.get((m[1], m[2]), "?"), occupancy)
     return found
 
 
@@ -69,12 +96,13 @@ def main():
     targets = args.targets.split(",")
     tmp = os.path.join(args.build, "amd-static")
     os.makedirs(tmp, exist_ok=True)
+    llc = find_llc()
     rows = []
     for path, names in stdlib_exports(ROOT):
         names = [n for n in names if args.filter in n]
         if not names:
             continue
-        res = resources(tilec, path, names, targets, tmp)
+        res = resources(tilec, path, names, targets, tmp, llc)
         rows += [(path, n, t, res.get((n, t))) for n in names for t in targets if fits(n, t)]
     # Each export at sim.py's ragged sizes, and where the file has them at its second sizes,
     # whose rows are a multiple of 16 bytes (the aligned fills' path; "-" where none).
@@ -85,13 +113,14 @@ def main():
         return ragged, aligned
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         sims = list(pool.map(both, rows))
-    print(f"{'export':24} {'target':8} {'VGPR':>5} {'AGPR':>5} {'spill v/s':>10} {'scratch':>8} "
-          f"{'sim':>5} {'fill conf':>10} {'read conf':>10} {'16B rows: fill':>15} {'read':>6}")
-    for (path, name, t, m), ((ok, conf), aligned) in zip(rows, sims):
-        if m is None:
-            reg = f"{'?':>5} {'?':>5} {'?':>10} {'?':>8}"
+    print(f"{'export':24} {'target':8} {'VGPR':>5} {'AGPR':>5} {'spill v/s':>10} {'scratch':>8} {'LDS':>6} "
+          f"{'waves':>5} {'sim':>5} {'fill conf':>10} {'read conf':>10} {'16B rows: fill':>15} {'read':>6}")
+    for (path, name, t, r), ((ok, conf), aligned) in zip(rows, sims):
+        if r is None:
+            reg = f"{'?':>5} {'?':>5} {'?':>10} {'?':>8} {'?':>6} {'?':>5}"
         else:
-            reg = f"{m[3]:>5} {m[4] or '-':>5} {m[6] + '/' + m[7]:>10} {m[8]:>8}"
+            m, lds, occupancy = r
+            reg = f"{m[3]:>5} {m[4] or '-':>5} {m[6] + '/' + m[7]:>10} {m[8]:>8} {lds:>6} {occupancy or '-':>5}"
         if aligned is None:
             extra = f"{'-':>15} {'-':>6}"
         else:
