@@ -460,19 +460,21 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
 
 // The store of a whole 2-d fragment into a global tile through shared memory, where the
 // fragment's layout (an mma or wgmma accumulator: pairs of adjacent columns per thread,
-// rows 8 apart) makes the direct stores narrow and scattered over rows: each thread writes its registers into
-// a staging tile (swizzled like the operand tiles, so that the 8 rows a warp's store touches fall in 8 bank
-// groups), a barrier (place-barriers), then each thread copies 16-byte chunks of rows, consecutive threads
-// consecutive chunks (vector_copy: ld.shared.v4 and st.global.v4, a warp's store a whole run of rows:
-// coalesced). A tile wholly inside the tensor with aligned chunks (row length and start multiples of the
-// vector, checked at run time) takes the unrolled vector loop alone; otherwise a rolled loop stores each
-// chunk as a vector where it is inside and aligned, else element by element under a
-// mask (the ragged edge, or rows that are not 16-byte aligned). Taken only when the
-// staging tile fits in the shared memory the kernel's own buffers already take (the
-// shared plan then lets it reuse their bytes after the main loop: it lives after them)
-// or, on NVIDIA, in the static shared memory next to them (on AMD the LDS a block takes
-// is how many blocks share a CU: it must not grow), and only in kernels whose other fragments
-// are small (at most kOtherFragmentRegisters registers per thread): in flash attention
+// rows 8 apart; an MFMA or WMMA accumulator: a column per lane) makes the direct stores
+// narrow and scattered over rows: each thread writes its registers into a staging tile
+// (swizzled like the operand tiles, so that the 8 rows a warp's store touches fall in 8
+// bank groups), a barrier (place-barriers), then each thread copies 16-byte chunks of
+// rows, consecutive threads consecutive chunks (vector_copy: ld.shared.v4 and
+// st.global.v4, global_store_dwordx4 on AMD; a warp's store a whole run of rows:
+// coalesced). A tile wholly inside the tensor with aligned chunks (row length and start
+// multiples of the vector, checked at run time) takes the unrolled vector loop alone;
+// otherwise a rolled loop stores each chunk as a vector where it is inside and aligned,
+// else element by element under a mask (the ragged edge, or rows that are not 16-byte
+// aligned). Taken only when the staging tile fits in the shared memory the kernel's own
+// buffers already take (the shared plan then lets it reuse their bytes after the main
+// loop: it lives after them) or, on NVIDIA, in the static shared memory next to them (on
+// AMD the LDS a block takes is how many blocks share a CU: it must not grow), and only
+// in kernels whose other fragments are small (at most kOtherFragmentRegisters registers per thread): in flash attention
 // (s, p and the row statistics beside o) the staging's address arithmetic pushed attn_fwd
 // on sm_80 from 210 registers to 255 and 12-104 bytes of spills. nullopt: the direct path.
 // Whether every thread's registers r, r + 1 (r even) of fragment F hold elements (i, j)
