@@ -474,9 +474,10 @@ bool direct_stores_scattered(const layout::Fragment& F, int64_t rows, int64_t co
 // buffers already take (the shared plan then lets it reuse their bytes after the main
 // loop: it lives after them) or, on NVIDIA, in the static shared memory next to them (on
 // AMD the LDS a block takes is how many blocks share a CU: it must not grow), and only
-// in kernels whose other fragments are small (at most kOtherFragmentRegisters registers per thread): in flash attention
-// (s, p and the row statistics beside o) the staging's address arithmetic pushed attn_fwd
-// on sm_80 from 210 registers to 255 and 12-104 bytes of spills. nullopt: the direct path.
+// in kernels whose other fragments are small (at most kOtherFragmentRegisters registers
+// per thread): in flash attention (s, p and the row statistics beside o) the staging's
+// address arithmetic pushed attn_fwd on sm_80 from 210 registers to 255 and 12-104 bytes
+// of spills. nullopt: the direct path.
 // Whether every thread's registers r, r + 1 (r even) of fragment F hold elements (i, j)
 // and (i, j + 1) of the [rows, cols] tile with j even, and layout L puts (i, j) at an
 // even offset and (i, j + 1) right after it: then each pair is one aligned 32-bit word of
