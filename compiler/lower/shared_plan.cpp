@@ -191,12 +191,12 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes,
     // A tail: a buffer first accessed after the last access of every other one (gemm's
     // epilogue staging tile, ops/copy.cpp). Sharing bytes with it costs one barrier
     // where it starts, not one per reuse as between the reduce scratches of softmax.
-    auto tail = [&](size_t i) {
-        if (bufs[i].live.first < 0) return false;
-        for (size_t j = 0; j < bufs.size(); ++j)
-            if (j != i && bufs[j].live.first >= 0 && bufs[j].live.last >= bufs[i].live.first) return false;
-        return true;
-    };
+    std::vector<bool> tail(bufs.size(), false);
+    for (size_t i = 0; i < bufs.size(); ++i) {
+        tail[i] = bufs[i].live.first >= 0;
+        for (size_t j = 0; j < bufs.size() && tail[i]; ++j)
+            if (j != i && bufs[j].live.first >= 0 && bufs[j].live.last >= bufs[i].live.first) tail[i] = false;
+    }
     enum class Share { None, Tails, All };
     // Largest first, each at the lowest aligned offset free of every placed buffer it
     // may not share bytes with: all of them (None); those live at the same time, where
@@ -209,7 +209,7 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes,
             std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of buffers in the way
             for (size_t j : placed)
                 if (share == Share::None || bufs[j].live.overlaps(me.live) ||
-                    (share == Share::Tails && !tail(i) && !tail(j)))
+                    (share == Share::Tails && !tail[i] && !tail[j]))
                     taken.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].bytes);
             std::sort(taken.begin(), taken.end());
             int64_t off = 0;
@@ -234,6 +234,7 @@ SharedPlan plan_shared_memory(const Stmt& body, const FullWrites& full_writes,
             return std::min<int64_t>(target.max_waves_per_cu / waves, target.shared_bytes_per_sm / bytes);
         };
         const int64_t alone = total, tails = place(Share::Tails);
+        // Not worth it: placed again without (place writes the buffers' offsets).
         total = blocks(tails) > blocks(alone) ? tails : place(Share::None);
     }
 

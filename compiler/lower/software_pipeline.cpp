@@ -631,8 +631,7 @@ private:
             }
         } sizes;
         sizes.visit(root_);
-        bool agprs = false;
-        for (auto& m : target_.mma) agprs |= m.op == target::MatrixOp::Mfma;
+        const bool agprs = target_.has_agprs();
         if (agprs)
             for (auto* b : sizes.accumulators) sizes.words -= sizes.register_words[b];
         const int64_t registers = target_.max_registers_per_thread + (agprs ? 256 : 0);

@@ -109,9 +109,7 @@ ops::LowerContext::Footprint ThreadLowering::kernel_footprint() const {
     // registers allow (software_pipeline.cpp's `fits`): in the stdlib, on the targets
     // whose MFMA accumulators live in AGPRs; elsewhere (gfx1100's WMMA accumulators
     // take the VGPRs) the loop is not pipelined and a tile is allocated once.
-    bool agprs = false;
-    for (auto& m : target_.mma) agprs |= m.op == target::MatrixOp::Mfma;
-    const int64_t max_stages = target_.cp_async.available ? INT64_MAX : agprs ? 2 : 1;
+    const int64_t max_stages = target_.cp_async.available ? INT64_MAX : target_.has_agprs() ? 2 : 1;
     for (auto& [b, n] : sum.bytes) {
         auto it = sum.stages.find(b);
         sum.out.shared_bytes +=

@@ -274,6 +274,10 @@ bool Target::has_wgmma() const {
     return std::any_of(mma.begin(), mma.end(), [](const MmaShape& s) { return s.op == MatrixOp::Wgmma; });
 }
 
+bool Target::has_agprs() const {
+    return std::any_of(mma.begin(), mma.end(), [](const MmaShape& s) { return s.op == MatrixOp::Mfma; });
+}
+
 const std::vector<Target>& all_targets() { return table().rows; }
 
 const Target* find_target(std::string_view name) {

@@ -125,6 +125,8 @@ struct Target {
     bool is_nvidia() const { return vendor == Vendor::Nvidia; }
     bool is_amd() const { return vendor == Vendor::Amd; }
     bool has_wgmma() const;
+    // CDNA's MFMA targets: the accumulators live in AccVGPRs, beside the VGPRs.
+    bool has_agprs() const;
 };
 
 // The GPU rows are Targets as well; the name stays for the passes and backends that

@@ -37,14 +37,15 @@ RES_RE = re.compile(r"^(\w+) (gfx\w+): (\d+) VGPRs, (?:(\d+) AGPRs, )?(\d+) SGPR
                     r"spilled, (\d+) bytes scratch", re.M)
 LDS_RE = re.compile(r"^(\w+) (gfx\w+): .*?(\d+) bytes shared", re.M)
 OCCUPANCY_RE = re.compile(r"^\s*; Occupancy: (\d+)", re.M)
+COUNTER_RE = re.compile(r"shared (load|store): .*bank conflicts (\d+)")
 
 
 def find_llc():
     for c in (os.environ.get("LLC"), "llc-19", "llc", "/usr/lib/llvm-19/bin/llc"):
-        if c and shutil.which(c):
-            return shutil.which(c)
+        found = shutil.which(c) if c else None
+        if found:
+            return found
     return None
-COUNTER_RE = re.compile(r"shared (load|store): .*bank conflicts (\d+)")
 
 
 def resources(tilec, path, names, targets, tmp, llc):
@@ -56,8 +57,10 @@ def resources(tilec, path, names, targets, tmp, llc):
         picked = [n for n in names if fits(n, t)]
         if not picked:
             continue
+        # Fresh for each compilation: a module left by an earlier run is not read as this one's.
         ir_dir = os.path.join(tmp, "ir")
-        os.makedirs(ir_dir, exist_ok=True)
+        shutil.rmtree(ir_dir, ignore_errors=True)
+        os.makedirs(ir_dir)
         out = subprocess.run([tilec, path, f"--target={t}", *[f"--export={n}" for n in picked], "--emit=hsaco", "-o",
                               os.path.join(tmp, f"{os.path.basename(path)}.{t}.hsaco"), "--verbose-resources"],
                              capture_output=True, text=True, env=dict(os.environ, TILEC_DEBUG_GPU_IR=ir_dir)).stderr
