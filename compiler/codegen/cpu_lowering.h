@@ -337,7 +337,8 @@ private:
 void emit_cpu_function(ModuleState& ms, const ir::PrimFunc& f, const std::string& entry_name);
 
 // Runs LLVM's O3 pipeline for `tm`'s target, without the optional passes named in
-// `skipped` (class names, e.g. "DSEPass"; the GPU modules skip some) (cpu_optimize.cpp).
+// `skipped`: class names, e.g. "DSEPass" (every run), or "InstCombinePass#4" (the
+// fourth run on each function); the GPU modules skip some (cpu_optimize.cpp).
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector<std::string>& skipped = {});
 // Inlines the functions with vector variants (tilec.vf.*: exp, exp2, prefetch, between
 // whose variants the loop vectoriser chose) into their callers and deletes them

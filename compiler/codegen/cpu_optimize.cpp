@@ -1,7 +1,9 @@
 // LLVM's O3 pipeline on the CPU module, tuned by the host TargetMachine (vector widths,
 // costs). Its own file because PassBuilder's headers are the slowest to compile.
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -20,11 +22,22 @@ namespace tilec::codegen {
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector<std::string>& skipped) {
     // A skipped optional pass is declined by a PassInstrumentation callback (as
     // opt-bisect skips passes); required ones (the verifier, analyses) always run.
+    // "Pass#N" declines only the N-th run of Pass on each function: O3 runs some passes
+    // several times (InstCombine eight), and only some of the runs find work in a module.
+    // The count follows the pipeline's fixed order, so the result is deterministic.
     llvm::PassInstrumentationCallbacks callbacks;
+    std::map<std::pair<std::string, const llvm::Function*>, int> runs;
     if (!skipped.empty())
-        callbacks.registerShouldRunOptionalPassCallback([&skipped](llvm::StringRef pass, llvm::Any) {
-            return std::find(skipped.begin(), skipped.end(), pass) == skipped.end();
-        });
+        callbacks.registerShouldRunOptionalPassCallback(
+            [&skipped, &runs](llvm::StringRef pass, llvm::Any ir) {
+                auto is_skipped = [&](const std::string& name) {
+                    return std::find(skipped.begin(), skipped.end(), name) != skipped.end();
+                };
+                if (is_skipped(pass.str())) return false;
+                const auto* const* fn = llvm::any_cast<const llvm::Function*>(&ir);
+                int run = ++runs[{pass.str(), fn ? *fn : nullptr}];
+                return !is_skipped(pass.str() + "#" + std::to_string(run));
+            });
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;

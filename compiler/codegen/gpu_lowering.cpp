@@ -188,22 +188,57 @@ void dump_gpu_ir(const llvm::Module& m, const target::GpuTarget& target, bool na
 
 }  // namespace
 
-// The passes of LLVM's O3 pipeline that GPU modules skip, by class name. Dead store
-// elimination: on the GPU modules tilec emits (registers promoted by SROA first, shared
-// and global memory ordered by barriers and fences) it changed no output, while its
-// MemorySSA walks over the unrolled loads and stores took 13-26% of the O3 passes' time
-// (opt -time-passes on gemm_f16 and attn_fwd; the PTX and AMDGPU assembly of every
-// stdlib kernel, for every GPU target, were byte-identical with and without it under
-// LLVM 19). SCCP (3% of O3's time on gemm_f16) repeats what IPSCCP did at the start of
-// the pipeline: without it the cubins (sm_80, sm_90a: code, register and shared-memory
-// info) and the AMDGPU assembly (gfx90a, gfx942, gfx1100) of every stdlib kernel were
-// unchanged. The CPU backend's O3 (cpu_optimize.cpp) keeps both.
-const std::vector<std::string> kSkippedGpuPasses = {"DSEPass", "SCCPPass"};
+// The passes of LLVM's O3 pipeline that GPU modules skip, by class name ("Name#N": only
+// the N-th run on each function; optimize_module). Dead store elimination: on the GPU
+// modules tilec emits (registers promoted by SROA first, shared and global memory
+// ordered by barriers and fences) it changed no output, while its MemorySSA walks over
+// the unrolled loads and stores took 13-26% of the O3 passes' time (opt -time-passes on
+// gemm_f16 and attn_fwd; the PTX and AMDGPU assembly of every stdlib kernel, for every
+// GPU target, were byte-identical with and without it under LLVM 19). SCCP (3% of O3's
+// time on gemm_f16) repeats what IPSCCP did at the start of the pipeline: without it the
+// cubins (sm_80, sm_90a: code, register and shared-memory info) and the AMDGPU assembly
+// (gfx90a, gfx942, gfx1100) of every stdlib kernel were unchanged. The rest were found
+// the same way, one pass or one run at a time, then together (docs/architecture.md,
+// "Compile time" (10)): without each, the PTX (sm_80, sm_89, sm_90a) and the AMDGPU
+// assembly (gfx90a, gfx942, gfx1100) of every stdlib kernel were byte-identical: passes
+// with nothing to do after tilec's early pipeline (vectorize_early: SROA, InstCombine)
+// and in kernels without calls (call-site splitting, called-value propagation), and the
+// runs of InstCombine, SimplifyCFG and SROA that find nothing the earlier runs left.
+// The CPU backend's O3 (cpu_optimize.cpp) keeps them all.
+const std::vector<std::string> kSkippedGpuPasses = {"DSEPass",
+                                                    "SCCPPass",
+                                                    "CalledValuePropagationPass",
+                                                    "ConstraintEliminationPass",
+                                                    "CallSiteSplittingPass",
+                                                    "BDCEPass",
+                                                    "AggressiveInstCombinePass",
+                                                    "JumpThreadingPass",
+                                                    "InstSimplifyPass",
+                                                    "InstCombinePass#7",
+                                                    "SimplifyCFGPass#3",
+                                                    "SimplifyCFGPass#4",
+                                                    "SROAPass#2",
+                                                    "SROAPass#3",
+                                                    "SROAPass#4",
+                                                    "MemCpyOptPass",
+                                                    "ADCEPass",
+                                                    "TailCallElimPass",
+                                                    "SimpleLoopUnswitchPass",
+                                                    "MergedLoadStoreMotionPass",
+                                                    "Float2IntPass"};
 // NVIDIA also skips the loop vectoriser (4% of O3's time on gemm_f16): NVPTX's 32-bit
 // vector registers leave it nothing to do in tilec's loops (the PTX of every stdlib
 // kernel was byte-identical without it); on AMD it changed gemm.tile's gfx90a and
-// gfx1100 code, so AMD keeps it.
-const std::vector<std::string> kSkippedNvidiaPasses = {"DSEPass", "SCCPPass", "LoopVectorizePass"};
+// gfx1100 code, so AMD keeps it. The same holds for the runs below: each changed some
+// AMD kernel's assembly and no PTX. (SimplifyCFG's second and seventh runs and SROA's
+// first, alone also without effect on the PTX, changed it beside the others.)
+const std::vector<std::string> kSkippedNvidiaPasses = [] {
+    std::vector<std::string> passes = kSkippedGpuPasses;
+    for (const char* pass :
+         {"LoopVectorizePass", "InstCombinePass#4", "InstCombinePass#5", "SimplifyCFGPass#6"})
+        passes.push_back(pass);
+    return passes;
+}();
 
 void optimize_gpu_module(llvm::Module& m, llvm::TargetMachine& tm, const target::GpuTarget& target,
                          const std::string& features, const std::string& who, const std::string& llvm_errors,

@@ -6,12 +6,8 @@
 // the same address each time) and from several threads must all differ.
 #include <catch2/catch.hpp>
 
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/Target/TargetOptions.h>
-#include <llvm/TargetParser/Host.h>
 
 #include <memory>
 #include <mutex>
@@ -21,19 +17,7 @@
 #include <vector>
 
 #include "codegen/module_output.h"
-
-namespace {
-
-std::unique_ptr<llvm::TargetMachine> host_target_machine() {
-    llvm::InitializeNativeTarget();
-    std::string triple = llvm::sys::getDefaultTargetTriple(), error;
-    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-    REQUIRE(target);
-    return std::unique_ptr<llvm::TargetMachine>(
-        target->createTargetMachine(triple, "generic", "", llvm::TargetOptions(), std::nullopt));
-}
-
-}  // namespace
+#include "host_target_machine.h"
 
 TEST_CASE("backend modules never share an address", "[codegen][backend-module]") {
     auto tm = host_target_machine();
