@@ -24,9 +24,11 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector
     // opt-bisect skips passes); required ones (the verifier, analyses) always run.
     // "Pass#N" declines only the N-th run of Pass on each function: O3 runs some passes
     // several times (InstCombine eight), and only some of the runs find work in a module.
-    // The count follows the pipeline's fixed order, so the result is deterministic.
+    // The count follows the pipeline's fixed order and is keyed by the function's name
+    // (not its address, which a function made after another's deletion could reuse), so
+    // the result is deterministic.
     llvm::PassInstrumentationCallbacks callbacks;
-    std::map<std::pair<std::string, const llvm::Function*>, int> runs;
+    std::map<std::pair<std::string, std::string>, int> runs;
     if (!skipped.empty())
         callbacks.registerShouldRunOptionalPassCallback(
             [&skipped, &runs](llvm::StringRef pass, llvm::Any ir) {
@@ -35,7 +37,7 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector
                 };
                 if (is_skipped(pass.str())) return false;
                 const auto* const* fn = llvm::any_cast<const llvm::Function*>(&ir);
-                int run = ++runs[{pass.str(), fn ? *fn : nullptr}];
+                int run = ++runs[{pass.str(), fn ? (*fn)->getName().str() : std::string()}];
                 return !is_skipped(pass.str() + "#" + std::to_string(run));
             });
     llvm::LoopAnalysisManager lam;
