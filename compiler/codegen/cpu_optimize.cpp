@@ -26,7 +26,7 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, const std::vector
     // several times (InstCombine eight), and only some of the runs find work in a module.
     // The count follows the pipeline's fixed order and is keyed by the function's name
     // (not its address, which a function made after another's deletion could reuse), so
-    // the result is deterministic.
+    // the result is deterministic; loop and module passes are counted per module.
     llvm::PassInstrumentationCallbacks callbacks;
     std::map<std::pair<std::string, std::string>, int> runs;
     if (!skipped.empty())
