@@ -365,7 +365,13 @@ void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
         emit_row_run(run, live);
         run.clear();
     };
+    std::vector<const ir::BufferNode*> aliased;  // tiles whose copy this list forwarded
     for (auto& s : flat) {
+        if (auto* c = s->as<ir::CopyNode>(); c && forwardable_.count(c)) {
+            flush();
+            if (auto* tile = lower_forwarded_copy(*c)) aliased.push_back(tile);
+            continue;
+        }
         auto rs = row_form(s);
         if (rs && !run.empty() && rs->rows == run[0].rows) {
             run.push_back(*rs);
@@ -383,6 +389,8 @@ void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
             stmt(s);
     }
     flush();
+    // The gemms that read through them are this list's (forwardable_copies).
+    for (auto* tile : aliased) tile_aliases_.erase(tile);
 }
 
 void FunctionLowering::emit_row_run(const std::vector<RowStmt>& run, const TileSet* live_after) {

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -158,6 +159,11 @@ struct RowStmt {
 using TileSet = std::set<const ir::BufferNode*>;
 std::unordered_map<const ir::StmtNode*, TileSet> tiles_live_after(const ir::Stmt& body);
 
+// The copies of a block function's body whose tile only later gemms of the same statement
+// list read, from a global tensor nothing writes: the gemm can read the tensor in place
+// (cpu_copy_forwarding.cpp).
+std::unordered_set<const ir::CopyNode*> forwardable_copies(const ir::Stmt& body);
+
 // Lowers the expressions and statements of one function into `fn` at the builder's
 // insertion point. Used for the block function (the body) and the entry point (grid and
 // shape expressions).
@@ -260,6 +266,13 @@ private:
     // Records `s` as the source of its destination tile when it copies a global region
     // that moves with an enclosing serial loop.
     void note_tile_source(const ir::CopyNode& s);
+    // The elements of a copy, `inside`: the caller has checked that a global source lies
+    // wholly inside its tensor (no masking).
+    void emit_copy_elements(const ir::CopyNode& s, bool inside);
+    // A forwardable copy (forwardable_copies): where its source lies inside the tensor and
+    // the tensor's rows are contiguous, no copy; the tile's gemms then read the source
+    // through tile_aliases_. Returns the tile.
+    const ir::BufferNode* lower_forwarded_copy(const ir::CopyNode& s);
     void lower_fill(const ir::FillNode& s);
     void lower_reduce(const ir::ReduceNode& s);
     // The reduction's starting value, and acc combined with one element x (in dst's type).
@@ -331,6 +344,16 @@ private:
     // Tiles whose element at the fused column loop's [row, column] lives in a one-element
     // slot (load_element / store_element use it instead of the tile).
     std::unordered_map<const ir::BufferNode*, llvm::Value*> forwarded_;
+    // Set by block_body: the copies a gemm can read through (cpu_copy_forwarding.cpp).
+    std::unordered_set<const ir::CopyNode*> forwardable_;
+    // For a tile whose forwarded copy ran in the statement list being lowered: where its
+    // element [0, 0] is (the source region's first element, or the tile's own at the
+    // edges, where the copy ran) and its row stride in elements.
+    struct TileAlias {
+        llvm::Value* base = nullptr;
+        llvm::Value* row_stride = nullptr;  // i64
+    };
+    std::unordered_map<const ir::BufferNode*, TileAlias> tile_aliases_;
 };
 
 // Emits NAME_block and NAME_cpu for one export into the module (cpu_entry.cpp).

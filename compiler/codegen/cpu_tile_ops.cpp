@@ -231,7 +231,7 @@ static llvm::Value* region_inside(FunctionLowering& fl, const ir::Region& r) {
     return ok;
 }
 
-void FunctionLowering::lower_copy(const ir::CopyNode& s) {
+void FunctionLowering::emit_copy_elements(const ir::CopyNode& s, bool inside) {
     DataType st = s.src.buffer->dtype, dt = s.dst.buffer->dtype;
     llvm::Value* pad = convert_for_store(expr(s.pad), s.pad->type, dt);
     if (s.pad->type != st && !s.pad->type.is_float()) pad = convert(expr(s.pad), s.pad->type, dt);
@@ -245,25 +245,53 @@ void FunctionLowering::lower_copy(const ir::CopyNode& s) {
                   const std::vector<llvm::Value*>& di, size_t s_in, size_t d_in) {
             emit_streaming_row(s, lo, hi, si, di, s_in, d_in);
         };
-    auto emit = [&](bool inside) {
-        for_each_element(
-            *this, s.src, s.dst, "copy",
-            [&](const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di, bool valid) {
-                llvm::Value* v = valid ? convert_for_store(load_element(s.src.buffer, si), st, dt) : pad;
-                store_element(s.dst.buffer, di, v);
-            },
-            inside ? nullptr : row, inside);
-    };
+    for_each_element(
+        *this, s.src, s.dst, "copy",
+        [&](const std::vector<llvm::Value*>& si, const std::vector<llvm::Value*>& di, bool valid) {
+            llvm::Value* v = valid ? convert_for_store(load_element(s.src.buffer, si), st, dt) : pad;
+            store_element(s.dst.buffer, di, v);
+        },
+        inside ? nullptr : row, inside);
+}
+
+void FunctionLowering::lower_copy(const ir::CopyNode& s) {
     // A tile read from a global tensor: where the region is inside the tensor (all but
     // the edge tiles), rows of constant length with no masking, which LLVM turns into
     // vector moves; the masked rows of dynamic length became three libc calls each
     // (memset, memcpy, memset: 480 per k-step of the f32 gemm's 128 x 32 and 32 x 128
     // tiles).
     if (s.src.buffer->scope == ir::Scope::Global && s.dst.buffer->scope != ir::Scope::Global)
-        emit_if(region_inside(*this, s.src), [&] { emit(true); }, [&] { emit(false); });
+        emit_if(
+            region_inside(*this, s.src), [&] { emit_copy_elements(s, true); },
+            [&] { emit_copy_elements(s, false); });
     else
-        emit(false);
+        emit_copy_elements(s, false);
     note_tile_source(s);
+}
+
+const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode& s) {
+    const BufferInfo& src = buffer(s.src.buffer);
+    const size_t rank = s.src.buffer->rank();
+    auto* unit = llvm::dyn_cast<llvm::ConstantInt>(src.strides[rank - 1]);
+    if (!unit || unit->getSExtValue() != 1) {  // e.g. a transposed input: copy
+        lower_copy(s);
+        return nullptr;
+    }
+    llvm::Value* inside = region_inside(*this, s.src);
+    std::vector<llvm::Value*> start;
+    for (auto& e : s.src.start) start.push_back(convert(expr(e), e->type, DataType::i64()));
+    // A plain GEP: outside the tensor (at the edges) the address is not used.
+    llvm::Value* first =
+        b_.CreateGEP(storage_type(ms_.ctx, s.src.buffer->dtype), src.base, element_offset(src, start));
+    emit_if(b_.CreateNot(inside), [&] { emit_copy_elements(s, false); });
+    const BufferInfo& tile = buffer(s.dst.buffer);
+    TileAlias alias;
+    alias.base = b_.CreateSelect(inside, first, tile.base, s.dst.buffer->name + ".fwd");
+    alias.row_stride =
+        b_.CreateSelect(inside, src.strides[rank - 2], tile.strides[0], s.dst.buffer->name + ".fwd.stride");
+    tile_aliases_[s.dst.buffer.get()] = alias;
+    note_tile_source(s);
+    return s.dst.buffer.get();
 }
 
 void FunctionLowering::note_tile_source(const ir::CopyNode& s) {
@@ -428,6 +456,18 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     };
     llvm::Value* pa = packed_already(s.a, s.trans_a, M, K);
     llvm::Value* pb = packed_already(s.b, s.trans_b, K, N);
+    // Row strides of the operands as the micro-kernel reads them: the packed arrays' and
+    // the tiles' are the extents; a forwarded copy's operand is read in the source tensor.
+    llvm::Value* lda = b_.getInt64(K);
+    llvm::Value* ldb = b_.getInt64(N);
+    if (auto it = tile_aliases_.find(s.a.buffer.get()); pa && it != tile_aliases_.end()) {
+        pa = it->second.base;
+        lda = it->second.row_stride;
+    }
+    if (auto it = tile_aliases_.find(s.b.buffer.get()); pb && it != tile_aliases_.end()) {
+        pb = it->second.base;
+        ldb = it->second.row_stride;
+    }
     if (!pa) {
         pa = entry_alloca(acc_ty, static_cast<uint64_t>(M * K), "gemm.a");
         emit_nest({M, K}, LoopHint::Vectorize, [&](const std::vector<llvm::Value*>& i) {
@@ -488,11 +528,11 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
             }
         }
         emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::None, [&](llvm::Value* k) {
-            llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(N)), n0);
+            llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, ldb), n0);
             llvm::Value* bv = b_.CreateAlignedLoad(vec_ty, b_.CreateGEP(acc_ty, pb, boff), elem_align);
             for (int64_t r = 0; r < MR; ++r) {
                 llvm::Value* row = b_.CreateAdd(m0, b_.getInt64(r));
-                llvm::Value* aoff = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(K)), k);
+                llvm::Value* aoff = b_.CreateAdd(b_.CreateMul(row, lda), k);
                 llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(NR),
                                                        b_.CreateLoad(acc_ty, b_.CreateGEP(acc_ty, pa, aoff)));
                 llvm::Value* cv = b_.CreateLoad(vec_ty, slots[r]);
@@ -518,12 +558,23 @@ void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
         if (fp) return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
         return b_.CreateAdd(b_.CreateMul(x, y), z);
     };
+    // An operand whose copy was forwarded (lower_forwarded_copy) is read where the alias
+    // points: whole and not transposed (forwardable_copies), so [m, k] is row m, column k.
+    auto aliased = [&](const ir::Region& r, llvm::Value* row, llvm::Value* col) -> llvm::Value* {
+        auto it = tile_aliases_.find(r.buffer.get());
+        if (it == tile_aliases_.end()) return nullptr;
+        llvm::Value* off = b_.CreateAdd(b_.CreateMul(row, it->second.row_stride), col);
+        return b_.CreateLoad(storage_type(ms_.ctx, r.buffer->dtype),
+                             b_.CreateGEP(storage_type(ms_.ctx, r.buffer->dtype), it->second.base, off));
+    };
     auto load_a = [&](llvm::Value* m, llvm::Value* k) {
+        if (llvm::Value* v = aliased(s.a, m, k)) return convert(v, at, acc);
         std::vector<llvm::Value*> i =
             s.trans_a ? std::vector<llvm::Value*>{k, m} : std::vector<llvm::Value*>{m, k};
         return convert(load_element(s.a.buffer, region_index(*this, s.a, i)), at, acc);
     };
     auto load_b = [&](llvm::Value* k, llvm::Value* n) {
+        if (llvm::Value* v = aliased(s.b, k, n)) return convert(v, bt, acc);
         std::vector<llvm::Value*> i =
             s.trans_b ? std::vector<llvm::Value*>{n, k} : std::vector<llvm::Value*>{k, n};
         return convert(load_element(s.b.buffer, region_index(*this, s.b, i)), bt, acc);
