@@ -4,15 +4,16 @@
 // register-blocked gemm can read the same elements from the input itself, with the
 // input's row stride, so the copy (each k-step's 32 KiB loaded and stored in the f32
 // gemm) is left out wherever the region lies inside the tensor. Measured with the f32
-// gemm at 2048^3: 0.90-0.92x of OpenBLAS with the copies, 0.98-1.01x without them at
-// BK = 64 (docs/architecture.md, "GEMM, fourth round").
+// gemm at 2048^3, 1 thread: 0.88-0.92x of OpenBLAS with the copies, 0.96-0.98x without
+// them at BK = 64 (medians; docs/architecture.md, "GEMM, fourth round").
 //
 // A copy `copy(G[...] -> t)` is forwardable when what the gemm reads through the source is
 // what it would have read from the tile:
-// - t is a 2-d block-local tile of f32 or f64 (stored as the CPU code computes with it, so
-//   the gemm reads G's elements as they are), the copy writes all of it, from a region of G of the same
-//   element type whose dimensions but the last two have extent 1 (the tile's rows are G's rows; the lowering
-//   also checks at run time that G's last dimension is contiguous);
+// - t is a 2-d block-local tile of f32 or f64 (stored as the CPU code computes with it,
+//   so the gemm reads G's elements as they are), the copy writes all of it, from a region
+//   of G of the same element type whose dimensions but the last two have extent 1 (the
+//   tile's rows are G's rows; the lowering also checks at run time that G's last
+//   dimension is contiguous);
 // - nothing writes G in the function (every mention of G is a copy's source), so the
 //   elements cannot change between the copy and the gemm;
 // - every other mention of t is a gemm's `a` or `b` operand, whole and not transposed,
@@ -31,12 +32,17 @@ namespace tilec::codegen {
 
 namespace {
 
+// Every mention of each buffer, and those of each global tensor as a copy's source.
 class CountMentions : public ir::IRVisitor {
 public:
-    std::unordered_map<const ir::BufferNode*, int> count;
+    std::unordered_map<const ir::BufferNode*, int> all, as_source;
 
 protected:
-    void visit_buffer_use(const ir::Buffer& b) override { ++count[b.get()]; }
+    void visit_buffer_use(const ir::Buffer& b) override { ++all[b.get()]; }
+    void visit_copy(const ir::CopyNode* op) override {
+        ++as_source[op->src.buffer.get()];
+        ir::IRVisitor::visit_copy(op);
+    }
 };
 
 bool forwardable_shape(const ir::CopyNode& c) {
@@ -63,18 +69,6 @@ bool forwardable_shape(const ir::CopyNode& c) {
 bool whole_operand(const ir::Region& r, bool trans) {
     return !trans && ir::is_full_region(r);
 }
-
-// Mentions of each global tensor as a copy's source.
-class CountSources : public ir::IRVisitor {
-public:
-    std::unordered_map<const ir::BufferNode*, int> count;
-
-protected:
-    void visit_copy(const ir::CopyNode* op) override {
-        ++count[op->src.buffer.get()];
-        ir::IRVisitor::visit_copy(op);
-    }
-};
 
 class Finder {
 public:
@@ -142,13 +136,11 @@ private:
 }  // namespace
 
 std::unordered_set<const ir::CopyNode*> forwardable_copies(const ir::Stmt& body) {
-    CountMentions all;
-    all.visit(body);
-    CountSources sources;
-    sources.visit(body);
+    CountMentions counts;
+    counts.visit(body);
     Finder f;
-    f.mentions = std::move(all.count);
-    f.sources = std::move(sources.count);
+    f.mentions = std::move(counts.all);
+    f.sources = std::move(counts.as_source);
     f.walk(body);
     return std::move(f.found);
 }

@@ -564,8 +564,8 @@ void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
         auto it = tile_aliases_.find(r.buffer.get());
         if (it == tile_aliases_.end()) return nullptr;
         llvm::Value* off = b_.CreateAdd(b_.CreateMul(row, it->second.row_stride), col);
-        return b_.CreateLoad(storage_type(ms_.ctx, r.buffer->dtype),
-                             b_.CreateGEP(storage_type(ms_.ctx, r.buffer->dtype), it->second.base, off));
+        llvm::Type* ty = storage_type(ms_.ctx, r.buffer->dtype);  // f32 / f64: also its register type
+        return b_.CreateLoad(ty, b_.CreateGEP(ty, it->second.base, off));
     };
     auto load_a = [&](llvm::Value* m, llvm::Value* k) {
         if (llvm::Value* v = aliased(s.a, m, k)) return convert(v, at, acc);
