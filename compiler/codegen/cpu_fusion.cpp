@@ -34,6 +34,7 @@
 //   run, not live after the run: cpu_tile_liveness.cpp) stays in a register in the
 //   fused loop instead of being stored.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <llvm/IR/Constants.h>
@@ -343,7 +344,67 @@ TileSet dead_after_segment(const std::vector<const RowStmt*>& seg, const std::ve
     return dead;
 }
 
+// The compares `c < e` (or `e > c`) of a column loop's variable c with a variable e bound
+// before the loop (not in its body), which hold for every column when e >= the loop's
+// column count: layernorm's `c < n` mask of a column block's valid columns.
+class ColumnBounds : public ir::IRVisitor {
+public:
+    ColumnBounds(const ir::VarNode* col) : col_(col) {}
+    std::vector<std::pair<const ir::BinaryNode*, const ir::VarNode*>> found;
+    std::set<const ir::VarNode*> bound_inside;
+
+protected:
+    void visit_binary(const ir::BinaryNode* op) override {
+        auto* a = op->a->as<ir::VarNode>();
+        auto* b = op->b->as<ir::VarNode>();
+        // Signed and of one type: then the compare is the one the range check makes.
+        bool same_int = op->a->type == op->b->type && op->a->type.is_int();
+        if (op->op == ir::BinaryOp::LT && same_int && a == col_ && b && b != col_)
+            found.push_back({op, b});
+        else if (op->op == ir::BinaryOp::GT && same_int && b == col_ && a && a != col_)
+            found.push_back({op, a});
+        ir::IRVisitor::visit_binary(op);
+    }
+    void visit_let(const ir::LetStmtNode* op) override {
+        bound_inside.insert(op->var.get());
+        ir::IRVisitor::visit_let(op);
+    }
+    void visit_for(const ir::ForNode* op) override {
+        bound_inside.insert(op->var.get());
+        ir::IRVisitor::visit_for(op);
+    }
+
+private:
+    const ir::VarNode* col_;
+};
+
+// The last copy out of each global tensor in program order (prefetching_copies). Why
+// the last: a row kernel reads its rows twice (statistics, then the output pass), and
+// the first pass is a light loop (load, scale, max or sum) that, prefetching too, would
+// issue a prefetch every few instructions, more than the memory system takes in flight,
+// for rows that the output pass reads again anyway; the output pass has the arithmetic
+// (softmax's exp2) and the stores to hide them behind. Measured (docs/architecture.md,
+// "Row kernels, sixth round"): softmax f32 4096^2 on 1 thread +12%.
+class LastCopyFrom : public ir::IRVisitor {
+public:
+    std::map<const ir::BufferNode*, const ir::CopyNode*> last;
+
+protected:
+    void visit_copy(const ir::CopyNode* op) override {
+        if (op->src.buffer->scope == ir::Scope::Global) last[op->src.buffer.get()] = op;
+        ir::IRVisitor::visit_copy(op);
+    }
+};
+
 }  // namespace
+
+std::unordered_set<const ir::CopyNode*> prefetching_copies(const ir::Stmt& body) {
+    LastCopyFrom v;
+    v.visit(body);
+    std::unordered_set<const ir::CopyNode*> out;
+    for (auto& [tensor, copy] : v.last) out.insert(copy);
+    return out;
+}
 
 void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
     std::vector<ir::Stmt> flat;
@@ -524,9 +585,10 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
         fast = b_.CreateAnd(fast, b_.CreateICmpSGE(prep[k].src_col, b_.getInt64(0)));
         fast = b_.CreateAnd(fast, b_.CreateICmpSLE(end, info.shape[1]));
         // Where this row's columns start R rows further down (a pointer past the tensor
-        // is harmless: a prefetch never faults); for consecutive columns only.
+        // is harmless: a prefetch never faults); for consecutive columns only, and only
+        // in the block's last pass over the tensor (prefetching_copies).
         auto* inner = llvm::dyn_cast<llvm::ConstantInt>(info.strides[1]);
-        if (!info.packed && inner && inner->isOne()) {
+        if (!info.packed && inner && inner->isOne() && prefetching_.count(c)) {
             llvm::Value* row_ahead = b_.CreateAdd(prep[k].src_row, b_.getInt64(seg[k]->rows));
             llvm::Value* off = b_.CreateAdd(b_.CreateMul(row_ahead, info.strides[0]), prep[k].src_col);
             prep[k].next_row = b_.CreateGEP(storage_type(ms_.ctx, c->src.buffer->dtype), info.base, off);
@@ -538,7 +600,7 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
     // plain stores would first read each line from memory, and the scalar iterations
     // of a loop peeled up to the first line cost more than the copy).
     enum class Out { Plain, Streaming, After };
-    auto fused = [&](Out out) {
+    auto fused_loop = [&](Out out) {
         for (size_t k = 0; k < seg.size(); ++k) {
             const RowStmt& rs = *seg[k];
             if (rs.kind == RowKind::Fill) {
@@ -649,6 +711,33 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
                 llvm::Type* acc_ty = reg_type(ms_.ctx, r->dst.buffer->dtype);
                 store_element(r->dst.buffer, prep[k].dst_index, b_.CreateLoad(acc_ty, prep[k].slot));
             }
+    };
+    // Where every column loop's `c < e` bound covers the loop (e >= cols: a whole column
+    // block, as all but a row's last are), a version of the loop without the compares:
+    // they are true there (lower_binary), and the select they feed is gone.
+    std::vector<const ir::BinaryNode*> bounds;
+    llvm::Value* bounds_hold = b_.getTrue();
+    for (auto* rs : seg) {
+        if (rs->kind != RowKind::Loop) continue;
+        ColumnBounds cb(rs->inner->var.get());
+        cb.visit(rs->inner->body);
+        for (auto [cmp, e] : cb.found) {
+            if (cb.bound_inside.count(e) || e == row.get() || !vars_.count(e)) continue;
+            bounds.push_back(cmp);
+            llvm::Value* v = convert(vars_.at(e), e->type, DataType::i64());
+            bounds_hold = b_.CreateAnd(bounds_hold, b_.CreateICmpSGE(v, b_.getInt64(cols)));
+        }
+    }
+    auto fused = [&](Out out) {
+        if (bounds.empty()) return fused_loop(out);
+        emit_if(
+            bounds_hold,
+            [&] {
+                for (auto* cmp : bounds) assumed_true_.insert(cmp);
+                fused_loop(out);
+                for (auto* cmp : bounds) assumed_true_.erase(cmp);
+            },
+            [&] { fused_loop(out); });
     };
     auto is_out = [](const RowStmt* rs) {
         return rs->kind == RowKind::Copy && rs->stmt->as<ir::CopyNode>()->dst.buffer->scope == ir::Scope::Global;

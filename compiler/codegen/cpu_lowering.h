@@ -164,6 +164,11 @@ std::unordered_map<const ir::StmtNode*, TileSet> tiles_live_after(const ir::Stmt
 // (cpu_copy_forwarding.cpp).
 std::unordered_set<const ir::CopyNode*> forwardable_copies(const ir::Stmt& body);
 
+// Of a block function's body, the copies whose fused row loops prefetch the rows the
+// grid's next block reads: the last copy out of each global tensor in program order, the
+// block's last pass over those rows (cpu_fusion.cpp).
+std::unordered_set<const ir::CopyNode*> prefetching_copies(const ir::Stmt& body);
+
 // Lowers the expressions and statements of one function into `fn` at the builder's
 // insertion point. Used for the block function (the body) and the entry point (grid and
 // shape expressions).
@@ -344,8 +349,12 @@ private:
     // Tiles whose element at the fused column loop's [row, column] lives in a one-element
     // slot (load_element / store_element use it instead of the tile).
     std::unordered_map<const ir::BufferNode*, llvm::Value*> forwarded_;
+    // Compares lowered as true: column bounds that a fused loop's version covers
+    // (emit_fused_columns).
+    std::unordered_set<const ir::BinaryNode*> assumed_true_;
     // Set by block_body: the copies a gemm can read through (cpu_copy_forwarding.cpp).
     std::unordered_set<const ir::CopyNode*> forwardable_;
+    std::unordered_set<const ir::CopyNode*> prefetching_;  // prefetching_copies
     // For a tile whose forwarded copy ran in the statement list being lowered: where its
     // element [0, 0] is (the source region's first element, or the tile's own at the
     // edges, where the copy ran) and its row stride in elements.

@@ -95,6 +95,7 @@ void FunctionLowering::mark_access(llvm::Value* inst, const ir::BufferNode& b) {
 void FunctionLowering::block_body(const ir::Stmt& body) {
     live_after_ = tiles_live_after(body);
     forwardable_ = forwardable_copies(body);
+    prefetching_ = prefetching_copies(body);
     stmt(body);
 }
 
