@@ -721,8 +721,10 @@ void FunctionLowering::emit_fused_columns(const std::vector<const RowStmt*>& seg
         if (rs->kind != RowKind::Loop) continue;
         ColumnBounds cb(rs->inner->var.get());
         cb.visit(rs->inner->body);
+        // The statement's own row variable is bound only inside the fused loop.
+        const ir::VarNode* row_var = rs->stmt->as<ir::ForNode>()->var.get();
         for (auto [cmp, e] : cb.found) {
-            if (cb.bound_inside.count(e) || e == row.get() || !vars_.count(e)) continue;
+            if (cb.bound_inside.count(e) || e == row_var || !vars_.count(e)) continue;
             bounds.push_back(cmp);
             llvm::Value* v = convert(vars_.at(e), e->type, DataType::i64());
             bounds_hold = b_.CreateAnd(bounds_hold, b_.CreateICmpSGE(v, b_.getInt64(cols)));
