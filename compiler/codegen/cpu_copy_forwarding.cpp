@@ -20,8 +20,10 @@
 //   in the same statement list as the copy and after it (lower_seq lowers a list with
 //   its nested lists flattened, and so does this), so the gemms run only after the copy
 //   in the same pass through the list and the copy is t's only writer.
-// Copies at the ragged edges still copy (with their padding), and the gemm then reads the
-// tile: the lowering selects between the two at run time.
+// Copies at the ragged edges still copy (with their padding), and so do copies whose
+// source rows are a multiple of 512 bytes apart (they would share the L1's sets:
+// lower_forwarded_copy); the gemm then reads the tile: the lowering selects between the
+// two at run time.
 #include <unordered_map>
 #include <unordered_set>
 
