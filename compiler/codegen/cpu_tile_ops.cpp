@@ -288,9 +288,9 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     // byte stride is a multiple of 512 start at no more than 8 set offsets and a tile's
     // 64 or 128 rows evict each other (the square 1024 and 2048 gemms: every row at the
     // same offset). There the copy, which packs the rows next to each other, is faster:
-    // f32 2048^3 and 1536^3, 1 thread, 0.63-0.70x of OpenBLAS in place against
-    // 0.78-0.83x copied; at 2000^3 (8000-byte rows) both 0.72-0.77x (a 2-core Xeon with
-    // 48 KiB L1, 3 rounds; docs/architecture.md, "GEMM, fifth round").
+    // f32 2048^3 and 1536^3, 1 thread, 0.54-0.70x of OpenBLAS in place against
+    // 0.76-0.91x copied; at 2000^3 (8000-byte rows) 0.64-0.75x and 0.72-0.73x (a 2-core
+    // Xeon with 48 KiB L1, 3 rounds; docs/architecture.md, "CPU, fifth round").
     const int64_t elem_bytes = storage_type(ms_.ctx, s.src.buffer->dtype)->getPrimitiveSizeInBits() / 8;
     llvm::Value* stride_bytes = b_.CreateMul(src.strides[rank - 2], b_.getInt64(elem_bytes));
     llvm::Value* spread = b_.CreateICmpNE(b_.CreateAnd(stride_bytes, b_.getInt64(511)), b_.getInt64(0));
