@@ -361,6 +361,7 @@ private:
     struct TileAlias {
         llvm::Value* base = nullptr;
         llvm::Value* row_stride = nullptr;  // i64
+        llvm::Value* in_place = nullptr;    // i1: base is the source's (no copy ran)
     };
     std::unordered_map<const ir::BufferNode*, TileAlias> tile_aliases_;
 };

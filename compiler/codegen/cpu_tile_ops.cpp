@@ -304,6 +304,7 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     alias.base = b_.CreateSelect(forward, first, tile.base, s.dst.buffer->name + ".fwd");
     alias.row_stride =
         b_.CreateSelect(forward, src.strides[rank - 2], tile.strides[0], s.dst.buffer->name + ".fwd.stride");
+    alias.in_place = forward;
     tile_aliases_[s.dst.buffer.get()] = alias;
     note_tile_source(s);
     return s.dst.buffer.get();
@@ -479,10 +480,10 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
         pa = it->second.base;
         lda = it->second.row_stride;
     }
-    bool b_aliased = false;  // pb is the forwarded copy's alias: b's tile or its source
+    llvm::Value* b_in_place = nullptr;  // where b is a forwarded copy's alias: whether no copy ran
     if (auto it = tile_aliases_.find(s.b.buffer.get()); pb && it != tile_aliases_.end()) {
         pb = it->second.base;
-        b_aliased = true;
+        b_in_place = it->second.in_place;
         ldb = it->second.row_stride;
     }
     if (!pa) {
@@ -579,10 +580,9 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     // by row, 0.67x (0.65-0.81x) so; 1000^3 0.65x (0.62-0.75x), 0.70x (0.67-0.82x). b
     // copied (2048^3: rows 8 KiB apart), column by column measured 0.76-0.77x against row
     // by row's 0.80-0.81x (docs/architecture.md, "CPU, fifth round").
-    if (b_aliased) {
+    if (b_in_place) {
         emit_if(
-            b_.CreateICmpNE(pb, buffer(s.b.buffer).base), [&] { emit_micro_tiles(true); },
-            [&] { emit_micro_tiles(false); });
+            b_in_place, [&] { emit_micro_tiles(true); }, [&] { emit_micro_tiles(false); });
     } else {
         emit_micro_tiles(false);
     }
