@@ -20,10 +20,10 @@
 //   in the same statement list as the copy and after it (lower_seq lowers a list with
 //   its nested lists flattened, and so does this), so the gemms run only after the copy
 //   in the same pass through the list and the copy is t's only writer.
-// Copies at the ragged edges still copy (with their padding), and so do copies whose
-// source rows are a multiple of 512 bytes apart (they would share the L1's sets:
-// lower_forwarded_copy); the gemm then reads the tile: the lowering selects between the
-// two at run time.
+// Copies at the ragged edges still copy (with their padding), and so do copies into a
+// gemm's b whose source rows are a multiple of 512 bytes apart (they would share the L1's
+// sets: lower_forwarded_copy); the gemm then reads the tile: the lowering selects between
+// the two at run time.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -76,7 +76,7 @@ class Finder {
 public:
     std::unordered_map<const ir::BufferNode*, int> mentions;  // every mention of a buffer
     std::unordered_map<const ir::BufferNode*, int> sources;   // as a copy's source
-    std::unordered_set<const ir::CopyNode*> found;
+    std::unordered_map<const ir::CopyNode*, ForwardableCopy> found;
 
     void walk(const ir::Stmt& s) {
         if (!s) return;
@@ -123,21 +123,25 @@ private:
             const ir::BufferNode* g = c->src.buffer.get();
             if (mentions[g] != sources[g]) continue;  // something writes g
             int reads = 0;
+            ForwardableCopy use;
             for (size_t j = i + 1; j < stmts.size(); ++j) {
                 if (stmts[j]->kind != ir::StmtKind::Gemm) continue;
                 auto* m = static_cast<const ir::GemmNode*>(stmts[j]);
                 if (m->a.buffer.get() == t && whole_operand(m->a, m->trans_a)) ++reads;
-                if (m->b.buffer.get() == t && whole_operand(m->b, m->trans_b)) ++reads;
+                if (m->b.buffer.get() == t && whole_operand(m->b, m->trans_b)) {
+                    ++reads;
+                    use.read_as_b = true;
+                }
             }
             // The copy's own mention and those reads are all of t's.
-            if (reads > 0 && mentions[t] == 1 + reads) found.insert(c);
+            if (reads > 0 && mentions[t] == 1 + reads) found[c] = use;
         }
     }
 };
 
 }  // namespace
 
-std::unordered_set<const ir::CopyNode*> forwardable_copies(const ir::Stmt& body) {
+std::unordered_map<const ir::CopyNode*, ForwardableCopy> forwardable_copies(const ir::Stmt& body) {
     CountMentions counts;
     counts.visit(body);
     Finder f;

@@ -430,7 +430,7 @@ void FunctionLowering::lower_seq(const std::vector<ir::Stmt>& stmts) {
     for (auto& s : flat) {
         if (auto* c = s->as<ir::CopyNode>(); c && forwardable_.count(c)) {
             flush();
-            if (auto* tile = lower_forwarded_copy(*c)) aliased.push_back(tile);
+            if (auto* tile = lower_forwarded_copy(*c, forwardable_.at(c))) aliased.push_back(tile);
             continue;
         }
         auto rs = row_form(s);

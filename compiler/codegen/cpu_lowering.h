@@ -159,10 +159,15 @@ struct RowStmt {
 using TileSet = std::set<const ir::BufferNode*>;
 std::unordered_map<const ir::StmtNode*, TileSet> tiles_live_after(const ir::Stmt& body);
 
+// How the gemms read a forwardable copy's tile.
+struct ForwardableCopy {
+    bool read_as_b = false;  // as some gemm's b (else only as a)
+};
+
 // The copies of a block function's body whose tile only later gemms of the same statement
 // list read, from a global tensor nothing writes: the gemm can read the tensor in place
 // (cpu_copy_forwarding.cpp).
-std::unordered_set<const ir::CopyNode*> forwardable_copies(const ir::Stmt& body);
+std::unordered_map<const ir::CopyNode*, ForwardableCopy> forwardable_copies(const ir::Stmt& body);
 
 // Of a block function's body, the copies whose fused row loops prefetch the rows the
 // grid's next block reads: the last copy out of each global tensor in program order, the
@@ -277,7 +282,7 @@ private:
     // A forwardable copy (forwardable_copies): where its source lies inside the tensor and
     // the tensor's rows are contiguous, no copy; the tile's gemms then read the source
     // through tile_aliases_. Returns the tile.
-    const ir::BufferNode* lower_forwarded_copy(const ir::CopyNode& s);
+    const ir::BufferNode* lower_forwarded_copy(const ir::CopyNode& s, const ForwardableCopy& use);
     void lower_fill(const ir::FillNode& s);
     void lower_reduce(const ir::ReduceNode& s);
     // The reduction's starting value, and acc combined with one element x (in dst's type).
@@ -353,7 +358,7 @@ private:
     // (emit_fused_columns).
     std::unordered_set<const ir::BinaryNode*> assumed_true_;
     // Set by block_body: the copies a gemm can read through (cpu_copy_forwarding.cpp).
-    std::unordered_set<const ir::CopyNode*> forwardable_;
+    std::unordered_map<const ir::CopyNode*, ForwardableCopy> forwardable_;
     std::unordered_set<const ir::CopyNode*> prefetching_;  // prefetching_copies
     // For a tile whose forwarded copy ran in the statement list being lowered: where its
     // element [0, 0] is (the source region's first element, or the tile's own at the

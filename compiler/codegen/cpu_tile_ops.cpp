@@ -269,7 +269,8 @@ void FunctionLowering::lower_copy(const ir::CopyNode& s) {
     note_tile_source(s);
 }
 
-const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode& s) {
+const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode& s,
+                                                             const ForwardableCopy& use) {
     const BufferInfo& src = buffer(s.src.buffer);
     const size_t rank = s.src.buffer->rank();
     auto* unit = llvm::dyn_cast<llvm::ConstantInt>(src.strides[rank - 1]);
@@ -283,18 +284,25 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     // A plain GEP: outside the tensor (at the edges) the address is not used.
     llvm::Value* first =
         b_.CreateGEP(storage_type(ms_.ctx, s.src.buffer->dtype), src.base, element_offset(src, start));
-    // Read in place only where the rows spread over the L1 cache's sets. x86 L1 data
-    // caches index their 64 sets with address bits 6-11 (a way is 4 KiB), so rows whose
-    // byte stride is a multiple of 512 start at no more than 8 set offsets and a tile's
-    // 64 or 128 rows evict each other (the square 1024 and 2048 gemms: every row at the
-    // same offset). There the copy, which packs the rows next to each other, is faster:
-    // f32 2048^3 and 1536^3, 1 thread, 0.54-0.70x of OpenBLAS in place against
-    // 0.76-0.91x copied; at 2000^3 (8000-byte rows) 0.64-0.75x and 0.72-0.73x (a 2-core
-    // Xeon with 48 KiB L1, 3 rounds; docs/architecture.md, "CPU, fifth round").
-    const int64_t elem_bytes = storage_type(ms_.ctx, s.src.buffer->dtype)->getPrimitiveSizeInBits() / 8;
-    llvm::Value* stride_bytes = b_.CreateMul(src.strides[rank - 2], b_.getInt64(elem_bytes));
-    llvm::Value* spread = b_.CreateICmpNE(b_.CreateAnd(stride_bytes, b_.getInt64(511)), b_.getInt64(0));
-    llvm::Value* forward = b_.CreateAnd(inside, spread, "forward");
+    // A gemm's b is read in place only where its rows spread over the L1 cache's sets.
+    // x86 L1 data caches index their 64 sets with address bits 6-11 (a way is 4 KiB), so
+    // rows whose byte stride is a multiple of 512 start at no more than 8 set offsets,
+    // and the micro-kernel's strip of b (all K rows, NR columns) evicts itself (the square
+    // 1024 and 2048 gemms: every row at the same offset). There the copy, which packs the
+    // rows next to each other, is faster: f32 2048^3 and 1536^3, 1 thread, 0.54-0.70x of
+    // OpenBLAS with a and b in place against 0.76-0.91x copied; at 2000^3 (8000-byte
+    // rows) 0.64-0.75x and 0.72-0.73x (a 2-core Xeon with 48 KiB L1, 3 rounds). The
+    // micro-kernel reads a only MR (8) rows at a time, which fit the L1's ways even at one
+    // set offset: a is read in place whatever its stride (256^3 to 2048^3: 0.83-0.88x of
+    // OpenBLAS copied, 0.90-0.97x in place; docs/architecture.md, "CPU, sixth round").
+    llvm::Value* forward = inside;
+    if (use.read_as_b) {
+        const int64_t elem_bytes = storage_type(ms_.ctx, s.src.buffer->dtype)->getPrimitiveSizeInBits() / 8;
+        llvm::Value* stride_bytes = b_.CreateMul(src.strides[rank - 2], b_.getInt64(elem_bytes));
+        llvm::Value* spread = b_.CreateICmpNE(b_.CreateAnd(stride_bytes, b_.getInt64(511)), b_.getInt64(0));
+        forward = b_.CreateAnd(inside, spread);
+    }
+    if (!llvm::isa<llvm::Constant>(forward)) forward->setName("forward");
     emit_if(b_.CreateNot(forward), [&] {
         emit_if(
             inside, [&] { emit_copy_elements(s, true); }, [&] { emit_copy_elements(s, false); });
