@@ -121,8 +121,9 @@ private:
 // sizes, so small outputs that the next kernel reads stay cached.
 constexpr uint64_t kStreamingStoreBytes = 8u << 20;
 
-// How a loop is annotated for LLVM's loop passes.
-enum class LoopHint { None, Vectorize, Unroll };
+// How a loop is annotated for LLVM's loop passes. VectorizeFull: vectorized with one full
+// SIMD register of 32-bit lanes per step, whatever LLVM's cost model prefers.
+enum class LoopHint { None, Vectorize, VectorizeFull, Unroll };
 
 // A non-global buffer's memory, or a global tensor's base pointer with its shape and
 // strides (i64 values, in elements; nibbles for packed i4/u4).

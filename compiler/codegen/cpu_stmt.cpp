@@ -225,9 +225,16 @@ void FunctionLowering::emit_loop(llvm::Value* lo, llvm::Value* extent, LoopHint 
     auto* br = b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
     i->addIncoming(next, b_.GetInsertBlock());
     std::vector<llvm::Metadata*> md = {nullptr};
-    if (hint == LoopHint::Vectorize)
+    if (hint == LoopHint::Vectorize || hint == LoopHint::VectorizeFull)
         md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
                                              llvm::ConstantAsMetadata::get(b_.getTrue())}));
+    if (hint == LoopHint::VectorizeFull)
+        md.push_back(llvm::MDNode::get(
+            ctx,
+            {llvm::MDString::get(ctx, "llvm.loop.vectorize.width"),
+             llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<int32_t>(ms_.cpu.vector_bytes / 4)))}));
+    if (hint == LoopHint::VectorizeFull)
+        md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")}));
     if (hint == LoopHint::Unroll)
         md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.full")}));
     if (access_group)

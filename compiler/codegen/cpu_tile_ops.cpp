@@ -496,14 +496,14 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     }
     if (!pa) {
         pa = entry_alloca(acc_ty, static_cast<uint64_t>(M * K), "gemm.a");
-        emit_nest({M, K}, LoopHint::Vectorize, [&](const std::vector<llvm::Value*>& i) {
+        emit_nest({M, K}, LoopHint::VectorizeFull, [&](const std::vector<llvm::Value*>& i) {
             llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(K)), i[1]);
             b_.CreateStore(load_a(i[0], i[1]), b_.CreateGEP(acc_ty, pa, off));
         });
     }
     if (!pb) {
         pb = entry_alloca(acc_ty, static_cast<uint64_t>(K * N), "gemm.b");
-        emit_nest({K, N}, LoopHint::Vectorize, [&](const std::vector<llvm::Value*>& i) {
+        emit_nest({K, N}, LoopHint::VectorizeFull, [&](const std::vector<llvm::Value*>& i) {
             llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(N)), i[1]);
             b_.CreateStore(load_b(i[0], i[1]), b_.CreateGEP(acc_ty, pb, off));
         });
