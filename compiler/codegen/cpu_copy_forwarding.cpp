@@ -10,7 +10,9 @@
 // A copy `copy(G[...] -> t)` is forwardable when what the gemm reads through the source is
 // what it would have read from the tile:
 // - t is a 2-d block-local tile of f32 or f64 (stored as the CPU code computes with it,
-//   so the gemm reads G's elements as they are), the copy writes all of it, from a region
+//   so the gemm reads G's elements as they are) or of f16 or bf16 (which the gemm converts
+//   into its packed f32 arrays anyway: from G, one pass over the elements instead of the
+//   copy's and the packing's), the copy writes all of it, from a region
 //   of G of the same element type whose dimensions but the last two have extent 1 (the
 //   tile's rows are G's rows; the lowering also checks at run time that G's last
 //   dimension is contiguous);
@@ -52,7 +54,10 @@ bool forwardable_shape(const ir::CopyNode& c) {
     const ir::Buffer& g = c.src.buffer;
     if (t->scope == ir::Scope::Global || g->scope != ir::Scope::Global) return false;
     if (t->rank() != 2 || g->rank() < 2 || t->dtype != g->dtype) return false;
-    if (t->dtype != ir::DataType::f32() && t->dtype != ir::DataType::f64()) return false;
+    const ir::DataType dt = t->dtype;
+    if (dt != ir::DataType::f32() && dt != ir::DataType::f64() && dt != ir::DataType::f16() &&
+        dt != ir::DataType::bf16())
+        return false;
     if (!ir::is_full_region(c.dst)) return false;
     const size_t r = g->rank();
     for (size_t d = 0; d < r; ++d) {

@@ -296,7 +296,8 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     // set offset: a is read in place whatever its stride (256^3 to 2048^3: 0.83-0.88x of
     // OpenBLAS copied, 0.90-0.97x in place; docs/architecture.md, "CPU, sixth round").
     llvm::Value* forward = inside;
-    if (use.read_as_b) {
+    const DataType dt = s.dst.buffer->dtype;
+    if (use.read_as_b && (dt == DataType::f32() || dt == DataType::f64())) {
         const int64_t elem_bytes = storage_type(ms_.ctx, s.src.buffer->dtype)->getPrimitiveSizeInBits() / 8;
         llvm::Value* stride_bytes = b_.CreateMul(src.strides[rank - 2], b_.getInt64(elem_bytes));
         llvm::Value* spread = b_.CreateICmpNE(b_.CreateAnd(stride_bytes, b_.getInt64(511)), b_.getInt64(0));
@@ -616,8 +617,8 @@ void FunctionLowering::lower_gemm(const ir::GemmNode& s) {
         auto it = tile_aliases_.find(r.buffer.get());
         if (it == tile_aliases_.end()) return nullptr;
         llvm::Value* off = b_.CreateAdd(b_.CreateMul(row, it->second.row_stride), col);
-        llvm::Type* ty = storage_type(ms_.ctx, r.buffer->dtype);  // f32 / f64: also its register type
-        return b_.CreateLoad(ty, b_.CreateGEP(ty, it->second.base, off));
+        llvm::Type* ty = storage_type(ms_.ctx, r.buffer->dtype);
+        return from_storage(b_.CreateLoad(ty, b_.CreateGEP(ty, it->second.base, off)), r.buffer->dtype);
     };
     auto load_a = [&](llvm::Value* m, llvm::Value* k) {
         if (llvm::Value* v = aliased(s.a, m, k)) return convert(v, at, acc);
