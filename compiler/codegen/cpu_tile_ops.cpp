@@ -293,8 +293,10 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     // OpenBLAS with a and b in place against 0.76-0.91x copied; at 2000^3 (8000-byte
     // rows) 0.64-0.75x and 0.72-0.73x (a 2-core Xeon with 48 KiB L1, 3 rounds). The
     // micro-kernel reads a only MR (8) rows at a time, which fit the L1's ways even at one
-    // set offset: a is read in place whatever its stride (256^3 to 2048^3: 0.83-0.88x of
-    // OpenBLAS copied, 0.90-0.97x in place; docs/architecture.md, "CPU, sixth round").
+    // set offset: a is read in place whatever its stride (256^3 to 2048^3: 0.80-0.91x of
+    // OpenBLAS copied, 0.88-0.97x in place; docs/architecture.md, "CPU, sixth round").
+    // An f16 or bf16 tile only feeds the gemm's packing (the micro-kernel reads the packed
+    // f32 arrays): in place whatever its stride.
     llvm::Value* forward = inside;
     const DataType dt = s.dst.buffer->dtype;
     if (use.read_as_b && (dt == DataType::f32() || dt == DataType::f64())) {
