@@ -228,13 +228,12 @@ void FunctionLowering::emit_loop(llvm::Value* lo, llvm::Value* extent, LoopHint 
     if (hint == LoopHint::Vectorize || hint == LoopHint::VectorizeFull)
         md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
                                              llvm::ConstantAsMetadata::get(b_.getTrue())}));
-    if (hint == LoopHint::VectorizeFull)
-        md.push_back(llvm::MDNode::get(
-            ctx,
-            {llvm::MDString::get(ctx, "llvm.loop.vectorize.width"),
-             llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<int32_t>(ms_.cpu.vector_bytes / 4)))}));
-    if (hint == LoopHint::VectorizeFull)
+    if (hint == LoopHint::VectorizeFull) {
+        const auto lanes = static_cast<int32_t>(ms_.cpu.vector_bytes / 4);
+        md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.width"),
+                                             llvm::ConstantAsMetadata::get(b_.getInt32(lanes))}));
         md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")}));
+    }
     if (hint == LoopHint::Unroll)
         md.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.full")}));
     if (access_group)
