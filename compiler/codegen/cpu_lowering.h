@@ -170,6 +170,18 @@ struct ForwardableCopy {
 // (cpu_copy_forwarding.cpp).
 std::unordered_map<const ir::CopyNode*, ForwardableCopy> forwardable_copies(const ir::Stmt& body);
 
+// How many rows and columns of a gemm accumulator its one store can reach: the copy into
+// a global tensor stores acc[i, j] only where i < rows and j < cols (expressions of the
+// sizes, scalars and block indices; may be <= 0 or past the tile).
+struct StoredExtent {
+    ir::Expr rows, cols;
+};
+
+// The block-local accumulators that only fills, gemms (as c) and one copy into a global
+// tensor use: the gemms need not compute what the copy cannot store
+// (cpu_stored_extent.cpp).
+std::unordered_map<const ir::BufferNode*, StoredExtent> accumulator_stored_extents(const ir::Stmt& body);
+
 // Of a block function's body, the copies whose fused row loops prefetch the rows the
 // grid's next block reads: the last copy out of each global tensor in program order, the
 // block's last pass over those rows (cpu_fusion.cpp).
@@ -361,6 +373,8 @@ private:
     // Set by block_body: the copies a gemm can read through (cpu_copy_forwarding.cpp).
     std::unordered_map<const ir::CopyNode*, ForwardableCopy> forwardable_;
     std::unordered_set<const ir::CopyNode*> prefetching_;  // prefetching_copies
+    // Set by block_body: accumulators whose gemms may skip what is not stored.
+    std::unordered_map<const ir::BufferNode*, StoredExtent> stored_extents_;
     // For a tile whose forwarded copy ran in the statement list being lowered: where its
     // element [0, 0] is (the source region's first element, or the tile's own at the
     // edges, where the copy ran) and its row stride in elements.

@@ -96,6 +96,7 @@ void FunctionLowering::block_body(const ir::Stmt& body) {
     live_after_ = tiles_live_after(body);
     forwardable_ = forwardable_copies(body);
     prefetching_ = prefetching_copies(body);
+    stored_extents_ = accumulator_stored_extents(body);
     stmt(body);
 }
 
