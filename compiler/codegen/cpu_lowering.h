@@ -382,6 +382,11 @@ private:
         llvm::Value* base = nullptr;
         llvm::Value* row_stride = nullptr;  // i64
         llvm::Value* in_place = nullptr;    // i1: base is the source's (no copy ran)
+        // Where the copy pads with zeros: the tile's rows from valid_rows on and its
+        // columns from valid_cols on are zeros (i64, may be <= 0 or past the tile's
+        // extent); null otherwise.
+        llvm::Value* valid_rows = nullptr;
+        llvm::Value* valid_cols = nullptr;
     };
     std::unordered_map<const ir::BufferNode*, TileAlias> tile_aliases_;
 };

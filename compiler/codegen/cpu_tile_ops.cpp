@@ -316,6 +316,16 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     alias.row_stride =
         b_.CreateSelect(forward, src.strides[rank - 2], tile.strides[0], s.dst.buffer->name + ".fwd.stride");
     alias.in_place = forward;
+    auto zero = [](const ir::Expr& e) {
+        if (!e) return false;
+        if (auto* f = e->as<ir::FloatImmNode>()) return f->value == 0.0;
+        auto i = ir::as_const_int(e);
+        return i && *i == 0;
+    };
+    if (zero(s.pad)) {
+        alias.valid_rows = b_.CreateSub(src.shape[rank - 2], start[rank - 2]);
+        alias.valid_cols = b_.CreateSub(src.shape[rank - 1], start[rank - 1]);
+    }
     tile_aliases_[s.dst.buffer.get()] = alias;
     note_tile_source(s);
     return s.dst.buffer.get();
@@ -529,6 +539,24 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     // The micro-tiles row by row (cols_outer false: each row strip of a, MR x K, stays in L1
     // while it meets every column strip of b), or column by column (b's K x NR strip stays
     // while it meets every row strip of a).
+    // The k steps whose products are not all 0 * 0: where a's and b's tiles are copies
+    // padded with zeros (forwarded, so nothing else writes them), a's columns and b's rows
+    // from max(a's valid columns, b's valid rows) on are both padding (the last k-step's
+    // at a ragged K). Skipping them leaves every sum as it was, but for the sign of a
+    // zero: a -0 accumulator would have become +0 (fill(acc, 0) starts at +0, which
+    // sums of finite products never turn into -0).
+    llvm::Value* k_end = b_.getInt64(K);
+    {
+        auto ia = tile_aliases_.find(s.a.buffer.get());
+        auto ib = tile_aliases_.find(s.b.buffer.get());
+        if (ia != tile_aliases_.end() && ib != tile_aliases_.end() && ia->second.valid_cols &&
+            ib->second.valid_rows) {
+            llvm::Value* v = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, ia->second.valid_cols,
+                                                      ib->second.valid_rows, nullptr, "gemm.k_valid");
+            v = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, b_.getInt64(0));
+            k_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, b_.getInt64(K), nullptr, "gemm.k_end");
+        }
+    }
     // The micro-tiles that hold some element the accumulator's store can reach (all of
     // them where that is not known): at a ragged edge the rest are never read.
     llvm::Value* row_tiles = b_.getInt64(M / MR);
@@ -582,7 +610,7 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
                                            {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
                     }
                 }
-                emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::None, [&](llvm::Value* k) {
+                emit_loop(b_.getInt64(0), k_end, LoopHint::None, [&](llvm::Value* k) {
                     llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, ldb), n0);
                     llvm::Value* bv =
                         b_.CreateAlignedLoad(vec_ty, b_.CreateGEP(acc_ty, pb, boff), elem_align);
