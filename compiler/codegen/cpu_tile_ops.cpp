@@ -507,38 +507,6 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
         b_in_place = it->second.in_place;
         ldb = it->second.row_stride;
     }
-    if (!pa) {
-        pa = entry_alloca(acc_ty, static_cast<uint64_t>(M * K), "gemm.a");
-        emit_nest({M, K}, LoopHint::VectorizeFull, [&](const std::vector<llvm::Value*>& i) {
-            llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(K)), i[1]);
-            b_.CreateStore(load_a(i[0], i[1]), b_.CreateGEP(acc_ty, pa, off));
-        });
-    }
-    if (!pb) {
-        pb = entry_alloca(acc_ty, static_cast<uint64_t>(K * N), "gemm.b");
-        emit_nest({K, N}, LoopHint::VectorizeFull, [&](const std::vector<llvm::Value*>& i) {
-            llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(N)), i[1]);
-            b_.CreateStore(load_b(i[0], i[1]), b_.CreateGEP(acc_ty, pb, off));
-        });
-    }
-
-    // The operands' next tiles, where they are copied from global tensors in a serial
-    // loop around the gemm: each micro-tile below prefetches its share of their lines,
-    // so that the loads arrive spread over the whole product instead of stalling the
-    // next copy (a row of each tile on its own page: no hardware prefetcher follows).
-    std::vector<NextTileRows> prefetches;
-    for (const ir::Buffer& operand : {s.a.buffer, s.b.buffer})
-        if (auto next = next_tile_rows(operand)) prefetches.push_back(*next);
-    const int64_t micro_tiles = (M / MR) * (N / NR);
-
-    auto* vec_ty = llvm::FixedVectorType::get(acc_ty, static_cast<unsigned>(NR));
-    const llvm::Align elem_align(acc_ty->getPrimitiveSizeInBits() / 8);
-    // One stack slot per accumulator row; SROA turns them into registers.
-    std::vector<llvm::Value*> slots;
-    for (int64_t r = 0; r < MR; ++r) slots.push_back(entry_alloca(vec_ty, 1, "gemm.acc"));
-    // The micro-tiles row by row (cols_outer false: each row strip of a, MR x K, stays in L1
-    // while it meets every column strip of b), or column by column (b's K x NR strip stays
-    // while it meets every row strip of a).
     // The k steps whose products are not all 0 * 0: where a's and b's tiles are copies
     // padded with zeros (forwarded, so nothing else writes them), a's columns and b's rows
     // from max(a's valid columns, b's valid rows) on are both padding (the last k-step's
@@ -571,6 +539,45 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
         row_tiles = reached(it->second.rows, M, MR, "gemm.stored.row_tiles");
         col_tiles = reached(it->second.cols, N, NR, "gemm.stored.col_tiles");
     }
+    // Packed: the rows of a and of b that the micro-tiles read (each row's columns all,
+    // so that the vectorised loop has a constant trip count).
+    if (!pa) {
+        pa = entry_alloca(acc_ty, static_cast<uint64_t>(M * K), "gemm.a");
+        emit_loop(b_.getInt64(0), b_.CreateMul(row_tiles, b_.getInt64(MR)), LoopHint::None,
+                  [&](llvm::Value* m) {
+                      emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::VectorizeFull, [&](llvm::Value* k) {
+                          llvm::Value* off = b_.CreateAdd(b_.CreateMul(m, b_.getInt64(K)), k);
+                          b_.CreateStore(load_a(m, k), b_.CreateGEP(acc_ty, pa, off));
+                      });
+                  });
+    }
+    if (!pb) {
+        pb = entry_alloca(acc_ty, static_cast<uint64_t>(K * N), "gemm.b");
+        emit_loop(b_.getInt64(0), k_end, LoopHint::None, [&](llvm::Value* k) {
+            emit_loop(b_.getInt64(0), b_.getInt64(N), LoopHint::VectorizeFull, [&](llvm::Value* n) {
+                llvm::Value* off = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(N)), n);
+                b_.CreateStore(load_b(k, n), b_.CreateGEP(acc_ty, pb, off));
+            });
+        });
+    }
+
+    // The operands' next tiles, where they are copied from global tensors in a serial
+    // loop around the gemm: each micro-tile below prefetches its share of their lines,
+    // so that the loads arrive spread over the whole product instead of stalling the
+    // next copy (a row of each tile on its own page: no hardware prefetcher follows).
+    std::vector<NextTileRows> prefetches;
+    for (const ir::Buffer& operand : {s.a.buffer, s.b.buffer})
+        if (auto next = next_tile_rows(operand)) prefetches.push_back(*next);
+    const int64_t micro_tiles = (M / MR) * (N / NR);
+
+    auto* vec_ty = llvm::FixedVectorType::get(acc_ty, static_cast<unsigned>(NR));
+    const llvm::Align elem_align(acc_ty->getPrimitiveSizeInBits() / 8);
+    // One stack slot per accumulator row; SROA turns them into registers.
+    std::vector<llvm::Value*> slots;
+    for (int64_t r = 0; r < MR; ++r) slots.push_back(entry_alloca(vec_ty, 1, "gemm.acc"));
+    // The micro-tiles row by row (cols_outer false: each row strip of a, MR x K, stays in L1
+    // while it meets every column strip of b), or column by column (b's K x NR strip stays
+    // while it meets every row strip of a).
     auto emit_micro_tiles = [&](bool cols_outer) {
         llvm::Value* outer = cols_outer ? col_tiles : row_tiles;
         llvm::Value* inner = cols_outer ? row_tiles : col_tiles;
