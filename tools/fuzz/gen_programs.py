@@ -215,7 +215,11 @@ class Gen:
     # ---- a small gemm ----------------------------------------------------------------
     def gemm_program(self):
         r = self.rng
-        T = r.choice(("f16", "bf16"))
+        T = r.choice(("f16", "bf16", "f32"))
+        # Pads: zero (the CPU gemm's k loop then stops at the operands' valid k) or one
+        # (whose products add to the stored sums, through the rows and columns the
+        # stored-extent analysis lets the CPU gemm skip at the edges).
+        pad_a, pad_b = (r.choice(("", ", pad = 0", ", pad = 1")) for _ in range(2))
         BM, BN, BK = r.choice((16, 32, 64)), r.choice((16, 32, 64)), r.choice((16, 32))
         threads = r.choice((64, 128))
         stages = r.choice((1, 2, 3))
@@ -227,7 +231,7 @@ class Gen:
                  f"    shared a: {T}[BM, BK];", f"    shared b: {T}[BK, BN];",
                  "    fragment acc: f32[BM, BN];", "    fill(acc, 0);",
                  f"    for k in pipelined(cdiv(K, BK), stages = {stages}) {{",
-                 "        copy(A[m0, k * BK], a);", "        copy(B[k * BK, n0], b);",
+                 f"        copy(A[m0, k * BK], a{pad_a});", f"        copy(B[k * BK, n0], b{pad_b});",
                  "        gemm(a, b, acc);", "    }"]
         if epilogue:
             lines.append(f"    for i, j in parallel(BM, BN) {{ acc[i, j] = {epilogue}; }}")
