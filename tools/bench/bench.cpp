@@ -445,7 +445,7 @@ int main(int argc, char** argv) {
             bench_row_kernels(4096, 4096);
     }
     if (only != "rows") {
-        const std::vector<int64_t> gemm_sizes = quick ? std::vector<int64_t>{67, 130} : std::vector<int64_t>{1024, 2048};
+        const std::vector<int64_t> gemm_sizes = quick ? std::vector<int64_t>{67, 130} : std::vector<int64_t>{1024, 2048, 2000};
         for (int64_t n : gemm_sizes) bench_gemm_f32(n);
         for (int64_t n : gemm_sizes) bench_gemm_f16(n);
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/bench/cpu.sh: builds and runs tile_bench, the CPU table of issue 15 in one run:
 # softmax / rmsnorm / layernorm f32 at 4096 x 4096 in GB/s next to memcpy of the same
-# bytes; GEMM f32 and f16 at 1024^3 and 2048^3 in GFLOP/s next to OpenBLAS's sgemm
+# bytes; GEMM f32 and f16 at 1024^3, 2048^3 and 2000^3 (ragged: edge blocks) in GFLOP/s next to OpenBLAS's sgemm
 # (dlopen'ed when libopenblas.so.0 is installed, e.g. Debian's libopenblas0-pthread;
 # column skipped otherwise) and as a share of the measured FMA peak. See bench.cpp.
 #
