@@ -10,6 +10,10 @@
 // - a fill of all of it (writes only),
 // - a gemm with acc, whole, as its c (and not as its a or b): it reads and writes
 //   acc[i, j] only to compute acc[i, j], from row i of a and column j of b,
+// - an element-wise update `acc[x, y] = f(...)` whose indices are variables, with the
+//   loads of acc in f (counted with it) all at the same [x, y]: an epilogue (a bias, an
+//   activation) that computes each element from itself alone, so a dead element stays
+//   dead (its value, the fill's or what the update made of it, reaches no store),
 // - exactly one copy of all of acc into a global region whose dimensions but the last two
 //   have extent 1 (acc[i, j] lands at [start0 + i, start1 + j] of the tensor, stored only
 //   where that is inside it),
@@ -30,7 +34,7 @@ namespace {
 class Finder : public ir::IRVisitor {
 public:
     std::unordered_map<const ir::BufferNode*, int> mentions;  // every mention of a buffer
-    std::unordered_map<const ir::BufferNode*, int> allowed;   // fills and gemm c's of it
+    std::unordered_map<const ir::BufferNode*, int> allowed;   // fills, gemm c's, element-wise updates
     std::unordered_map<const ir::BufferNode*, std::vector<const ir::CopyNode*>> stores;
     ir::VarMap lets;  // every let's value, its own lets replaced
 
@@ -48,6 +52,23 @@ protected:
         const ir::BufferNode* c = op->c.buffer.get();
         if (ir::is_full_region(op->c) && op->a.buffer.get() != c && op->b.buffer.get() != c) ++allowed[c];
         ir::IRVisitor::visit_gemm(op);
+    }
+    void visit_store(const ir::StoreNode* op) override {
+        const ir::BufferNode* t = op->buffer.get();
+        auto same_element = [&](const std::vector<ir::Expr>& idx) {
+            if (idx.size() != 2 || op->indices.size() != 2) return false;
+            for (size_t d = 0; d < 2; ++d)
+                if (idx[d] != op->indices[d] || idx[d]->kind != ir::ExprKind::Var) return false;
+            return true;
+        };
+        if (t->scope != ir::Scope::Global && same_element(op->indices)) {
+            ++allowed[t];
+            ir::for_each_expr(op->value, [&](const ir::Expr& x) {
+                if (auto* l = x->as<ir::LoadNode>(); l && l->buffer.get() == t && same_element(l->indices))
+                    ++allowed[t];
+            });
+        }
+        ir::IRVisitor::visit_store(op);
     }
     void visit_copy(const ir::CopyNode* op) override {
         if (op->src.buffer->scope != ir::Scope::Global && op->dst.buffer->scope == ir::Scope::Global)
