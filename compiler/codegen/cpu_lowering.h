@@ -238,6 +238,9 @@ public:
     // The innermost loop gets `inner_hint`.
     void emit_nest(const std::vector<int64_t>& extents, LoopHint inner_hint,
                    const std::function<void(const std::vector<llvm::Value*>&)>& body);
+    // The same over i64 extents (run-time values; <= 0 runs nothing).
+    void emit_nest(const std::vector<llvm::Value*>& extents, LoopHint inner_hint,
+                   const std::function<void(const std::vector<llvm::Value*>&)>& body);
     // if (cond) then_fn(); else else_fn() (else_fn may be empty).
     void emit_if(llvm::Value* cond, const std::function<void()>& then_fn,
                  const std::function<void()>& else_fn = nullptr);

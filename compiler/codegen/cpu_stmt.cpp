@@ -250,6 +250,13 @@ void FunctionLowering::emit_loop(llvm::Value* lo, llvm::Value* extent, LoopHint 
 
 void FunctionLowering::emit_nest(const std::vector<int64_t>& extents, LoopHint inner_hint,
                                  const std::function<void(const std::vector<llvm::Value*>&)>& body) {
+    std::vector<llvm::Value*> values;
+    for (int64_t e : extents) values.push_back(b_.getInt64(e));
+    emit_nest(values, inner_hint, body);
+}
+
+void FunctionLowering::emit_nest(const std::vector<llvm::Value*>& extents, LoopHint inner_hint,
+                                 const std::function<void(const std::vector<llvm::Value*>&)>& body) {
     std::vector<llvm::Value*> idx;
     std::function<void(size_t)> level = [&](size_t d) {
         if (d == extents.size()) {
@@ -257,7 +264,7 @@ void FunctionLowering::emit_nest(const std::vector<int64_t>& extents, LoopHint i
             return;
         }
         LoopHint hint = d + 1 == extents.size() ? inner_hint : LoopHint::None;
-        emit_loop(b_.getInt64(0), b_.getInt64(extents[d]), hint, [&](llvm::Value* i) {
+        emit_loop(b_.getInt64(0), extents[d], hint, [&](llvm::Value* i) {
             idx.push_back(i);
             level(d + 1);
             idx.pop_back();

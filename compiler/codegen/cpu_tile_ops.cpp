@@ -316,13 +316,7 @@ const ir::BufferNode* FunctionLowering::lower_forwarded_copy(const ir::CopyNode&
     alias.row_stride =
         b_.CreateSelect(forward, src.strides[rank - 2], tile.strides[0], s.dst.buffer->name + ".fwd.stride");
     alias.in_place = forward;
-    auto zero = [](const ir::Expr& e) {
-        if (!e) return false;
-        if (auto* f = e->as<ir::FloatImmNode>()) return f->value == 0.0;
-        auto i = ir::as_const_int(e);
-        return i && *i == 0;
-    };
-    if (zero(s.pad)) {
+    if (ir::pads_with_zero(s)) {
         alias.valid_rows = b_.CreateSub(src.shape[rank - 2], start[rank - 2]);
         alias.valid_cols = b_.CreateSub(src.shape[rank - 1], start[rank - 1]);
     }
@@ -543,21 +537,17 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     // so that the vectorised loop has a constant trip count).
     if (!pa) {
         pa = entry_alloca(acc_ty, static_cast<uint64_t>(M * K), "gemm.a");
-        emit_loop(b_.getInt64(0), b_.CreateMul(row_tiles, b_.getInt64(MR)), LoopHint::None,
-                  [&](llvm::Value* m) {
-                      emit_loop(b_.getInt64(0), b_.getInt64(K), LoopHint::VectorizeFull, [&](llvm::Value* k) {
-                          llvm::Value* off = b_.CreateAdd(b_.CreateMul(m, b_.getInt64(K)), k);
-                          b_.CreateStore(load_a(m, k), b_.CreateGEP(acc_ty, pa, off));
-                      });
+        emit_nest({b_.CreateMul(row_tiles, b_.getInt64(MR)), b_.getInt64(K)}, LoopHint::VectorizeFull,
+                  [&](const std::vector<llvm::Value*>& i) {
+                      llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(K)), i[1]);
+                      b_.CreateStore(load_a(i[0], i[1]), b_.CreateGEP(acc_ty, pa, off));
                   });
     }
     if (!pb) {
         pb = entry_alloca(acc_ty, static_cast<uint64_t>(K * N), "gemm.b");
-        emit_loop(b_.getInt64(0), k_end, LoopHint::None, [&](llvm::Value* k) {
-            emit_loop(b_.getInt64(0), b_.getInt64(N), LoopHint::VectorizeFull, [&](llvm::Value* n) {
-                llvm::Value* off = b_.CreateAdd(b_.CreateMul(k, b_.getInt64(N)), n);
-                b_.CreateStore(load_b(k, n), b_.CreateGEP(acc_ty, pb, off));
-            });
+        emit_nest({k_end, b_.getInt64(N)}, LoopHint::VectorizeFull, [&](const std::vector<llvm::Value*>& i) {
+            llvm::Value* off = b_.CreateAdd(b_.CreateMul(i[0], b_.getInt64(N)), i[1]);
+            b_.CreateStore(load_b(i[0], i[1]), b_.CreateGEP(acc_ty, pb, off));
         });
     }
 
@@ -579,61 +569,58 @@ bool FunctionLowering::lower_gemm_blocked(const ir::GemmNode& s, int64_t M, int6
     // while it meets every column strip of b), or column by column (b's K x NR strip stays
     // while it meets every row strip of a).
     auto emit_micro_tiles = [&](bool cols_outer) {
-        llvm::Value* outer = cols_outer ? col_tiles : row_tiles;
-        llvm::Value* inner = cols_outer ? row_tiles : col_tiles;
-        emit_loop(b_.getInt64(0), outer, LoopHint::None, [&](llvm::Value* o) {
-            emit_loop(b_.getInt64(0), inner, LoopHint::None, [&](llvm::Value* in) {
-                std::vector<llvm::Value*> blk = {o, in};
-                if (cols_outer) std::swap(blk[0], blk[1]);
-                llvm::Value* m0 = b_.CreateMul(blk[0], b_.getInt64(MR));
-                llvm::Value* n0 = b_.CreateMul(blk[1], b_.getInt64(NR));
-                auto c_ptr = [&](int64_t r) {
-                    auto idx = region_index(*this, s.c, {b_.CreateAdd(m0, b_.getInt64(r)), n0});
-                    return element_ptr(s.c.buffer, ci, element_offset(ci, idx));
-                };
-                for (int64_t r = 0; r < MR; ++r)
-                    b_.CreateStore(b_.CreateAlignedLoad(vec_ty, c_ptr(r), elem_align), slots[r]);
-                llvm::Value* tile = b_.CreateAdd(b_.CreateMul(blk[0], b_.getInt64(N / NR)), blk[1]);
-                for (const NextTileRows& next : prefetches) {
-                    // Lines [tile * per_tile, (tile + 1) * per_tile) of the next tile, row by row.
-                    const int64_t total = next.rows * next.lines;
-                    const int64_t per_tile = (total + micro_tiles - 1) / micro_tiles;
-                    for (int64_t q = 0; q < per_tile; ++q) {
-                        llvm::Value* line =
-                            b_.CreateAdd(b_.CreateMul(tile, b_.getInt64(per_tile)), b_.getInt64(q));
-                        llvm::Value* row = b_.CreateUDiv(line, b_.getInt64(next.lines));
-                        if (total % micro_tiles != 0)
-                            row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, row,
-                                                           b_.getInt64(next.rows - 1));
-                        llvm::Value* col = b_.CreateURem(line, b_.getInt64(next.lines));
-                        llvm::Value* in_row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
-                                                                       b_.CreateMul(col, b_.getInt64(64)),
-                                                                       b_.getInt64(next.bytes - 1));
-                        llvm::Value* off = b_.CreateAdd(b_.CreateMul(row, next.row_stride), in_row);
-                        llvm::Value* p = b_.CreateGEP(b_.getInt8Ty(), next.first, off);
-                        // read, into every cache level (prefetcht0; into L2 only measured no
-                        // better), data
-                        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
-                                           {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
-                    }
+        std::vector<llvm::Value*> nest = cols_outer ? std::vector<llvm::Value*>{col_tiles, row_tiles}
+                                                    : std::vector<llvm::Value*>{row_tiles, col_tiles};
+        emit_nest(nest, LoopHint::None, [&](const std::vector<llvm::Value*>& blk_in) {
+            std::vector<llvm::Value*> blk = blk_in;
+            if (cols_outer) std::swap(blk[0], blk[1]);
+            llvm::Value* m0 = b_.CreateMul(blk[0], b_.getInt64(MR));
+            llvm::Value* n0 = b_.CreateMul(blk[1], b_.getInt64(NR));
+            auto c_ptr = [&](int64_t r) {
+                auto idx = region_index(*this, s.c, {b_.CreateAdd(m0, b_.getInt64(r)), n0});
+                return element_ptr(s.c.buffer, ci, element_offset(ci, idx));
+            };
+            for (int64_t r = 0; r < MR; ++r)
+                b_.CreateStore(b_.CreateAlignedLoad(vec_ty, c_ptr(r), elem_align), slots[r]);
+            llvm::Value* tile = b_.CreateAdd(b_.CreateMul(blk[0], b_.getInt64(N / NR)), blk[1]);
+            for (const NextTileRows& next : prefetches) {
+                // Lines [tile * per_tile, (tile + 1) * per_tile) of the next tile, row by row.
+                const int64_t total = next.rows * next.lines;
+                const int64_t per_tile = (total + micro_tiles - 1) / micro_tiles;
+                for (int64_t q = 0; q < per_tile; ++q) {
+                    llvm::Value* line =
+                        b_.CreateAdd(b_.CreateMul(tile, b_.getInt64(per_tile)), b_.getInt64(q));
+                    llvm::Value* row = b_.CreateUDiv(line, b_.getInt64(next.lines));
+                    if (total % micro_tiles != 0)
+                        row =
+                            b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, row, b_.getInt64(next.rows - 1));
+                    llvm::Value* col = b_.CreateURem(line, b_.getInt64(next.lines));
+                    llvm::Value* in_row =
+                        b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateMul(col, b_.getInt64(64)),
+                                                 b_.getInt64(next.bytes - 1));
+                    llvm::Value* off = b_.CreateAdd(b_.CreateMul(row, next.row_stride), in_row);
+                    llvm::Value* p = b_.CreateGEP(b_.getInt8Ty(), next.first, off);
+                    // read, into every cache level (prefetcht0; into L2 only measured no
+                    // better), data
+                    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                                       {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
                 }
-                emit_loop(b_.getInt64(0), k_end, LoopHint::None, [&](llvm::Value* k) {
-                    llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, ldb), n0);
-                    llvm::Value* bv =
-                        b_.CreateAlignedLoad(vec_ty, b_.CreateGEP(acc_ty, pb, boff), elem_align);
-                    for (int64_t r = 0; r < MR; ++r) {
-                        llvm::Value* row = b_.CreateAdd(m0, b_.getInt64(r));
-                        llvm::Value* aoff = b_.CreateAdd(b_.CreateMul(row, lda), k);
-                        llvm::Value* av = b_.CreateVectorSplat(
-                            static_cast<unsigned>(NR), b_.CreateLoad(acc_ty, b_.CreateGEP(acc_ty, pa, aoff)));
-                        llvm::Value* cv = b_.CreateLoad(vec_ty, slots[r]);
-                        b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_ty}, {av, bv, cv}),
-                                       slots[r]);
-                    }
-                });
-                for (int64_t r = 0; r < MR; ++r)
-                    b_.CreateAlignedStore(b_.CreateLoad(vec_ty, slots[r]), c_ptr(r), elem_align);
+            }
+            emit_loop(b_.getInt64(0), k_end, LoopHint::None, [&](llvm::Value* k) {
+                llvm::Value* boff = b_.CreateAdd(b_.CreateMul(k, ldb), n0);
+                llvm::Value* bv = b_.CreateAlignedLoad(vec_ty, b_.CreateGEP(acc_ty, pb, boff), elem_align);
+                for (int64_t r = 0; r < MR; ++r) {
+                    llvm::Value* row = b_.CreateAdd(m0, b_.getInt64(r));
+                    llvm::Value* aoff = b_.CreateAdd(b_.CreateMul(row, lda), k);
+                    llvm::Value* av = b_.CreateVectorSplat(
+                        static_cast<unsigned>(NR), b_.CreateLoad(acc_ty, b_.CreateGEP(acc_ty, pa, aoff)));
+                    llvm::Value* cv = b_.CreateLoad(vec_ty, slots[r]);
+                    b_.CreateStore(b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec_ty}, {av, bv, cv}),
+                                   slots[r]);
+                }
             });
+            for (int64_t r = 0; r < MR; ++r)
+                b_.CreateAlignedStore(b_.CreateLoad(vec_ty, slots[r]), c_ptr(r), elem_align);
         });
     };
     // Where b is read in place (a forwarded copy: each of its K rows a line of its own, a

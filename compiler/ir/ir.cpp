@@ -471,6 +471,12 @@ bool is_full_region(const Region& r) {
     return true;
 }
 
+bool pads_with_zero(const CopyNode& c) {
+    if (!c.pad || is_const_int(c.pad, 0)) return true;
+    auto* f = c.pad->as<FloatImmNode>();
+    return f && f->value == 0.0;
+}
+
 // ---------------------------------------------------------------------------------
 // Statement factories
 

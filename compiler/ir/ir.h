@@ -875,6 +875,8 @@ Region full_region(const Buffer& buffer);
 Region make_region(Buffer buffer, std::vector<Expr> start, std::vector<Expr> extent);
 // True if start is all constant 0 and extent structurally equals the shape.
 bool is_full_region(const Region& r);
+// True if the copy reads 0 past its source's edges (its pad a constant 0, or none).
+bool pads_with_zero(const CopyNode& c);
 
 // Flattens nested Seqs and drops null statements; a single statement is returned as
 // itself; none gives an empty Seq.

@@ -294,8 +294,7 @@ std::optional<Stmt> lower_copy_async(const CopyNode& c, LowerContext& lc, const 
     const Buffer& dst = c.dst.buffer;
     const Buffer& t = g.buffer;
     if (!lc.gpu_target().cp_async.available || t->scope != Scope::Global || dst->scope != Scope::Shared ||
-        !is_full_region(c.dst) || t->dtype != dst->dtype || (c.pad && !is_const_int(c.pad, 0) &&
-                                                             !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0)))
+        !is_full_region(c.dst) || t->dtype != dst->dtype || !pads_with_zero(c))
         return std::nullopt;
     for (int64_t bytes : {16, 8, 4}) {
         Expr aligned;

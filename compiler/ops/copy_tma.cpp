@@ -188,8 +188,7 @@ std::optional<TmaFill> lower_copy_tma(const CopyNode& c, LowerContext& lc) {
     if (!target.tma.available || !target.has_wgmma() || t->scope != Scope::Global || dst->scope != Scope::Shared ||
         !is_full_region(c.dst) || t->dtype != dst->dtype || t->dtype.bits % 8 != 0 || t->shape.empty())
         return std::nullopt;
-    if (c.pad && !is_const_int(c.pad, 0) && !(c.pad->as<FloatImmNode>() && c.pad->as<FloatImmNode>()->value == 0.0))
-        return std::nullopt;
+    if (!pads_with_zero(c)) return std::nullopt;
     auto tile = const_shape(dst->shape);
     if (!tile || tile->empty()) return std::nullopt;
     const int64_t eb = t->dtype.bits / 8;
